@@ -1,0 +1,66 @@
+"""ffi_core.native: call-frame operations compiled with Numba.
+
+For handlers that run without Python: read buffers and dims, answer the
+metadata handshake, create errors, get the stream and device ordinal, and call
+a kernel so that an exception it raises becomes an ``XLA_FFI_Error*``. Needs
+the ``native`` extra (``uv add "ffi-core[native]"``).
+"""
+
+try:
+    import numba as _numba  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        'ffi_core.native needs numba: install it with `uv add "ffi-core[native]"`'
+    ) from exc
+
+from ._frame import answer_metadata as answer_metadata
+from ._frame import arg_buffer as arg_buffer
+from ._frame import buffer_data as buffer_data
+from ._frame import buffer_dim as buffer_dim
+from ._frame import buffer_dtype as buffer_dtype
+from ._frame import buffer_rank as buffer_rank
+from ._frame import device_ordinal_get as device_ordinal_get
+from ._frame import error_create as error_create
+from ._frame import frame_api as frame_api
+from ._frame import frame_ctx as frame_ctx
+from ._frame import frame_stage as frame_stage
+from ._frame import is_metadata_query as is_metadata_query
+from ._frame import num_args as num_args
+from ._frame import num_rets as num_rets
+from ._frame import ret_buffer as ret_buffer
+from ._frame import stream_get as stream_get
+from ._guarded import call_guarded as call_guarded
+from ._guarded import error_from_exception as error_from_exception
+from ._intrinsics import call_api_fn as call_api_fn
+from ._intrinsics import cstring as cstring
+from ._intrinsics import load as load
+from ._intrinsics import stack_buffer as stack_buffer
+from ._intrinsics import store as store
+from ._intrinsics import voidptr as voidptr
+
+__all__ = [
+    "answer_metadata",
+    "arg_buffer",
+    "buffer_data",
+    "buffer_dim",
+    "buffer_dtype",
+    "buffer_rank",
+    "call_api_fn",
+    "call_guarded",
+    "cstring",
+    "device_ordinal_get",
+    "error_create",
+    "error_from_exception",
+    "frame_api",
+    "frame_ctx",
+    "frame_stage",
+    "is_metadata_query",
+    "load",
+    "num_args",
+    "num_rets",
+    "ret_buffer",
+    "stack_buffer",
+    "store",
+    "stream_get",
+    "voidptr",
+]

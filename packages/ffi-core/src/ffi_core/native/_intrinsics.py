@@ -1,0 +1,115 @@
+"""Raw memory and function-pointer access for Numba ``nopython`` code.
+
+The smallest set of LLVM-level operations that the call-frame helpers need:
+load and store a scalar at an address, turn an address into a ``voidptr`` (for
+``numba.carray``), embed a constant C string, and call an FFI API function
+pointer with one argument.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.core.errors import TypingError
+from numba.extending import intrinsic
+
+__all__ = ["call_api_fn", "cstring", "load", "stack_buffer", "store", "voidptr"]
+
+
+def _as_pointer(builder: ir.IRBuilder, address: ir.Value, pointee: ir.Type) -> ir.Value:
+    return builder.inttoptr(address, pointee.as_pointer())
+
+
+@intrinsic
+def load(typingctx, address, ty):
+    """``*(ty*)address``: ``ty`` is a Numba scalar type given as a global."""
+    if not isinstance(address, types.Integer) or not isinstance(ty, types.NumberClass):
+        raise TypingError("load(address: int, ty: numba scalar type)")
+    value_type = ty.instance_type
+    sig = value_type(address, ty)
+
+    def codegen(context, builder, sig, args):
+        lltype = context.get_value_type(value_type)
+        return builder.load(_as_pointer(builder, args[0], lltype))
+
+    return sig, codegen
+
+
+@intrinsic
+def store(typingctx, address, value, ty):
+    """``*(ty*)address = value``."""
+    if not isinstance(address, types.Integer) or not isinstance(ty, types.NumberClass):
+        raise TypingError("store(address: int, value, ty: numba scalar type)")
+    value_type = ty.instance_type
+    sig = types.void(address, value, ty)
+
+    def codegen(context, builder, sig, args):
+        lltype = context.get_value_type(value_type)
+        converted = context.cast(builder, args[1], sig.args[1], value_type)
+        builder.store(converted, _as_pointer(builder, args[0], lltype))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def voidptr(typingctx, address):
+    """The integer ``address`` as a ``void*`` (what ``numba.carray`` takes)."""
+    if not isinstance(address, types.Integer):
+        raise TypingError("voidptr(address: int)")
+    sig = types.voidptr(address)
+
+    def codegen(context, builder, sig, args):
+        return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+
+    return sig, codegen
+
+
+@intrinsic
+def cstring(typingctx, text):
+    """The address of a NUL-terminated constant copy of a string literal."""
+    if not isinstance(text, types.StringLiteral):
+        raise TypingError("cstring(text) needs a string literal")
+    sig = types.uintp(text)
+    value = text.literal_value
+
+    def codegen(context, builder, sig, args):
+        ptr = context.insert_const_string(builder.module, value)
+        return builder.ptrtoint(ptr, context.get_value_type(types.uintp))
+
+    return sig, codegen
+
+
+@intrinsic
+def call_api_fn(typingctx, fn, arg):
+    """``((void* (*)(void*))fn)(arg)``: call an FFI API entry with its args
+    struct and return what it returns (an ``XLA_FFI_Error*`` or nothing)."""
+    if not isinstance(fn, types.Integer) or not isinstance(arg, types.Integer):
+        raise TypingError("call_api_fn(fn: int, arg: int)")
+    sig = types.uintp(fn, arg)
+
+    def codegen(context, builder, sig, args):
+        i8p = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(i8p, [i8p])
+        callee = builder.inttoptr(args[0], fnty.as_pointer())
+        result = builder.call(callee, [builder.inttoptr(args[1], i8p)])
+        return builder.ptrtoint(result, context.get_value_type(types.uintp))
+
+    return sig, codegen
+
+
+@intrinsic
+def stack_buffer(typingctx, nbytes):
+    """The address of ``nbytes`` zeroed bytes on the caller's stack frame
+    (``nbytes`` must be a literal); valid until the calling function returns."""
+    if not isinstance(nbytes, types.IntegerLiteral):
+        raise TypingError("stack_buffer(nbytes) needs an integer literal")
+    size = nbytes.literal_value
+    sig = types.uintp(nbytes)
+
+    def codegen(context, builder, sig, args):
+        array_type = ir.ArrayType(ir.IntType(64), (size + 7) // 8)
+        slot = cgutils.alloca_once(builder, array_type, zfill=True)
+        return builder.ptrtoint(slot, context.get_value_type(types.uintp))
+
+    return sig, codegen
