@@ -1,1 +1,19 @@
+"""numba-cpu-ffi: Numba CPU kernels as native-speed JAX operations."""
 
+from ._codegen import KernelCompileError as KernelCompileError
+from ._codegen import cache_dir as cache_dir
+from ._kernel import numba_kernel as numba_kernel
+from ._primitive import numba_kernel_call_p as numba_kernel_call_p
+from ._spec import SUPPORTED_DTYPES as SUPPORTED_DTYPES
+from ._spec import VMAP_METHODS as VMAP_METHODS
+from ._version import __version__ as __version__
+
+__all__ = [
+    "SUPPORTED_DTYPES",
+    "VMAP_METHODS",
+    "KernelCompileError",
+    "__version__",
+    "cache_dir",
+    "numba_kernel",
+    "numba_kernel_call_p",
+]

@@ -21,6 +21,8 @@ from ._frame import buffer_dtype as buffer_dtype
 from ._frame import buffer_rank as buffer_rank
 from ._frame import device_ordinal_get as device_ordinal_get
 from ._frame import error_create as error_create
+from ._frame import error_destroy as error_destroy
+from ._frame import first_error as first_error
 from ._frame import frame_api as frame_api
 from ._frame import frame_ctx as frame_ctx
 from ._frame import frame_stage as frame_stage
@@ -50,6 +52,8 @@ __all__ = [
     "cstring",
     "device_ordinal_get",
     "error_create",
+    "error_destroy",
+    "first_error",
     "error_from_exception",
     "frame_api",
     "frame_ctx",

@@ -25,6 +25,8 @@ __all__ = [
     "buffer_rank",
     "device_ordinal_get",
     "error_create",
+    "error_destroy",
+    "first_error",
     "frame_api",
     "frame_ctx",
     "frame_stage",
@@ -68,6 +70,10 @@ _BUF_DATA = C.offset_of(C.XLA_FFI_Buffer, "data")
 _BUF_RANK = C.offset_of(C.XLA_FFI_Buffer, "rank")
 _BUF_DIMS = C.offset_of(C.XLA_FFI_Buffer, "dims")
 _API_ERROR_CREATE = C.offset_of(C.XLA_FFI_Api, "XLA_FFI_Error_Create")
+_API_ERROR_DESTROY = C.offset_of(C.XLA_FFI_Api, "XLA_FFI_Error_Destroy")
+_DESTROY_SIZE = C.struct_size(C.XLA_FFI_Error_Destroy_Args, "error")
+_DESTROY_BYTES = ctypes.sizeof(C.XLA_FFI_Error_Destroy_Args)
+_DESTROY_ERROR = C.offset_of(C.XLA_FFI_Error_Destroy_Args, "error")
 _API_STREAM_GET = C.offset_of(C.XLA_FFI_Api, "XLA_FFI_Stream_Get")
 _API_ORDINAL_GET = C.offset_of(C.XLA_FFI_Api, "XLA_FFI_DeviceOrdinal_Get")
 _ERR_SIZE = C.struct_size(C.XLA_FFI_Error_Create_Args, "errc")
@@ -86,6 +92,7 @@ _METADATA = int(C.ExtensionType.METADATA)
 _MAJOR, _MINOR = api_version()
 
 _inline = numba.njit(inline="always", cache=False)
+_njit = numba.njit(cache=False)
 
 
 @_inline
@@ -182,6 +189,29 @@ def error_create(api, message, code):
     store(args + _ERR_MESSAGE, message, _u)
     store(args + _ERR_CODE, code, _i32)
     return call_api_fn(load(api + _API_ERROR_CREATE, _u), args)
+
+
+@_inline
+def error_destroy(api, error):
+    """Free an ``XLA_FFI_Error*`` that will not be returned to XLA."""
+    args = stack_buffer(_DESTROY_BYTES)
+    store(args, _DESTROY_SIZE, _size_t)
+    store(args + _DESTROY_ERROR, error, _u)
+    call_api_fn(load(api + _API_ERROR_DESTROY, _u), args)
+
+
+@_njit
+def first_error(api, errors):
+    """The first non-null error of ``errors`` (0 when there is none); the
+    others are destroyed, so one failing batch of many leaks nothing."""
+    first = _u(0)
+    for i in range(errors.shape[0]):
+        if errors[i] != 0:
+            if first == 0:
+                first = errors[i]
+            else:
+                error_destroy(api, errors[i])
+    return first
 
 
 @_inline
