@@ -171,7 +171,13 @@ def _load_module(name: str, source: str, namespace: dict[str, Any]) -> pytypes.M
     assert spec is not None and spec.loader is not None  # a path we just wrote
     module = importlib.util.module_from_spec(spec)
     module.__dict__.update(namespace, CACHE=True)
-    spec.loader.exec_module(module)
+    # Numba's cache finds a function's module through sys.modules.
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[spec.name]
+        raise
     return module
 
 
