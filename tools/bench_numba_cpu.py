@@ -1,0 +1,168 @@
+"""Benchmarks of numba-cpu-ffi against XLA's own ops on this machine.
+
+Run: ``uv run python tools/bench_numba_cpu.py`` (``--quick`` for a short run).
+
+Each comparison runs its candidates in interleaved rounds (A, B, A, B, ...) so
+that machine noise hits both alike, and reports the median time of each and the
+median of the per-round ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numba
+import numpy as np
+
+from numba_cpu_ffi import numba_kernel
+
+
+@numba.njit
+def add(x, y, out):
+    for i in range(x.size):
+        out[i] = x[i] + y[i]
+
+
+@numba.njit
+def add_rows(x, y, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i] + y[i]
+
+
+def _time(fn: Callable[[], object], inner: int) -> float:
+    start = time.perf_counter()
+    for _ in range(inner):
+        out = fn()
+    jax.block_until_ready(out)
+    return (time.perf_counter() - start) / inner
+
+
+def interleaved(cands: dict[str, Callable[[], object]], rounds: int, inner: int) -> dict:
+    for fn in cands.values():  # compile and warm up
+        jax.block_until_ready(fn())
+        _time(fn, inner)
+    times: dict[str, list[float]] = {k: [] for k in cands}
+    for _ in range(rounds):
+        for name, fn in cands.items():
+            times[name].append(_time(fn, inner))
+    names = list(cands)
+    base = names[0]
+    result = {f"{k}_us": statistics.median(v) * 1e6 for k, v in times.items()}
+    for other in names[1:]:
+        ratios = [a / b for a, b in zip(times[base], times[other], strict=True)]
+        result[f"ratio_{base}_over_{other}"] = statistics.median(ratios)
+    return result
+
+
+def bench_tiny(rounds: int) -> dict:
+    x = jnp.arange(16, dtype=jnp.float32)
+    f = jax.jit(numba_kernel(add, jax.ShapeDtypeStruct(x.shape, x.dtype)))
+    g = jax.jit(jnp.add)
+    return interleaved({"numba": lambda: f(x, x), "jnp": lambda: g(x, x)}, rounds, 2000)
+
+
+def bench_chain(rounds: int, n: int = 1000) -> dict:
+    x = jnp.arange(16, dtype=jnp.float32)
+    k = numba_kernel(add, jax.ShapeDtypeStruct(x.shape, x.dtype))
+
+    @jax.jit
+    def chain_numba(x):
+        for _ in range(n):
+            x = k(x, x)
+        return x
+
+    @jax.jit
+    def chain_empty(x):
+        return x
+
+    res = interleaved({"chain": lambda: chain_numba(x), "empty": lambda: chain_empty(x)}, rounds, 20)
+    res["per_call_us"] = (res["chain_us"] - res["empty_us"]) / n
+    return res
+
+
+def bench_large(rounds: int) -> dict:
+    x = jnp.asarray(np.random.default_rng(0).random(2**20, dtype=np.float32))
+    y = x + 1
+    f = jax.jit(numba_kernel(add, jax.ShapeDtypeStruct(x.shape, x.dtype)))
+    g = jax.jit(jnp.add)
+    return interleaved({"numba": lambda: f(x, y), "jnp": lambda: g(x, y)}, rounds, 20)
+
+
+def bench_vmap(rounds: int) -> dict:
+    x = jnp.asarray(np.random.default_rng(0).random((64, 1000), dtype=np.float32))
+    row = jax.ShapeDtypeStruct((1000,), jnp.float32)
+    flat = jax.ShapeDtypeStruct((64000,), jnp.float32)
+    fv = jax.jit(jax.vmap(numba_kernel(add_rows, row)))
+    ff = jax.jit(numba_kernel(add_rows, flat))
+    xf = x.reshape(-1)
+    return interleaved({"vmap": lambda: fv(x, x), "flat": lambda: ff(xf, xf)}, rounds, 200)
+
+
+_COMPILE_SCRIPT = textwrap.dedent(
+    """
+    import time
+    t0 = time.perf_counter()
+    import jax, jax.numpy as jnp, numba
+    from numba_cpu_ffi import numba_kernel
+    @numba.njit
+    def scale_add(x, y, out):
+        for i in range(x.size):
+            out[i] = 2.0 * x[i] + y[i]
+    x = jnp.ones(8, jnp.float32)
+    t1 = time.perf_counter()
+    jax.block_until_ready(jax.jit(numba_kernel(scale_add, jax.ShapeDtypeStruct(x.shape, x.dtype)))(x, x))
+    t2 = time.perf_counter()
+    print(t1 - t0, t2 - t1)
+    """
+)
+
+
+def bench_compile() -> dict:
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CPU_FFI_CACHE_DIR": cache}
+        runs = []
+        for _ in range(2):
+            out = subprocess.run(
+                [sys.executable, "-c", _COMPILE_SCRIPT], env=env, check=True,
+                capture_output=True, text=True,
+            ).stdout.split()
+            runs.append(float(out[1]))
+    return {"first_call_cold_s": runs[0], "first_call_warm_cache_s": runs[1]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+    rounds = 5 if args.quick else 21
+    results = {
+        "tiny_16_floats": bench_tiny(rounds),
+        "chain_1000_tiny_calls": bench_chain(max(3, rounds // 3)),
+        "add_2pow20_float32": bench_large(rounds),
+        "vmap_64x1000_vs_flat": bench_vmap(rounds),
+        "compile_first_call": bench_compile(),
+        "machine": {"cpus": os.cpu_count(), "jax": jax.__version__, "numba": numba.__version__},
+    }
+    for name, res in results.items():
+        print(f"{name}:")
+        for k, v in res.items():
+            print(f"  {k:34s} {v:.4g}" if isinstance(v, float) else f"  {k:34s} {v}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
