@@ -293,7 +293,7 @@ def offset_of(struct: type[ctypes.Structure], path: str) -> int:
 
     Example:
         >>> offset_of(XLA_FFI_CallFrame, "args.args")
-        40
+        72
     """
     offset = 0
     current: type = struct

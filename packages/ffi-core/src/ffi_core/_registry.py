@@ -60,9 +60,11 @@ def target_name(prefix: str, *content: object) -> str:
 
     Example:
         >>> target_name("numba_cpu.add", "float32[1]", "float32[1]")
-        'numba_cpu.add_...'
+        'numba_cpu.add_bf43f2fe00df8d8d7ad3'
     """
-    if not prefix or not isinstance(prefix, str):
+    if not isinstance(prefix, str):
+        raise TypeError(f"`prefix` must be a non-empty str, got {type(prefix)!r}")
+    if not prefix:
         raise ValueError(f"`prefix` must be a non-empty str, got {prefix!r}")
     digest = hashlib.sha256(repr(content).encode()).hexdigest()[:20]
     return f"{prefix}_{digest}"

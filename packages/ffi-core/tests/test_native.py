@@ -1,0 +1,471 @@
+"""ffi_core.native: raw memory intrinsics, and native handlers end to end through JAX."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba", reason='ffi_core.native needs the "native" extra (numba)')
+
+import ffi_core  # noqa: E402
+from ffi_core import ErrorCode  # noqa: E402
+from ffi_core import native as N  # noqa: E402
+from numba import types  # noqa: E402
+
+# A failing handler surfaces as JaxRuntimeError; jaxlib's C++ fast path for an
+# already-compiled jit function raises the same message as a ValueError.
+RUNTIME_ERRORS = (jax.errors.JaxRuntimeError, ValueError)
+
+
+# --- intrinsics ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("numba_type", "value"),
+    [
+        (types.int8, -7),
+        (types.uint8, 250),
+        (types.int32, -123456),
+        (types.uint32, 4_000_000_000),
+        (types.int64, -(2**40)),
+        (types.uint64, 2**63 + 5),
+        (types.float32, 1.5),
+        (types.float64, -2.25),
+    ],
+    ids=str,
+)
+def test_load_store_round_trip(numba_type: types.Number, value: float) -> None:
+    @numba.njit
+    def round_trip(address, value):
+        before = N.load(address, numba_type)
+        N.store(address, value, numba_type)
+        return before, N.load(address, numba_type)
+
+    dtype = np.dtype(str(numba_type))
+    buffer = np.zeros(2, dtype)
+    before, after = round_trip(buffer.ctypes.data + dtype.itemsize, value)
+    assert before == 0
+    assert after == value
+    np.testing.assert_array_equal(buffer, np.array([0, value], dtype))
+
+
+def test_store_into_numpy_buffer_is_visible() -> None:
+    @numba.njit
+    def fill(address, n):
+        for i in range(n):
+            N.store(address + 8 * i, i * 1.5, types.float64)
+
+    buffer = np.zeros(4)
+    fill(buffer.ctypes.data, buffer.size)
+    np.testing.assert_array_equal(buffer, [0.0, 1.5, 3.0, 4.5])
+
+
+def test_voidptr_makes_a_carray() -> None:
+    @numba.njit
+    def total(address, n):
+        return numba.carray(N.voidptr(address), (n,), np.float32).sum()
+
+    data = np.arange(10, dtype=np.float32)
+    assert total(data.ctypes.data, data.size) == data.sum()
+
+
+def test_cstring() -> None:
+    @numba.njit
+    def greeting():
+        return N.cstring("hello ffi")
+
+    @numba.njit
+    def empty():
+        return N.cstring("")
+
+    assert ctypes.string_at(greeting()) == b"hello ffi"
+    assert ctypes.string_at(empty()) == b""
+
+
+@numba.njit
+def _store_one(a):
+    a[0] = 1
+
+
+@numba.njit
+def _misuse_load(x):
+    return N.load(x, types.int32)
+
+
+@numba.njit
+def _misuse_load_type(x):
+    return N.load(x, 3)
+
+
+@numba.njit
+def _misuse_store(x):
+    N.store(x, 1, types.int32)
+
+
+@numba.njit
+def _misuse_voidptr(x):
+    return N.voidptr(x)
+
+
+@numba.njit
+def _misuse_cstring(x):
+    return N.cstring(x)
+
+
+@numba.njit
+def _misuse_call_api_fn(x):
+    return N.call_api_fn(x, 1)
+
+
+@numba.njit
+def _misuse_stack_buffer(x):
+    return N.stack_buffer(x)
+
+
+@numba.njit
+def _misuse_guarded_fn(x):
+    return N.call_guarded(3, x, N.cstring("k"), (1,))
+
+
+@numba.njit
+def _misuse_guarded_name(x):
+    return N.call_guarded(_store_one, 0, x, (1,))
+
+
+@numba.njit
+def _misuse_guarded_args(x):
+    return N.call_guarded(_store_one, x, N.cstring("k"), 1)
+
+
+@pytest.mark.parametrize(
+    ("fn", "arg", "message"),
+    [
+        (_misuse_load, 1.5, "load(address: int, ty: numba scalar type)"),
+        (_misuse_load_type, 1, "load(address: int, ty: numba scalar type)"),
+        (_misuse_store, 1.5, "store(address: int, value, ty: numba scalar type)"),
+        (_misuse_voidptr, 1.5, "voidptr(address: int)"),
+        (_misuse_cstring, "runtime text", "cstring(text) needs a string literal"),
+        (_misuse_call_api_fn, 1.5, "call_api_fn(fn: int, arg: int)"),
+        (_misuse_stack_buffer, 8, "stack_buffer(nbytes) needs an integer literal"),
+        (_misuse_guarded_fn, 0, "call_guarded: `fn` must be an @njit function"),
+        (_misuse_guarded_name, 1.5, "call_guarded(fn, api, name: C string address, args: tuple)"),
+        (_misuse_guarded_args, 0, "call_guarded(fn, api, name: C string address, args: tuple)"),
+    ],
+    ids=lambda v: getattr(v, "__name__", None),
+)
+def test_intrinsic_typing_errors(fn: object, arg: object, message: str) -> None:
+    # Numba wraps the intrinsic's message in its own report of the failed typing.
+    with pytest.raises(numba.core.errors.TypingError, match=re.escape(message)):
+        fn(arg)  # type: ignore[operator]
+
+
+def test_stack_buffer_is_zeroed_and_writable() -> None:
+    @numba.njit
+    def scratch():
+        address = N.stack_buffer(24)
+        first = N.load(address, types.int64) + N.load(address + 16, types.int64)
+        N.store(address + 8, 99, types.int64)
+        return first, N.load(address + 8, types.int64)
+
+    assert scratch() == (0, 99)
+
+
+# --- native handlers ---------------------------------------------------------
+
+
+@numba.njit
+def add_kernel(a, b, out):
+    for i in range(out.shape[0]):
+        if a[i] == 7:
+            raise ValueError("seven is not allowed")
+        out[i] = a[i] + b[i]
+
+
+@numba.cfunc(types.uintp(types.uintp))
+def add_handler(frame):
+    if N.is_metadata_query(frame):
+        return N.answer_metadata(frame, 0)
+    api = N.frame_api(frame)
+    b0 = N.arg_buffer(frame, 0)
+    b1 = N.arg_buffer(frame, 1)
+    r0 = N.ret_buffer(frame, 0)
+    a = numba.carray(N.voidptr(N.buffer_data(b0)), (N.buffer_dim(b0, 0),), np.float32)
+    b = numba.carray(N.voidptr(N.buffer_data(b1)), (N.buffer_dim(b1, 0),), np.float32)
+    out = numba.carray(N.voidptr(N.buffer_data(r0)), (N.buffer_dim(r0, 0),), np.float32)
+    return N.call_guarded(add_kernel, api, N.cstring("numba kernel add"), (a, b, out))
+
+
+@numba.njit
+def divide_kernel(a, out):
+    for i in range(out.shape[0]):
+        out[i] = 10 // a[i]
+
+
+@numba.njit
+def bare_raise_kernel(a, out):
+    if a[0] == 1:
+        raise ValueError
+    out[0] = a[0]
+
+
+def _int32_handler(kernel, label):
+    # One cfunc per kernel; the kernel's name is a literal of each.
+    if label == "divide":
+
+        @numba.cfunc(types.uintp(types.uintp))
+        def handler(frame):
+            if N.is_metadata_query(frame):
+                return N.answer_metadata(frame, 0)
+            b0 = N.arg_buffer(frame, 0)
+            r0 = N.ret_buffer(frame, 0)
+            a = numba.carray(N.voidptr(N.buffer_data(b0)), (N.buffer_dim(b0, 0),), np.int32)
+            o = numba.carray(N.voidptr(N.buffer_data(r0)), (N.buffer_dim(r0, 0),), np.int32)
+            return N.call_guarded(kernel, N.frame_api(frame), N.cstring("divide"), (a, o))
+
+    else:
+
+        @numba.cfunc(types.uintp(types.uintp))
+        def handler(frame):
+            if N.is_metadata_query(frame):
+                return N.answer_metadata(frame, 0)
+            b0 = N.arg_buffer(frame, 0)
+            r0 = N.ret_buffer(frame, 0)
+            a = numba.carray(N.voidptr(N.buffer_data(b0)), (N.buffer_dim(b0, 0),), np.int32)
+            o = numba.carray(N.voidptr(N.buffer_data(r0)), (N.buffer_dim(r0, 0),), np.int32)
+            return N.call_guarded(kernel, N.frame_api(frame), N.cstring("bare"), (a, o))
+
+    return handler
+
+
+@numba.cfunc(types.uintp(types.uintp))
+def probe_handler(frame):
+    """Writes what the native accessors read: dtype, rank, argument and result
+    counts, stage, device ordinal, then the dims (padded with -1)."""
+    if N.is_metadata_query(frame):
+        return N.answer_metadata(frame, 0)
+    buf = N.arg_buffer(frame, 0)
+    r0 = N.ret_buffer(frame, 0)
+    out = numba.carray(N.voidptr(N.buffer_data(r0)), (N.buffer_dim(r0, 0),), np.int32)
+    error, ordinal = N.device_ordinal_get(frame)
+    if error != 0:
+        return error
+    out[0] = N.buffer_dtype(buf)
+    out[1] = N.buffer_rank(buf)
+    out[2] = N.num_args(frame)
+    out[3] = N.num_rets(frame)
+    out[4] = N.frame_stage(frame)
+    out[5] = ordinal
+    for i in range(out.shape[0] - 6):
+        out[6 + i] = N.buffer_dim(buf, i) if i < N.buffer_rank(buf) else -1
+    return 0
+
+
+@numba.cfunc(types.uintp(types.uintp))
+def stream_handler(frame):
+    if N.is_metadata_query(frame):
+        return N.answer_metadata(frame, 0)
+    error, _stream = N.stream_get(frame)
+    return error
+
+
+@numba.cfunc(types.uintp(types.uintp))
+def error_code_handler(frame):
+    """Fails with the error code given as the first int32 of its argument."""
+    if N.is_metadata_query(frame):
+        return N.answer_metadata(frame, 0)
+    code = N.load(N.buffer_data(N.arg_buffer(frame, 0)), types.int32)
+    return N.error_create(N.frame_api(frame), N.cstring("native error"), code)
+
+
+def _register(prefix: str, handler: object) -> str:
+    name = ffi_core.target_name(prefix, "v1")
+    ffi_core.register_target(name, handler, content="v1")
+    return name
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 1000])
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_native_add(size: int, jit: bool, cpu: jax.Device) -> None:
+    name = _register("ffi_core_tests.native_add", add_handler)
+    a = jax.device_put(jnp.linspace(-3.0, 3.0, size, dtype=jnp.float32), cpu)
+    b = jax.device_put(jnp.full((size,), 0.5, jnp.float32), cpu)
+    f = jax.ffi.ffi_call(name, jax.ShapeDtypeStruct(a.shape, a.dtype))
+    out = (jax.jit(f) if jit else f)(a, b)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(a) + np.asarray(b))
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+def test_native_kernel_exception(warm: bool, cpu: jax.Device) -> None:
+    name = _register(f"ffi_core_tests.native_raise_{'warm' if warm else 'cold'}", add_handler)
+    x = jax.device_put(jnp.arange(4, dtype=jnp.float32), cpu)
+    f = jax.jit(jax.ffi.ffi_call(name, jax.ShapeDtypeStruct(x.shape, x.dtype)))
+    if warm:
+        f(x, x).block_until_ready()
+    message = "UNKNOWN: numba kernel add raised ValueError: seven is not allowed"
+    with pytest.raises(RUNTIME_ERRORS, match=re.escape(message)):
+        f(x + 5, x).block_until_ready()
+    np.testing.assert_array_equal(np.asarray(f(x, x + 1)), [1.0, 3.0, 5.0, 7.0])
+
+
+@pytest.mark.parametrize(
+    ("label", "kernel", "failing", "message", "passing", "first"),
+    [
+        (
+            "divide",
+            divide_kernel,
+            [5, 0, 2],
+            "divide raised ZeroDivisionError: integer division by zero",
+            [5, 1, 2],
+            2,
+        ),
+        ("bare", bare_raise_kernel, [1, 0, 0], "bare raised ValueError", [3, 0, 0], 3),
+    ],
+    ids=["zero-division", "no-message"],
+)
+def test_native_exception_formats(
+    label: str,
+    kernel: object,
+    failing: list[int],
+    message: str,
+    passing: list[int],
+    first: int,
+    cpu: jax.Device,
+) -> None:
+    name = _register(f"ffi_core_tests.native_{label}", _int32_handler(kernel, label))
+    f = jax.jit(jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((3,), jnp.int32)))
+    with pytest.raises(RUNTIME_ERRORS, match=re.escape(f"UNKNOWN: {message}")):
+        f(jax.device_put(jnp.array(failing, jnp.int32), cpu)).block_until_ready()
+    assert int(f(jax.device_put(jnp.array(passing, jnp.int32), cpu))[0]) == first
+
+
+@pytest.mark.parametrize(
+    ("dtype", "shape"),
+    [
+        (np.float32, (5,)),
+        (np.float32, (2, 3)),
+        (np.int32, (4, 1, 2)),
+        (np.uint8, ()),
+        (np.int16, (1, 2, 3, 4)),
+        (np.complex64, (0,)),
+    ],
+    ids=str,
+)
+def test_native_buffer_accessors(dtype: type, shape: tuple[int, ...], cpu: jax.Device) -> None:
+    name = _register("ffi_core_tests.native_probe", probe_handler)
+    x = jax.device_put(jnp.zeros(shape, dtype), cpu)
+    out = jax.jit(jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((10,), jnp.int32)))(x)
+    dims = [*shape, *[-1] * (4 - len(shape))]
+    expected = [ffi_core.code_from_dtype(dtype), len(shape), 1, 1, 3, cpu.id, *dims]
+    assert np.asarray(out).tolist() == expected
+
+
+def test_native_buffer_dtype_of_float32_is_11(cpu: jax.Device) -> None:
+    name = _register("ffi_core_tests.native_probe", probe_handler)
+    x = jax.device_put(jnp.zeros((3,), jnp.float32), cpu)
+    out = jax.jit(jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((10,), jnp.int32)))(x)
+    assert np.asarray(out)[:2].tolist() == [11, 1]
+
+
+@pytest.mark.parametrize("device_index", range(len(jax.devices("cpu"))))
+def test_native_device_ordinal(device_index: int) -> None:
+    device = jax.devices("cpu")[device_index]
+    name = _register("ffi_core_tests.native_probe", probe_handler)
+    x = jax.device_put(jnp.zeros((1,), jnp.float32), device)
+    out = jax.jit(jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((10,), jnp.int32)))(x)
+    assert int(np.asarray(out)[5]) == device.id
+
+
+def test_native_stream_on_cpu_is_an_error(cpu: jax.Device) -> None:
+    name = _register("ffi_core_tests.native_stream", stream_handler)
+    x = jax.device_put(jnp.zeros((1,), jnp.float32), cpu)
+    f = jax.jit(jax.ffi.ffi_call(name, jax.ShapeDtypeStruct(x.shape, x.dtype)))
+    with pytest.raises(RUNTIME_ERRORS, match=re.escape("XLA FFI GPU context is not available")):
+        f(x).block_until_ready()
+
+
+@pytest.mark.parametrize(
+    "code",
+    [ErrorCode.INVALID_ARGUMENT, ErrorCode.NOT_FOUND, ErrorCode.INTERNAL],
+    ids=lambda c: c.name,
+)
+def test_native_error_create(code: ErrorCode, cpu: jax.Device) -> None:
+    name = _register("ffi_core_tests.native_error_code", error_code_handler)
+    x = jax.device_put(jnp.full((1,), int(code), jnp.int32), cpu)
+    f = jax.jit(jax.ffi.ffi_call(name, jax.ShapeDtypeStruct(x.shape, x.dtype)))
+    with pytest.raises(RUNTIME_ERRORS, match=re.escape(f"{code.name}: native error")):
+        f(x).block_until_ready()
+
+
+# --- error_from_exception ------------------------------------------------------
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no")
+
+
+_KERNEL_NAME = ctypes.create_string_buffer(b"my kernel")
+
+
+@pytest.mark.parametrize(
+    ("exc_type", "exc_value", "message"),
+    [
+        (ValueError, ValueError("bad"), "my kernel raised ValueError: bad"),
+        (ValueError, "bad", "my kernel raised ValueError: bad"),
+        (ValueError, None, "my kernel raised ValueError"),
+        (KeyError, ("k",), "my kernel raised KeyError: 'k'"),
+        (IndexError, ("a", 3), "my kernel raised IndexError: ('a', 3)"),
+        (_Unprintable, _Unprintable(), "my kernel raised an exception that could not be formatted"),
+    ],
+    ids=["normalized", "unnormalized", "no-args", "tuple-arg", "tuple-args", "unprintable"],
+)
+def test_error_from_exception(
+    exc_type: type, exc_value: object, message: str, ffi_api: int
+) -> None:
+    address = ctypes.addressof(_KERNEL_NAME)
+    error = N.error_from_exception(ffi_api, address, exc_type, exc_value)
+    assert error != 0
+    assert ffi_core.error_message(ffi_api, error) == message
+    ffi_core.destroy_error(ffi_api, error)
+
+
+# --- error_destroy and first_error ------------------------------------------------
+
+
+@numba.njit
+def _destroy(api, error):
+    N.error_destroy(api, error)
+
+
+def test_error_destroy(ffi_api: int) -> None:
+    error = ffi_core.create_error(ffi_api, "to be destroyed")
+    _destroy(ffi_api, error)  # frees it; a double free would crash the process
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [[], [0, 0], [1], [0, 1], [1, 1, 1], [0, 1, 0, 1, 1]],
+    ids=str,
+)
+def test_first_error(layout: list[int], ffi_api: int) -> None:
+    errors = np.array(
+        [
+            ffi_core.create_error(ffi_api, f"error {i}") if used else 0
+            for i, used in enumerate(layout)
+        ],
+        dtype=np.uintp,
+    )
+    first = N.first_error(ffi_api, errors)
+    if not any(layout):
+        assert first == 0
+        return
+    index = layout.index(1)
+    assert first == errors[index]
+    # The first survives with its message; first_error destroyed the others.
+    assert ffi_core.error_message(ffi_api, first) == f"error {index}"
+    ffi_core.destroy_error(ffi_api, first)
