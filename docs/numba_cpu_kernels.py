@@ -14,7 +14,6 @@ import jax
 import jax.numpy as jnp
 import numba
 import numpy as np
-
 from numba_cpu_ffi import numba_kernel
 
 # --- 1. Elementwise -------------------------------------------------------

@@ -6,7 +6,9 @@ import sys
 
 import pytest
 
-TUTORIALS = sorted(p for p in pathlib.Path(__file__).parent.glob("*.py") if not p.name.startswith("test_"))
+TUTORIALS = sorted(
+    p for p in pathlib.Path(__file__).parent.glob("*.py") if not p.name.startswith("test_")
+)
 
 
 @pytest.mark.parametrize("path", TUTORIALS, ids=lambda p: p.name)

@@ -24,7 +24,6 @@ import jax
 import jax.numpy as jnp
 import numba
 import numpy as np
-
 from numba_cpu_ffi import numba_kernel
 
 
@@ -86,7 +85,9 @@ def bench_chain(rounds: int, n: int = 1000) -> dict:
     def chain_empty(x):
         return x
 
-    res = interleaved({"chain": lambda: chain_numba(x), "empty": lambda: chain_empty(x)}, rounds, 20)
+    res = interleaved(
+        {"chain": lambda: chain_numba(x), "empty": lambda: chain_empty(x)}, rounds, 20
+    )
     res["per_call_us"] = (res["chain_us"] - res["empty_us"]) / n
     return res
 
@@ -134,8 +135,11 @@ def bench_compile() -> dict:
         runs = []
         for _ in range(2):
             out = subprocess.run(
-                [sys.executable, "-c", _COMPILE_SCRIPT], env=env, check=True,
-                capture_output=True, text=True,
+                [sys.executable, "-c", _COMPILE_SCRIPT],
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
             ).stdout.split()
             runs.append(float(out[1]))
     return {"first_call_cold_s": runs[0], "first_call_warm_cache_s": runs[1]}

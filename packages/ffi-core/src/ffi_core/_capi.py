@@ -12,6 +12,11 @@ import ctypes
 import enum
 
 __all__ = [
+    "DataType",
+    "ErrorCode",
+    "ExecutionStage",
+    "ExtensionType",
+    "HandlerTraits",
     "XLA_FFI_Api",
     "XLA_FFI_Api_Version",
     "XLA_FFI_Args",
@@ -29,11 +34,6 @@ __all__ = [
     "XLA_FFI_Rets",
     "XLA_FFI_Stream_Get_Args",
     "XLA_FFI_TypeId",
-    "DataType",
-    "ErrorCode",
-    "ExecutionStage",
-    "ExtensionType",
-    "HandlerTraits",
     "offset_of",
     "struct_size",
 ]

@@ -12,7 +12,7 @@ import numpy as np
 
 from ._capi import DataType
 
-__all__ = ["SUPPORTED_DTYPES", "UnsupportedDTypeError", "dtype_from_code", "code_from_dtype"]
+__all__ = ["SUPPORTED_DTYPES", "UnsupportedDTypeError", "code_from_dtype", "dtype_from_code"]
 
 _CODE_TO_DTYPE: dict[DataType, np.dtype] = {
     DataType.PRED: np.dtype(np.bool_),

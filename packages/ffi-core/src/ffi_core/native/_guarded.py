@@ -64,7 +64,10 @@ def _emit_error_create(context, builder, api, message) -> ir.Value:
 
     size = C.struct_size(C.XLA_FFI_Error_Create_Args, "errc")
     builder.store(ir.Constant(uintp, size), field(0, uintp))
-    builder.store(builder.inttoptr(message, i8p), field(C.offset_of(C.XLA_FFI_Error_Create_Args, "message"), i8p))
+    builder.store(
+        builder.inttoptr(message, i8p),
+        field(C.offset_of(C.XLA_FFI_Error_Create_Args, "message"), i8p),
+    )
     builder.store(
         ir.Constant(ir.IntType(32), int(ErrorCode.INTERNAL)),
         field(C.offset_of(C.XLA_FFI_Error_Create_Args, "errc"), ir.IntType(32)),
