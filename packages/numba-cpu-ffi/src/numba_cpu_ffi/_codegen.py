@@ -28,6 +28,7 @@ import numba
 import numpy as np
 from ffi_core import api_version, code_from_dtype, register_target, target_name
 from numba.core.errors import NumbaError
+from numba.np.ufunc.parallel import _launch_threads
 
 from ._spec import CallSig, KernelInfo
 from ._version import __version__
@@ -171,6 +172,11 @@ def _load_module(name: str, source: str, namespace: dict[str, Any]) -> pytypes.M
     assert spec is not None and spec.loader is not None  # a path we just wrote
     module = importlib.util.module_from_spec(spec)
     module.__dict__.update(namespace, CACHE=True)
+    # A cfunc loaded from Numba's cache does not start the threading layer that
+    # parallel code linked into it needs (Numba gathers the reload hooks before
+    # the cfunc's library is linked), and its symbols must exist before the
+    # cached code is loaded; without this a prange crashes the process.
+    _launch_threads()
     # Numba's cache finds a function's module through sys.modules.
     sys.modules[spec.name] = module
     try:

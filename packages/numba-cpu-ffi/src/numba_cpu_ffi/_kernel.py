@@ -127,10 +127,11 @@ def numba_kernel(
                 )
             check_dtype(x.dtype, f"input {i} of kernel '{info.name}'")
         for i, j in aliases:
-            if i >= len(args):
+            if not 0 <= i < len(args):
+                valid = f"0 to {len(args) - 1}" if args else "none"
                 raise ValueError(
                     f"`input_output_aliases` maps input {i} to output {j}, but kernel "
-                    f"'{info.name}' is called with {len(args)} inputs"
+                    f"'{info.name}' is called with {len(args)} inputs (valid: {valid})"
                 )
             x, o = args[i], out_avals[j]
             if tuple(x.shape) != o.shape or np.dtype(x.dtype) != o.dtype:

@@ -28,7 +28,8 @@ __all__ = [
     "normalize_outs",
 ]
 
-#: Dtypes a numba CPU kernel can take, by name.
+#: Dtypes a numba CPU kernel can take, by name. Not float16: Numba has no
+#: float16 on CPU (any array of it fails inside Numba's lowering).
 SUPPORTED_DTYPES: tuple[str, ...] = (
     "bool",
     "int8",
@@ -39,7 +40,6 @@ SUPPORTED_DTYPES: tuple[str, ...] = (
     "uint16",
     "uint32",
     "uint64",
-    "float16",
     "float32",
     "float64",
     "complex64",

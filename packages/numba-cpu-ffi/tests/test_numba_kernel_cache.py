@@ -1,0 +1,122 @@
+"""Caches, counted: one FFI target per signature, and handlers reloaded from
+disk by a later process."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import ffi_core
+import jax
+import jax.numpy as jnp
+import numba
+import numpy as np
+from numba_cpu_ffi import cache_dir, numba_kernel
+
+S = jax.ShapeDtypeStruct
+
+
+@numba.njit
+def registration_probe(x, out):
+    xf, of = x.ravel(), out.ravel()
+    for i in range(xf.size):
+        of[i] = xf[i] - 1
+
+
+def _targets(name):
+    return {key for key in ffi_core.registered_targets() if key[0].startswith(f"numba_cpu.{name}_")}
+
+
+def test_one_target_per_signature():
+    before = _targets("registration_probe")
+    assert before == set()
+    for shape in [(3,), (5,), (0,), (7,)]:
+        x = jnp.ones(shape, jnp.float32)
+        f = numba_kernel(registration_probe, S(shape, jnp.float32))
+        np.testing.assert_array_equal(f(x), x - 1)
+        np.testing.assert_array_equal(jax.jit(f)(x), x - 1)
+    rank_1 = _targets("registration_probe")
+    assert len(rank_1) == 1
+    assert rank_1 == {(next(iter(rank_1))[0], "cpu")}
+
+    for shape in [(2, 3), (4, 1)]:
+        x = jnp.ones(shape, jnp.float32)
+        numba_kernel(registration_probe, S(shape, jnp.float32))(x)
+    rank_2 = _targets("registration_probe")
+    assert len(rank_2) == 2 and rank_1 < rank_2
+
+    x = jnp.ones((2, 3), jnp.int32)
+    numba_kernel(registration_probe, S((2, 3), jnp.int32))(x)
+    assert len(_targets("registration_probe")) == 3
+
+
+def test_cache_dir_follows_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_CPU_FFI_CACHE_DIR", str(tmp_path / "handlers"))
+    assert cache_dir() == tmp_path / "handlers"
+    assert cache_dir().is_dir()
+    monkeypatch.setenv("NUMBA_CPU_FFI_CACHE_DIR", "")
+    assert cache_dir() is None
+
+
+# Runs a serial kernel, a parallel (prange) kernel and a default vmap (a
+# parallel batch loop): the handlers of the last two crash a process that loads
+# them from Numba's cache unless the threading layer is started first.
+_SCRIPT = textwrap.dedent(
+    """
+    import jax, jax.numpy as jnp, numba, numpy as np
+    from numba_cpu_ffi import numba_kernel
+
+    @numba.njit
+    def cached_serial(x, out):
+        for i in range(x.shape[0]):
+            out[i] = x[i] + 1
+
+    @numba.njit(parallel=True)
+    def cached_parallel(x, out):
+        for i in numba.prange(x.shape[0]):
+            out[i] = x[i] * 2
+
+    x = jnp.arange(8.0, dtype=jnp.float32)
+    s = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    np.testing.assert_array_equal(numba_kernel(cached_serial, s)(x), x + 1)
+    np.testing.assert_array_equal(jax.jit(numba_kernel(cached_parallel, s))(x), x * 2)
+    rows = jnp.stack([x, x + 1, x + 2])
+    np.testing.assert_array_equal(jax.vmap(numba_kernel(cached_serial, s))(rows), rows + 1)
+    print("ok")
+    """
+)
+
+
+def _files(root):
+    return {
+        (path.relative_to(root).as_posix(), path.stat().st_size, path.stat().st_mtime_ns)
+        for path in root.rglob("*")
+        if path.is_file()
+    }
+
+
+def _run(cache):
+    env = dict(os.environ, NUMBA_CPU_FFI_CACHE_DIR=str(cache))
+    result = subprocess.run(
+        [sys.executable, "-W", "error", "-c", _SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, f"exit {result.returncode}: {result.stderr[-4000:]}"
+    assert result.stdout.strip() == "ok"
+
+
+def test_disk_cache_across_processes(tmp_path):
+    _run(tmp_path)
+    first = _files(tmp_path)
+    names = {name for name, _, _ in first}
+    # One generated source per signature, and Numba's index and code for each
+    # compiled handler (the batched one has its batch loop too).
+    assert sum(name.endswith(".py") for name in names) == 3
+    assert sum(name.endswith(".nbi") for name in names) == 4
+    assert sum(name.endswith(".nbc") for name in names) == 4
+    _run(tmp_path)
+    assert _files(tmp_path) == first, "the second process compiled instead of loading"
