@@ -215,4 +215,3 @@ def ensure_target(info: KernelInfo, sig: CallSig) -> str:
     name, handler = compiled_handler(info, sig)
     register_target(name, handler, content=f"{info.qualname}:{info.digest}:{sig!r}", platform="cpu")
     return name
-

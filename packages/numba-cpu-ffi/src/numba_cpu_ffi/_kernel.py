@@ -49,9 +49,7 @@ def _check_aliases(
         pairs.append((int(i), int(j)))
     outputs = [j for _, j in pairs]
     if len(set(outputs)) != len(outputs):
-        raise ValueError(
-            f"`input_output_aliases` maps several inputs to one output: {dict(pairs)}"
-        )
+        raise ValueError(f"`input_output_aliases` maps several inputs to one output: {dict(pairs)}")
     del out_avals
     return tuple(sorted(pairs))
 
@@ -105,9 +103,7 @@ def numba_kernel(
     if not out_structs:
         raise ValueError("`outs` must hold at least one jax.ShapeDtypeStruct, got none")
     out_avals = tuple(
-        jax_core.ShapedArray(
-            tuple(s.shape), check_dtype(s.dtype, f"`outs` entry {k} ({s})")
-        )
+        jax_core.ShapedArray(tuple(s.shape), check_dtype(s.dtype, f"`outs` entry {k} ({s})"))
         for k, s in enumerate(out_structs)
     )
     if vmap_method not in VMAP_METHODS:

@@ -29,9 +29,7 @@ numba_kernel_call_p = Primitive("numba_kernel_call")
 numba_kernel_call_p.multiple_results = True
 
 
-def _numba_kernel_call_abstract_eval(
-    *avals, info, out_avals, aliases, vmap_method, batched
-):
+def _numba_kernel_call_abstract_eval(*avals, info, out_avals, aliases, vmap_method, batched):
     del avals, info, aliases, vmap_method, batched
     return list(out_avals)
 
@@ -46,9 +44,7 @@ def _numba_kernel_call_lowering(
         batched,
     )
     name = ensure_target(info, sig)
-    lowering = jax.ffi.ffi_lowering(
-        name, operand_output_aliases=dict(aliases) if aliases else None
-    )
+    lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=dict(aliases) if aliases else None)
     return lowering(ctx, *operands)
 
 
@@ -64,9 +60,7 @@ def _batched_avals(out_avals: Sequence[Any], size: int) -> tuple[Any, ...]:
     return tuple(a.update(shape=(size, *a.shape)) for a in out_avals)
 
 
-def _numba_kernel_call_batching(
-    args, dims, *, info, out_avals, aliases, vmap_method, batched
-):
+def _numba_kernel_call_batching(args, dims, *, info, out_avals, aliases, vmap_method, batched):
     size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
     aliased_inputs = {i for i, _ in aliases}
     params = dict(info=info, aliases=aliases, vmap_method=vmap_method)
@@ -126,9 +120,7 @@ def _numba_kernel_call_batching(
     else:
         inner = out_avals[0].shape[0]
         new_out = tuple(a.update(shape=(size * inner, *a.shape[1:])) for a in out_avals)
-    outs = numba_kernel_call_p.bind(
-        *new_args, out_avals=new_out, batched=tuple(flags), **params
-    )
+    outs = numba_kernel_call_p.bind(*new_args, out_avals=new_out, batched=tuple(flags), **params)
     if batched is not None:
         outs = [o.reshape((size, inner, *o.shape[1:])) for o in outs]
     return list(outs), [0] * len(outs)

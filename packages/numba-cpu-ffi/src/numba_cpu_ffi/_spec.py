@@ -56,6 +56,7 @@ VMAP_METHODS: tuple[str | None, ...] = (
     "broadcast_all",
 )
 
+
 def check_dtype(dtype: Any, what: str) -> np.dtype:
     """``dtype`` as a numpy dtype, or a TypeError naming ``what``."""
     try:
@@ -164,9 +165,7 @@ def normalize_outs(outs: Any) -> tuple[tuple[jax.ShapeDtypeStruct, ...], Any]:
         leaves = tuple(outs)
         for i, leaf in enumerate(leaves):
             if not isinstance(leaf, sds):
-                raise TypeError(
-                    f"`outs[{i}]` must be a jax.ShapeDtypeStruct, got {type(leaf)!r}"
-                )
+                raise TypeError(f"`outs[{i}]` must be a jax.ShapeDtypeStruct, got {type(leaf)!r}")
         return leaves, tuple
     if isinstance(outs, dict) or dataclasses.is_dataclass(outs):
         leaves, treedef = jax.tree.flatten(outs, is_leaf=lambda x: isinstance(x, sds))
@@ -178,11 +177,9 @@ def normalize_outs(outs: Any) -> tuple[tuple[jax.ShapeDtypeStruct, ...], Any]:
                 )
         return tuple(leaves), lambda results: jax.tree.unflatten(treedef, results)
     raise TypeError(
-        "`outs` must be a jax.ShapeDtypeStruct or a sequence or pytree of them, "
-        f"got {type(outs)!r}"
+        f"`outs` must be a jax.ShapeDtypeStruct or a sequence or pytree of them, got {type(outs)!r}"
     )
 
 
 def array_sig(aval: Any) -> ArraySig:
     return ArraySig(np.dtype(aval.dtype).name, len(aval.shape))
-
