@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -22,9 +22,7 @@ def _kernel_info(kernel: Any) -> KernelInfo:
     return KernelInfo(kernel)
 
 
-def _check_aliases(
-    aliases: Any, n_outs: int, out_avals: Sequence[Any]
-) -> tuple[tuple[int, int], ...]:
+def _check_aliases(aliases: Any, n_outs: int) -> tuple[tuple[int, int], ...]:
     if aliases is None:
         return ()
     if not isinstance(aliases, dict):
@@ -50,7 +48,6 @@ def _check_aliases(
     outputs = [j for _, j in pairs]
     if len(set(outputs)) != len(outputs):
         raise ValueError(f"`input_output_aliases` maps several inputs to one output: {dict(pairs)}")
-    del out_avals
     return tuple(sorted(pairs))
 
 
@@ -111,7 +108,7 @@ def numba_kernel(
             f"`vmap_method` must be one of {', '.join(map(repr, VMAP_METHODS))}, "
             f"got {vmap_method!r}"
         )
-    aliases = _check_aliases(input_output_aliases, len(out_avals), out_avals)
+    aliases = _check_aliases(input_output_aliases, len(out_avals))
 
     def call(*args: Any) -> Any:
         info.check_arity(len(args), len(out_avals))
