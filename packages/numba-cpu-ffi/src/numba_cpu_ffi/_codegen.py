@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import json
 import os
 import pathlib
 import sys
@@ -112,8 +113,7 @@ def _source(info: KernelInfo, sig: CallSig, label: str) -> str:
         "        return answer_metadata(frame, 0)",
         "    api = frame_api(frame)",
         f"    if num_args(frame) != {n_in} or num_rets(frame) != {n_out}:",
-        f'        return error_create(api, cstring("{label}: called with a wrong number of '
-        f'buffers; expected {n_in} inputs and {n_out} outputs"), 3)',
+        f"        return error_create(api, cstring({_literal(f'{label}: called with a wrong number of buffers; expected {n_in} inputs and {n_out} outputs')}), 3)",
     ]
     for k, arr in enumerate(arrays):
         is_in = k < n_in
@@ -124,16 +124,21 @@ def _source(info: KernelInfo, sig: CallSig, label: str) -> str:
         lines += [
             f"    {buf} = {getter}",
             f"    if buffer_dtype({buf}) != {code} or buffer_rank({buf}) != {arr.rank}:",
-            f'        return error_create(api, cstring("{label}: buffer {k} is not '
-            f'{arr.dtype} of rank {arr.rank}"), 3)',
+            f"        return error_create(api, cstring({_literal(f'{label}: buffer {k} is not {arr.dtype} of rank {arr.rank}')}), 3)",
             _carray(var, buf, arr.rank, k),
         ]
-    name_c = f'cstring("{label}")'
+    name_c = f"cstring({_literal(label)})"
     if sig.batched is None:
         lines.append(f"    return call_guarded(kernel, api, {name_c}, ({', '.join(names)},))")
     else:
         lines.append(f"    return batch_loop(api, {name_c}, {', '.join(names)})")
     return "\n".join(lines) + "\n"
+
+
+def _literal(text: str) -> str:
+    # A JSON string is a valid Python literal: quotes and backslashes in kernel
+    # names or error contexts cannot break the generated source.
+    return json.dumps(text)
 
 
 def _digest(info: KernelInfo, sig: CallSig) -> str:
@@ -196,6 +201,8 @@ def compiled_handler(info: KernelInfo, sig: CallSig) -> tuple[str, Any]:
     per process (and loaded from disk where Numba's cache allows)."""
     digest = _digest(info, sig)
     label = f"numba kernel '{info.name}'"
+    if sig.context:
+        label += f" ({sig.context})"
     namespace: dict[str, Any] = {"kernel": info.kernel}
     for k, arr in enumerate(sig.inputs + sig.outputs):
         namespace[f"dtype_{k}"] = np.dtype(arr.dtype).type

@@ -57,6 +57,7 @@ def numba_kernel(
     *,
     vmap_method: str | None = None,
     input_output_aliases: dict[int, int] | None = None,
+    error_context: str | None = None,
 ) -> Callable[..., Any]:
     """Wrap an ``@numba.njit`` kernel as a JAX operation.
 
@@ -80,6 +81,9 @@ def numba_kernel(
         input_output_aliases: ``{input index: output index}``; the output reuses
             the input's buffer (and, under ``jit`` with donation, no copy is
             made). Shapes and dtypes must match.
+        error_context: text added, in parentheses, to the messages of errors the
+            kernel raises at run time (a library can say which operation and
+            backend the kernel serves). It is compiled into the handler.
 
     Returns:
         A function taking the input arrays and returning the outputs.
@@ -109,6 +113,8 @@ def numba_kernel(
             f"got {vmap_method!r}"
         )
     aliases = _check_aliases(input_output_aliases, len(out_avals))
+    if error_context is not None and not isinstance(error_context, str):
+        raise TypeError(f"`error_context` must be a str or None, got {type(error_context)!r}")
 
     def call(*args: Any) -> Any:
         info.check_arity(len(args), len(out_avals))
@@ -140,6 +146,7 @@ def numba_kernel(
             aliases=aliases,
             vmap_method=vmap_method,
             batched=None,
+            context=error_context or "",
         )
         return rebuild(tuple(results))
 

@@ -29,19 +29,22 @@ numba_kernel_call_p = Primitive("numba_kernel_call")
 numba_kernel_call_p.multiple_results = True
 
 
-def _numba_kernel_call_abstract_eval(*avals, info, out_avals, aliases, vmap_method, batched):
-    del avals, info, aliases, vmap_method, batched
+def _numba_kernel_call_abstract_eval(
+    *avals, info, out_avals, aliases, vmap_method, batched, context
+):
+    del avals, info, aliases, vmap_method, batched, context
     return list(out_avals)
 
 
 def _numba_kernel_call_lowering(
-    ctx, *operands, info: KernelInfo, out_avals, aliases, vmap_method, batched
+    ctx, *operands, info: KernelInfo, out_avals, aliases, vmap_method, batched, context
 ):
     del vmap_method
     sig = CallSig(
         tuple(array_sig(a) for a in ctx.avals_in),
         tuple(array_sig(a) for a in ctx.avals_out),
         batched,
+        context,
     )
     name = ensure_target(info, sig)
     lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=dict(aliases) if aliases else None)
@@ -60,10 +63,12 @@ def _batched_avals(out_avals: Sequence[Any], size: int) -> tuple[Any, ...]:
     return tuple(a.update(shape=(size, *a.shape)) for a in out_avals)
 
 
-def _numba_kernel_call_batching(args, dims, *, info, out_avals, aliases, vmap_method, batched):
+def _numba_kernel_call_batching(
+    args, dims, *, info, out_avals, aliases, vmap_method, batched, context
+):
     size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
     aliased_inputs = {i for i, _ in aliases}
-    params = dict(info=info, aliases=aliases, vmap_method=vmap_method)
+    params = dict(info=info, aliases=aliases, vmap_method=vmap_method, context=context)
 
     if vmap_method in ("sequential", "sequential_unrolled"):
         moved = [_move_to_front(x, d, size, False) for x, d in zip(args, dims, strict=True)]

@@ -88,12 +88,14 @@ class CallSig:
 
     ``batched`` is None for a plain call; for a folded vmap it says which
     inputs carry a leading batch axis (every output does). Ranks include that
-    axis.
+    axis. ``context`` is appended to run-time error messages (it is part of
+    the compiled handler, hence of the signature).
     """
 
     inputs: tuple[ArraySig, ...]
     outputs: tuple[ArraySig, ...]
     batched: tuple[bool, ...] | None = None
+    context: str = ""
 
     def describe(self) -> str:
         ins = ", ".join(map(str, self.inputs)) or "none"
