@@ -1,0 +1,169 @@
+"""Compile a ``@cuda.jit`` kernel for one signature and describe its parameters.
+
+numba-cuda compiles the kernel to PTX for a compute capability (this works
+without a GPU once its compiler libraries are installed); nvJitLink turns the
+PTX into a cubin for that architecture, so loading needs no PTX JIT from the
+driver. The kernel takes Numba's array ABI: each array argument is flattened
+into ``meminfo, parent, nitems, itemsize, data, shape[ndim], strides[ndim]``,
+every field 8 bytes, which the native handler packs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from typing import Any
+
+import numpy as np
+
+from ._runtime import numba_cuda
+from ._spec import ArraySig, KernelInfo
+
+__all__ = [
+    "ARRAY_FIELDS",
+    "CompiledKernel",
+    "KernelCompileError",
+    "Slot",
+    "compile_kernel",
+    "param_layout",
+    "ptx_entry",
+    "ptx_params",
+]
+
+#: The scalar fields that open Numba's array struct, in order; ``shape`` and
+#: ``strides`` (one 8-byte value per axis each) follow.
+ARRAY_FIELDS = ("meminfo", "parent", "nitems", "itemsize", "data")
+
+_PTX_SIZES = {"8": 1, "16": 2, "32": 4, "64": 8}
+
+
+class KernelCompileError(TypeError):
+    """A kernel that numba-cuda cannot compile for the dtypes and ranks it gets."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Slot:
+    """One 8-byte kernel parameter: a field of array ``array`` (``axis`` for
+    ``shape`` and ``strides``)."""
+
+    array: int
+    field: str
+    axis: int = -1
+
+
+def param_layout(arrays: tuple[ArraySig, ...]) -> tuple[Slot, ...]:
+    """The kernel parameters of ``arrays`` under Numba's array ABI, in order.
+
+    Example:
+        >>> [s.field for s in param_layout((ArraySig("float32", 1),))]
+        ['meminfo', 'parent', 'nitems', 'itemsize', 'data', 'shape', 'strides']
+    """
+    slots: list[Slot] = []
+    for k, arr in enumerate(arrays):
+        slots += [Slot(k, f) for f in ARRAY_FIELDS]
+        slots += [Slot(k, "shape", d) for d in range(arr.rank)]
+        slots += [Slot(k, "strides", d) for d in range(arr.rank)]
+    return tuple(slots)
+
+
+_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(")
+_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.([busf])(\d+)\s+([\w$]+?)(\[\d+\])?\s*[,)]")
+
+
+def ptx_entry(ptx: str) -> str:
+    """The name of the (only) ``.entry`` in ``ptx``."""
+    names = _ENTRY.findall(ptx)
+    if len(names) != 1:
+        raise KernelCompileError(f"expected one .entry in the PTX, found {len(names)}: {names}")
+    return names[0]
+
+
+def ptx_params(ptx: str) -> tuple[int, ...]:
+    """The byte size of each ``.param`` of the entry in ``ptx``, in order."""
+    start = _ENTRY.search(ptx)
+    if start is None:
+        raise KernelCompileError("the PTX has no .entry")
+    end = ptx.index(")", start.end())
+    sizes = []
+    for kind, bits, _name, count in _PARAM.findall(ptx[start.end() : end + 1]):
+        del kind
+        n = int(count[1:-1]) if count else 1
+        sizes.append(_PTX_SIZES[bits] * n)
+    return tuple(sizes)
+
+
+@dataclasses.dataclass(frozen=True)
+class CompiledKernel:
+    """A kernel compiled for one signature and compute capability."""
+
+    name: str
+    cc: tuple[int, int]
+    ptx: str
+    entry: str
+    image: bytes  # a cubin, or NUL-terminated PTX where no linker is available
+    layout: tuple[Slot, ...]
+
+
+def _numba_type(arr: ArraySig) -> Any:
+    import numba
+
+    return numba.types.Array(numba.from_dtype(np.dtype(arr.dtype)), arr.rank, "C")
+
+
+def _link_cubin(ptx: str, cc: tuple[int, int], options: dict[str, Any]) -> bytes | None:
+    """``ptx`` linked into a cubin for ``cc`` with nvJitLink, or None when the
+    CUDA Python linker is not installed (the driver then JIT-compiles the PTX)."""
+    try:
+        from cuda.core import Linker, LinkerOptions, ObjectCode
+    except ImportError:
+        return None
+    link_options = LinkerOptions(
+        arch=f"sm_{cc[0]}{cc[1]}",
+        max_register_count=options.get("max_registers"),
+        lineinfo=bool(options.get("lineinfo")),
+    )
+    linker = Linker(ObjectCode.from_ptx(ptx.encode()), options=link_options)
+    try:
+        return bytes(linker.link("cubin").code)
+    finally:
+        linker.close()
+
+
+@functools.cache
+def compile_kernel(info: KernelInfo, arrays: tuple[ArraySig, ...], cc: tuple[int, int]):
+    """Compile ``info``'s kernel for ``arrays`` (the kernel's view: no batch
+    axis) and compute capability ``cc``; cached per process."""
+    cuda = numba_cuda()
+    from numba.core.errors import NumbaError
+
+    argtypes = tuple(_numba_type(a) for a in arrays)
+    opts = info.options
+    try:
+        ptx, _ = cuda.compile_ptx(
+            info.py_func,
+            argtypes,
+            debug=bool(opts.get("debug")),
+            lineinfo=bool(opts.get("lineinfo")),
+            fastmath=bool(opts.get("fastmath")),
+            opt=opts.get("opt", True) is not False,
+            launch_bounds=opts.get("launch_bounds"),
+            cc=cc,
+        )
+    except (NumbaError, TypeError) as exc:
+        sig = ", ".join(map(str, arrays))
+        raise KernelCompileError(
+            f"kernel '{info.name}' does not compile for arrays ({sig}):\n{exc}"
+        ) from None
+    layout = param_layout(arrays)
+    sizes = ptx_params(ptx)
+    if sizes != (8,) * len(layout):
+        raise KernelCompileError(
+            f"kernel '{info.name}' has PTX parameters of sizes {sizes}, not the "
+            f"{len(layout)} 8-byte values of Numba's array ABI for {len(arrays)} arrays; this "
+            "numba-cuda version lays out kernel arguments differently"
+        )
+    image = _link_cubin(ptx, cc, opts)
+    if image is None:
+        image = ptx.encode() + b"\0"
+    return CompiledKernel(info.name, cc, ptx, ptx_entry(ptx), image, layout)

@@ -1,0 +1,50 @@
+"""numba-cuda and the GPU, reached lazily.
+
+The package imports without numba-cuda and without a GPU; using it without
+them raises an error that says what is missing and how to install it.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import ModuleType
+
+__all__ = ["INSTALL_HINT", "cuda_devices", "numba_cuda"]
+
+#: How to get numba-cuda with its CUDA compiler libraries.
+INSTALL_HINT = (
+    'install it with `uv add "numba-cuda-ffi[cu13]"` (CUDA 13) or '
+    '`uv add "numba-cuda-ffi[cu12]"` (CUDA 12), which bring `numba-cuda[cu13]` / '
+    "`numba-cuda[cu12]`"
+)
+
+
+def numba_cuda() -> ModuleType:
+    """``numba.cuda``, or an ImportError naming the install command."""
+    try:
+        from numba import cuda
+    except ImportError as exc:
+        raise ImportError(f"numba-cuda-ffi needs numba-cuda: {INSTALL_HINT}") from exc
+    return cuda
+
+
+@functools.cache
+def _jax_cuda_devices() -> tuple[object, ...]:
+    import jax
+
+    try:
+        return tuple(jax.local_devices(backend="cuda"))
+    except RuntimeError:
+        return ()
+
+
+def cuda_devices(what: str) -> tuple[object, ...]:
+    """JAX's local CUDA devices, or a RuntimeError saying ``what`` needs one."""
+    devices = _jax_cuda_devices()
+    if not devices:
+        raise RuntimeError(
+            f"{what} runs on NVIDIA GPUs, but JAX has no CUDA device here; install "
+            'a CUDA build of JAX (`uv add "jax[cuda13]"`) on a machine with an NVIDIA GPU '
+            "and driver"
+        )
+    return devices
