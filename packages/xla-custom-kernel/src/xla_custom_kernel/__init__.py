@@ -1,1 +1,33 @@
-"""placeholder"""
+"""One JAX primitive, many kernel backends: dispatch, defaults, batching and autodiff."""
+
+from ._autodiff import defjvp as defjvp
+from ._entry import BATCHING_MODES as BATCHING_MODES
+from ._entry import KernelEntry as KernelEntry
+from ._errors import BackendError as BackendError
+from ._errors import DuplicateKernelError as DuplicateKernelError
+from ._errors import NoKernelError as NoKernelError
+from ._errors import UnknownBackendError as UnknownBackendError
+from ._kernel import XLACustomKernel as XLACustomKernel
+from ._platforms import PLATFORMS as PLATFORMS
+from ._registry import get_kernel as get_kernel
+from ._registry import registered_kernels as registered_kernels
+from ._selection import get_backend as get_backend
+from ._selection import set_backend as set_backend
+from ._version import __version__ as __version__
+
+__all__ = [
+    "BATCHING_MODES",
+    "PLATFORMS",
+    "BackendError",
+    "DuplicateKernelError",
+    "KernelEntry",
+    "NoKernelError",
+    "UnknownBackendError",
+    "XLACustomKernel",
+    "__version__",
+    "defjvp",
+    "get_backend",
+    "get_kernel",
+    "registered_kernels",
+    "set_backend",
+]
