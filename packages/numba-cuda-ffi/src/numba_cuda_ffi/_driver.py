@@ -122,7 +122,9 @@ class Driver:
         with self._lock:
             if ordinal not in self._contexts:
                 ctx = ctypes.c_size_t()
-                retain = self._fn("cuDevicePrimaryCtxRetain", ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
+                retain = self._fn(
+                    "cuDevicePrimaryCtxRetain", ctypes.c_int, ctypes.c_void_p, ctypes.c_int
+                )
                 self.check(
                     retain(ctypes.byref(ctx), self._device(ordinal)),
                     f"cuDevicePrimaryCtxRetain(device {ordinal})",
@@ -130,7 +132,9 @@ class Driver:
                 self._contexts[ordinal] = ctx.value
             return self._contexts[ordinal]
 
-    def load_function(self, ordinal: int, image: bytes, entry: str, shared_mem: int) -> tuple[int, int]:
+    def load_function(
+        self, ordinal: int, image: bytes, entry: str, shared_mem: int
+    ) -> tuple[int, int]:
         """``(context, CUfunction)`` of ``entry`` in ``image`` on device ``ordinal``;
         the module is loaded once per context and kept for the process."""
         ctx = self.primary_context(ordinal)

@@ -104,10 +104,10 @@ def handler_source(sig: CallSig, launch: LaunchConfig, label: str) -> str:
         "        return err",
         f"    if ordinal < 0 or ordinal >= {MAX_DEVICES}:",
         f"        return report(api, {STEP_DEVICE}, ordinal)",
-        f"    fn = load({{FUNCS}} + ordinal * 8, types.uintp)",
+        "    fn = load({FUNCS} + ordinal * 8, types.uintp)",
         "    if fn == 0:",
         f"        return report(api, {STEP_DEVICE}, ordinal)",
-        f"    ctx = load({{CTXS}} + ordinal * 8, types.uintp)",
+        "    ctx = load({CTXS} + ordinal * 8, types.uintp)",
         f"    n = buffer_dim(b_{n_in}, 0)" if batch else "    n = 1",
     ]
     # Sizes as the kernel sees them (without the batch axis), and each array's
@@ -233,4 +233,3 @@ def build_handler(sig: CallSig, launch: LaunchConfig, label: str, native: Native
     )
     exec(compile(source, f"<{module.__name__}>", "exec"), module.__dict__)
     return Handler(module.handler, functions, contexts, report, source)
-

@@ -78,7 +78,7 @@ def _dims(value: Any, name: str) -> tuple[int, ...]:
     """``value`` (an int or a sequence of 1 to 3 ints) as a tuple of positive ints."""
     if isinstance(value, Sequence) and not isinstance(value, str):
         items = tuple(value)
-    elif isinstance(value, int) and not isinstance(value, bool) or hasattr(value, "__index__"):
+    elif (isinstance(value, int) and not isinstance(value, bool)) or hasattr(value, "__index__"):
         items = (value,)
     else:
         raise TypeError(f"`{name}` must be an int or a tuple of 1 to 3 ints, got {type(value)!r}")
@@ -169,9 +169,7 @@ def launch_config(
         return LaunchConfig(config_grid, config_block, shared)
     tpb = _as_int(threads_per_block, "`threads_per_block`")
     if not 1 <= tpb <= MAX_THREADS_PER_BLOCK:
-        raise ValueError(
-            f"`threads_per_block` must be 1 to {MAX_THREADS_PER_BLOCK}, got {tpb}"
-        )
+        raise ValueError(f"`threads_per_block` must be 1 to {MAX_THREADS_PER_BLOCK}, got {tpb}")
     dims = _dims(launch_dims, "launch_dims")
     tile = _tile(dims, tpb)
     blocks = tuple(-(-d // t) for d, t in zip(dims, tile, strict=True))

@@ -249,7 +249,9 @@ def check_aliases(aliases: Any, n_outs: int) -> tuple[tuple[int, int], ...]:
     for i, j in aliases.items():
         for what, value in (("input", i), ("output", j)):
             if isinstance(value, bool):
-                raise TypeError(f"`input_output_aliases` {what} indices must be ints, got {value!r}")
+                raise TypeError(
+                    f"`input_output_aliases` {what} indices must be ints, got {value!r}"
+                )
             try:
                 operator.index(value)
             except TypeError:

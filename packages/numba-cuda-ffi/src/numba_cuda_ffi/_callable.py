@@ -1,0 +1,222 @@
+"""``numba_cuda_callable``: a Python function that launches CUDA work, as a JAX op.
+
+Python runs on every call by nature (the function may launch several kernels,
+pick grids from shapes, allocate temporaries), so the handler is a Python FFI
+handler: it binds the device XLA names in the call frame, wraps the buffers as
+Numba device arrays, hands the function XLA's stream, and turns any exception
+into an FFI error naming the function. Temporaries from :func:`temporary` are
+allocated and freed on XLA's stream (``cuMemAllocAsync`` / ``cuMemFreeAsync``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+from ffi_core import CallFrame, python_handler, register_target, target_name
+
+from ._driver import driver
+from ._runtime import cuda_devices, numba_cuda
+from ._spec import CALLABLE_VMAP_METHODS, check_aliases, check_dtype, check_inputs, out_avals
+
+__all__ = ["numba_cuda_callable", "temporary"]
+
+
+class _Temporaries:
+    """Stream-ordered allocations of one call, freed on its stream at the end."""
+
+    def __init__(self, stream: int) -> None:
+        self.stream = stream
+        self.pointers: list[int] = []
+
+    def allocate(self, nbytes: int) -> int:
+        ptr = driver().mem_alloc_async(max(nbytes, 1), self.stream)
+        self.pointers.append(ptr)
+        return ptr
+
+    def free(self) -> None:
+        drv = driver()
+        while self.pointers:
+            drv.mem_free_async(self.pointers.pop(), self.stream)
+
+
+_current: contextvars.ContextVar[_Temporaries | None] = contextvars.ContextVar(
+    "numba_cuda_ffi_temporaries", default=None
+)
+
+
+def _device_array(ptr: int, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+    cuda = numba_cuda()
+    if int(np.prod(shape, dtype=np.int64)) == 0:
+        return cuda.device_array(shape, dtype)  # no memory: XLA may pass a null pointer
+    interface = {
+        "shape": tuple(shape),
+        "typestr": dtype.str,
+        "data": (ptr, False),
+        "strides": None,
+        "version": 3,
+    }
+    return cuda.from_cuda_array_interface(interface, owner=None, sync=False)
+
+
+def temporary(shape: int | tuple[int, ...], dtype: Any) -> Any:
+    """A Numba device array for scratch space inside a ``numba_cuda_callable``.
+
+    It is allocated on XLA's stream and freed on that stream when the function
+    returns, so it may be used by every kernel the function launches on the
+    stream it is given, and must not be kept.
+
+    Raises:
+        RuntimeError: outside a call of a ``numba_cuda_callable`` function.
+    """
+    temps = _current.get()
+    if temps is None:
+        raise RuntimeError(
+            "numba_cuda_ffi.temporary() allocates on the stream of a running "
+            "numba_cuda_callable call; call it inside that function"
+        )
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    resolved = check_dtype(dtype, "`temporary`")
+    nbytes = int(np.prod(dims, dtype=np.int64)) * resolved.itemsize
+    if nbytes == 0:
+        return _device_array(0, dims, resolved)
+    return _device_array(temps.allocate(nbytes), dims, resolved)
+
+
+def _run(func: Any, frame: CallFrame) -> None:
+    cuda = numba_cuda()
+    ordinal = frame.device_ordinal()
+    stream_ptr = frame.stream()
+    with cuda.gpus[ordinal]:
+        stream = cuda.external_stream(stream_ptr)
+        arrays = [_device_array(b.data, b.shape, b.dtype) for b in frame.args + frame.rets]
+        temps = _Temporaries(stream_ptr)
+        token = _current.set(temps)
+        try:
+            func(*arrays, stream)
+        finally:
+            _current.reset(token)
+            temps.free()
+
+
+def _digest(func: Any) -> str:
+    h = hashlib.sha256(f"{func.__module__}.{func.__qualname__}".encode())
+    code = getattr(func, "__code__", None)
+    if code is not None:
+        h.update(code.co_code)
+        h.update(repr(code.co_consts).encode())
+    return h.hexdigest()[:24]
+
+
+_lock = threading.Lock()
+# Functions with equal code (closures over different values) get distinct
+# targets, numbered in the order they are first called.
+_by_digest: dict[str, list[Any]] = {}
+_targets: dict[int, str] = {}
+
+
+def _target(func: Any, name: str) -> str:
+    with _lock:
+        if id(func) in _targets:
+            return _targets[id(func)]
+        digest = _digest(func)
+        same = _by_digest.setdefault(digest, [])
+        same.append(func)  # pinned with the handler: XLA may call it for the life of the process
+        target = target_name(f"numba_cuda_callable.{name}", digest, len(same) - 1)
+        handler = python_handler(
+            lambda frame: _run(func, frame), name=f"numba cuda callable '{name}'"
+        )
+        register_target(
+            target, handler, content=f"{digest}:{len(same) - 1}", platform="cuda", pin=(func,)
+        )
+        _targets[id(func)] = target
+        return target
+
+
+def numba_cuda_callable(
+    func: Callable[..., Any],
+    outs: Any,
+    *,
+    vmap_method: str | None = None,
+    input_output_aliases: dict[int, int] | None = None,
+) -> Callable[..., Any]:
+    """Wrap a Python function that launches numba CUDA kernels as a JAX GPU op.
+
+    ``func(in_1, ..., in_n, out_1, ..., out_m, stream)`` gets Numba device arrays
+    over XLA's buffers and XLA's stream (a Numba stream): launch every kernel on
+    it (``kernel[grid, block, stream](...)``) and write every output. Scratch
+    space comes from :func:`temporary`, on the same stream. The function runs
+    on the device XLA names for the call; an exception it raises reaches the
+    caller as an error naming it. Python runs on each call and the call is not
+    captured into CUDA graphs; for one kernel prefer ``numba_cuda_kernel``.
+
+    Args:
+        func: the function.
+        outs: a ``jax.ShapeDtypeStruct``, a sequence or a pytree of them.
+        vmap_method: as in ``jax.ffi.ffi_call``; None means ``"sequential"``.
+        input_output_aliases: ``{input index: output index}``.
+
+    Example (on a GPU):
+        >>> from numba import cuda
+        >>> @cuda.jit
+        ... def scale(x, out):
+        ...     i = cuda.grid(1)
+        ...     if i < out.size:
+        ...         out[i] = 2 * x[i]
+        >>> def twice(x, out, stream):
+        ...     tmp = temporary(x.shape, x.dtype)
+        ...     scale[(x.size + 255) // 256, 256, stream](x, tmp)
+        ...     scale[(x.size + 255) // 256, 256, stream](tmp, out)
+        >>> f = numba_cuda_callable(twice, jax.ShapeDtypeStruct((8,), jnp.float32))  # doctest: +SKIP
+        >>> f(jnp.ones(8, jnp.float32))  # doctest: +SKIP
+    """
+    if not callable(func):
+        raise TypeError(f"`func` must be a callable, got {type(func)!r}")
+    numba_cuda()
+    avals, rebuild = out_avals(outs)
+    if vmap_method not in CALLABLE_VMAP_METHODS:
+        raise ValueError(
+            f"`vmap_method` must be one of {', '.join(map(repr, CALLABLE_VMAP_METHODS))}, "
+            f"got {vmap_method!r}"
+        )
+    aliases = check_aliases(input_output_aliases, len(avals))
+    name = getattr(func, "__name__", type(func).__name__)
+    try:
+        params = inspect.signature(func).parameters.values()
+        n_params = (
+            None
+            if any(p.kind is p.VAR_POSITIONAL for p in params)
+            else sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+        )
+    except (TypeError, ValueError):
+        n_params = None
+    structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals]
+
+    def call(*args: Any) -> Any:
+        if n_params is not None and n_params != len(args) + len(avals) + 1:
+            raise TypeError(
+                f"callable '{name}' takes {n_params} arguments but is called with {len(args)} "
+                f"inputs and {len(avals)} outputs; the convention is "
+                "func(in_1, ..., in_n, out_1, ..., out_m, stream)"
+            )
+        check_inputs(f"callable '{name}'", args, avals, aliases)
+        cuda_devices(f"numba cuda callable '{name}'")
+        target = _target(func, name)
+        results = jax.ffi.ffi_call(
+            target,
+            structs,
+            vmap_method=vmap_method or "sequential",
+            input_output_aliases=dict(aliases) or None,
+        )(*args)
+        return rebuild(tuple(results))
+
+    call.__name__ = name
+    call.__qualname__ = name
+    call.__doc__ = f"numba cuda callable '{name}' as a JAX operation."
+    return call

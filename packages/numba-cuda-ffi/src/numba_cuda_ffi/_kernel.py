@@ -1,0 +1,114 @@
+"""``numba_cuda_kernel``: one ``@cuda.jit`` kernel as a JAX operation."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from ._launch import launch_config
+from ._runtime import cuda_devices
+from ._spec import VMAP_METHODS, KernelInfo, check_aliases, check_inputs, out_avals
+
+__all__ = ["numba_cuda_kernel"]
+
+
+@functools.cache
+def _kernel_info(kernel: Any) -> KernelInfo:
+    return KernelInfo(kernel)
+
+
+def numba_cuda_kernel(
+    kernel: Any,
+    outs: Any,
+    *,
+    grid: int | tuple[int, ...] | None = None,
+    block: int | tuple[int, ...] | None = None,
+    launch_dims: int | tuple[int, ...] | None = None,
+    threads_per_block: int = 256,
+    shared_mem: int = 0,
+    vmap_method: str | None = None,
+    input_output_aliases: dict[int, int] | None = None,
+) -> Callable[..., Any]:
+    """Wrap a ``@numba.cuda.jit`` kernel as a JAX GPU operation.
+
+    The kernel follows ``kernel(in_1, ..., in_n, out_1, ..., out_m)``: it reads
+    the inputs and writes every output in place. At lowering time it is compiled
+    for the dtypes and ranks it gets and loaded into each GPU's context; XLA then
+    calls a native handler that launches it on XLA's stream with
+    ``cuLaunchKernel``: no Python per call, and XLA may capture the launch into
+    a CUDA graph. Sizes are read at run time; the launch is fixed here.
+
+    Args:
+        kernel: a ``@numba.cuda.jit`` kernel (not a device function).
+        outs: a ``jax.ShapeDtypeStruct``, a sequence or a pytree of them; the call
+            returns one array, a tuple or the same pytree.
+        grid, block: blocks per grid and threads per block, each an int or a
+            tuple of up to 3 ints (x, y, z). Give both, or ``launch_dims``.
+        launch_dims: total threads per axis (1 to 3 axes); the grid covers them
+            with blocks of ``threads_per_block`` threads (1-d) or 256-thread tiles
+            (2-d: 32 x 8, 3-d: 16 x 4 x 4). The kernel must check bounds.
+        threads_per_block: block size for 1-d ``launch_dims``.
+        shared_mem: dynamic shared memory per block, in bytes.
+        vmap_method: None (default): one native call that launches the kernel
+            once per batch element. ``"sequential"`` / ``"sequential_unrolled"``:
+            an XLA loop of calls. ``"fold"``: declare the kernel row-independent
+            along axis 0 (launch axis x maps to axis 0 of every array); the batch
+            is folded into axis 0 and launch axis x scaled by the batch size.
+        input_output_aliases: ``{input index: output index}``; the output reuses
+            the input's buffer (same shape and dtype).
+
+    Returns:
+        A function taking the input arrays and returning the outputs.
+
+    Example (on a GPU):
+        >>> from numba import cuda
+        >>> @cuda.jit
+        ... def add(x, y, out):
+        ...     i = cuda.grid(1)
+        ...     if i < out.size:
+        ...         out[i] = x[i] + y[i]
+        >>> n = 1000
+        >>> add_op = numba_cuda_kernel(
+        ...     add, jax.ShapeDtypeStruct((n,), jnp.float32), launch_dims=n
+        ... )  # doctest: +SKIP
+        >>> jax.jit(add_op)(x, y)  # doctest: +SKIP
+    """
+    info = _kernel_info(kernel)
+    avals, rebuild = out_avals(outs)
+    launch = launch_config(
+        grid=grid,
+        block=block,
+        launch_dims=launch_dims,
+        threads_per_block=threads_per_block,
+        shared_mem=shared_mem,
+    )
+    if vmap_method not in VMAP_METHODS:
+        raise ValueError(
+            f"`vmap_method` must be one of {', '.join(map(repr, VMAP_METHODS))}, "
+            f"got {vmap_method!r}"
+        )
+    aliases = check_aliases(input_output_aliases, len(avals))
+    name = f"kernel '{info.name}'"
+
+    def call(*args: Any) -> Any:
+        from ._primitive import numba_cuda_call_p
+
+        info.check_arity(len(args), len(avals))
+        check_inputs(name, args, avals, aliases)
+        cuda_devices(f"numba cuda kernel '{info.name}'")
+        results = numba_cuda_call_p.bind(
+            *args,
+            info=info,
+            out_avals=avals,
+            aliases=aliases,
+            vmap_method=vmap_method,
+            batched=None,
+            launch=launch,
+        )
+        return rebuild(tuple(results))
+
+    call.__name__ = info.name
+    call.__qualname__ = info.name
+    call.__doc__ = f"numba cuda kernel '{info.name}' as a JAX operation."
+    return call

@@ -1,0 +1,166 @@
+"""``numba_cuda_call_p``: the JAX primitive behind every numba CUDA kernel call.
+
+One primitive for all kernels; its parameters name the kernel, the output
+avals, the aliases, the launch and the batching form. Lowering compiles and
+loads the kernel for the dtypes and ranks it sees and emits an FFI call to its
+native handler.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax._src import dispatch  # eager calls compile the primitive once, like jax's own
+from jax.extend.core import Primitive
+from jax.interpreters import batching, mlir
+
+from ._spec import CallSig, KernelInfo, array_sig
+from ._target import ensure_target, label
+
+__all__ = ["numba_cuda_call_p"]
+
+numba_cuda_call_p = Primitive("numba_cuda_call")
+numba_cuda_call_p.multiple_results = True
+
+
+def _numba_cuda_call_abstract_eval(*avals, info, out_avals, aliases, vmap_method, batched, launch):
+    del avals, info, aliases, vmap_method, batched, launch
+    return list(out_avals)
+
+
+def _numba_cuda_call_lowering(
+    ctx, *operands, info: KernelInfo, out_avals, aliases, vmap_method, batched, launch
+):
+    del out_avals, vmap_method
+    sig = CallSig(
+        tuple(array_sig(a) for a in ctx.avals_in),
+        tuple(array_sig(a) for a in ctx.avals_out),
+        batched,
+    )
+    name = ensure_target(info, sig, launch)
+    lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=dict(aliases) if aliases else None)
+    return lowering(ctx, *operands)
+
+
+def _numba_cuda_call_cpu_lowering(ctx, *operands, info: KernelInfo, **params):
+    del ctx, operands, params
+    raise RuntimeError(
+        f"{label(info)} runs on NVIDIA GPUs only, but this computation is placed on the CPU; "
+        "put its inputs on a GPU (jax.device_put(x, jax.devices('cuda')[0]))"
+    )
+
+
+def _move_to_front(x: jax.Array, dim: int | None, size: int, materialize: bool) -> jax.Array:
+    if dim is None:
+        return jnp.broadcast_to(x, (size, *x.shape)) if materialize else x
+    return jnp.moveaxis(x, dim, 0)
+
+
+def _fold(args, dims, size, *, info, out_avals, aliases, vmap_method, batched, launch):
+    # The caller declared the kernel row-independent along axis 0: fold the
+    # batch into axis 0 of every array and scale launch axis x with it.
+    for what, shapes in (
+        ("input", [x.shape for x in args]),
+        ("output", [a.shape for a in out_avals]),
+    ):
+        for k, shape in enumerate(shapes):
+            if not shape:
+                raise NotImplementedError(
+                    f"vmap_method='fold' folds the batch into axis 0, but {what} {k} of "
+                    f"{label(info)} is 0-d; use vmap_method=None (one launch per batch element)"
+                )
+    moved = [_move_to_front(x, d, size, True) for x, d in zip(args, dims, strict=True)]
+    folded = [m.reshape((-1, *m.shape[2:])) for m in moved]
+    new_out = tuple(a.update(shape=(size * a.shape[0], *a.shape[1:])) for a in out_avals)
+    outs = numba_cuda_call_p.bind(
+        *folded,
+        info=info,
+        out_avals=new_out,
+        aliases=aliases,
+        vmap_method=vmap_method,
+        batched=batched,
+        launch=launch.folded(size),
+    )
+    return [o.reshape((size, *a.shape)) for o, a in zip(outs, out_avals, strict=True)]
+
+
+def _numba_cuda_call_batching(
+    args, dims, *, info, out_avals, aliases, vmap_method, batched, launch
+):
+    size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
+    aliased_inputs = {i for i, _ in aliases}
+    params = dict(info=info, aliases=aliases, vmap_method=vmap_method, launch=launch)
+
+    if vmap_method in ("sequential", "sequential_unrolled"):
+        moved = [_move_to_front(x, d, size, False) for x, d in zip(args, dims, strict=True)]
+        is_batched = [d is not None for d in dims]
+
+        def body(carry, xs):
+            it = iter(xs)
+            call_args = [next(it) if b else x for x, b in zip(moved, is_batched, strict=True)]
+            outs = numba_cuda_call_p.bind(
+                *call_args, out_avals=out_avals, batched=batched, **params
+            )
+            return carry, outs
+
+        xs = [x for x, b in zip(moved, is_batched, strict=True) if b]
+        _, outs = lax.scan(body, None, xs, unroll=vmap_method == "sequential_unrolled")
+        return list(outs), [0] * len(outs)
+
+    if vmap_method == "fold":
+        outs = _fold(
+            args,
+            dims,
+            size,
+            info=info,
+            out_avals=out_avals,
+            aliases=aliases,
+            vmap_method=vmap_method,
+            batched=batched,
+            launch=launch,
+        )
+        return outs, [0] * len(outs)
+
+    # Default: one native call launching once per batch element. Inputs batched
+    # now, or by an enclosing vmap, get one leading batch axis.
+    new_args, flags = [], []
+    for i, (x, d) in enumerate(zip(args, dims, strict=True)):
+        was = batched is not None and batched[i]
+        now = d is not None
+        if not now and not was and i not in aliased_inputs:
+            new_args.append(x)
+            flags.append(False)
+            continue
+        x = _move_to_front(x, d, size, True)  # (size, [inner,] ...)
+        if batched is not None and not was:
+            inner = out_avals[0].shape[0]
+            x = jnp.broadcast_to(x[:, None], (size, inner, *x.shape[1:]))
+        if batched is not None:
+            x = x.reshape((-1, *x.shape[2:]))
+        new_args.append(x)
+        flags.append(True)
+    if batched is None:
+        new_out = _batched_avals(out_avals, size)
+    else:
+        inner = out_avals[0].shape[0]
+        new_out = tuple(a.update(shape=(size * inner, *a.shape[1:])) for a in out_avals)
+    outs = numba_cuda_call_p.bind(*new_args, out_avals=new_out, batched=tuple(flags), **params)
+    if batched is not None:
+        outs = [o.reshape((size, inner, *o.shape[1:])) for o in outs]
+    return list(outs), [0] * len(outs)
+
+
+def _batched_avals(out_avals: Sequence[Any], size: int) -> tuple[Any, ...]:
+    return tuple(a.update(shape=(size, *a.shape)) for a in out_avals)
+
+
+numba_cuda_call_p.def_impl(functools.partial(dispatch.apply_primitive, numba_cuda_call_p))
+numba_cuda_call_p.def_abstract_eval(_numba_cuda_call_abstract_eval)
+mlir.register_lowering(numba_cuda_call_p, _numba_cuda_call_lowering, platform="cuda")
+mlir.register_lowering(numba_cuda_call_p, _numba_cuda_call_cpu_lowering, platform="cpu")
+batching.primitive_batchers[numba_cuda_call_p] = _numba_cuda_call_batching
