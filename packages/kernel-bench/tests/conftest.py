@@ -1,0 +1,69 @@
+"""A small stand-in for XLACustomKernel: the duck-typed interface kernel-bench relies on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+
+
+class FakeKernel:
+    """A kernel with named backends on one platform and fixed benchmark cases."""
+
+    def __init__(
+        self,
+        name: str,
+        backends: dict[str, Callable[..., Any]],
+        cases: Iterable[Any] | Callable[[], Iterable[Any]] | None = None,
+        *,
+        tags: tuple[str, ...] = (),
+        default: str | None = None,
+        platform: str = "cpu",
+        has_call: bool = True,
+    ) -> None:
+        self.name = name
+        self.tags = tags
+        self.doc = None
+        self.backends = backends
+        self.cases = cases
+        self.default = default
+        self.platform = platform
+        self.has_call = has_call
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def available_backends(self, platform: str) -> tuple[str, ...]:
+        return tuple(self.backends) if platform == self.platform else ()
+
+    def get_default(self, platform: str) -> str | None:
+        if platform != self.platform:
+            return None
+        return self.default or next(iter(self.backends), None)
+
+    def call(self, *args: Any, backend: str | None = None, **kwargs: Any) -> Any:
+        if not self.has_call:
+            raise ValueError(f"kernel '{self.name}' has no call function")
+        self.calls.append((backend, kwargs))
+        return self.backends[backend or self.get_default(self.platform)](*args, **kwargs)
+
+    @property
+    def has_benchmark_data(self) -> bool:
+        return self.cases is not None
+
+    def benchmark_data(self, *, platform: str) -> list[Any]:
+        if self.cases is None:
+            raise ValueError(f"kernel '{self.name}' has no benchmark data")
+        return list(self.cases() if callable(self.cases) else self.cases)
+
+
+@pytest.fixture
+def fake_kernel() -> type[FakeKernel]:
+    return FakeKernel
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _numba_cpu_ffi_cache_dir(tmp_path_factory):
+    # Handlers compiled by the tests go to a fresh directory, never the user's cache.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NUMBA_CPU_FFI_CACHE_DIR", str(tmp_path_factory.mktemp("numba-cpu-ffi-cache")))
+        yield

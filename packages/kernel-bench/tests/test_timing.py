@@ -1,0 +1,116 @@
+"""benchmark_function: how many calls run, what is returned, what is refused."""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numba
+import numpy as np
+import pytest
+from kernel_bench import Timing, benchmark_function
+from numba_cpu_ffi import numba_kernel
+
+
+def counting_callback(counter: list[int]):
+    """A traceable function whose host calls are counted: XLA may hoist or drop it."""
+
+    def host(x):
+        counter[0] += 1
+        return np.asarray(x) * 2
+
+    def fn(x):
+        return jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+
+    return fn
+
+
+@pytest.mark.parametrize("n_batch", [1, 2, 7])
+@pytest.mark.parametrize(("n_warmup", "n_runs"), [(0, 1), (2, 3)])
+def test_every_chained_call_runs(n_warmup, n_runs, n_batch):
+    counter = [0]
+    fn = counting_callback(counter)
+    x = jnp.arange(4.0)
+    timing = benchmark_function(
+        jax.jit(fn), n_warmup=n_warmup, n_runs=n_runs, n_batch_per_run=n_batch, data=(x,)
+    )
+    assert counter[0] == (n_warmup + n_runs) * n_batch
+    assert len(timing.times_ms) == n_runs
+    # Chained calls all see the original inputs.
+    np.testing.assert_array_equal(timing.output, x * 2)
+
+
+@numba.njit
+def _affine(x, out):
+    for i in range(x.size):
+        out[i] = 3.0 * x[i] + 1.0
+
+
+def test_chained_numba_kernel_gives_the_single_call_result():
+    x = jnp.linspace(0, 1, 16, dtype=jnp.float32)
+    op = numba_kernel(_affine, jax.ShapeDtypeStruct(x.shape, x.dtype))
+    timing = benchmark_function(op, n_warmup=1, n_runs=2, n_batch_per_run=5, data=(x,))
+    np.testing.assert_allclose(timing.output, 3 * x + 1, rtol=1e-6)
+
+
+def test_unbatched_calls_fn_as_given():
+    calls = []
+
+    def fn(a, b):
+        calls.append((a, b))
+        return jnp.asarray(a + b)
+
+    timing = benchmark_function(fn, n_warmup=1, n_runs=4, data=[1, 2])
+    assert calls == [(1, 2)] * 5
+    assert int(timing.output) == 3
+    assert all(t >= 0 for t in timing.times_ms)
+
+
+def test_pytree_outputs_are_waited_for_and_returned():
+    x = jnp.ones(3)
+    timing = benchmark_function(
+        jax.jit(lambda x: {"a": x + 1, "b": (x * 2,)}),
+        n_warmup=0,
+        n_runs=1,
+        n_batch_per_run=3,
+        data=(x,),
+    )
+    np.testing.assert_array_equal(timing.output["a"], x + 1)
+    np.testing.assert_array_equal(timing.output["b"][0], x * 2)
+
+
+def test_timing_statistics():
+    t = Timing(times_ms=(1.0, 2.0, 3.0, 6.0), output=None)
+    assert t.mean_ms == 3.0
+    assert t.min_ms == 1.0
+    assert t.std_ms == pytest.approx(np.std([1.0, 2.0, 3.0, 6.0]))
+    assert Timing(times_ms=(4.0,), output=None).std_ms == 0.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"n_warmup": -1}, ValueError, "`n_warmup` must be at least 0, got -1"),
+        ({"n_runs": 0}, ValueError, "`n_runs` must be at least 1, got 0"),
+        ({"n_batch_per_run": 0}, ValueError, "`n_batch_per_run` must be at least 1, got 0"),
+        ({"n_runs": 2.5}, TypeError, "`n_runs` must be an int, got 2.5"),
+        ({"n_runs": True}, TypeError, "`n_runs` must be an int, got True"),
+        (
+            {"data": "xy"},
+            TypeError,
+            "`data` must be a tuple or list of the arguments of `fn`, got <class 'str'>",
+        ),
+    ],
+)
+def test_bad_arguments(kwargs, error, message):
+    args = {"n_warmup": 0, "n_runs": 1, "data": ()} | kwargs
+    with pytest.raises(error, match="^" + re.escape(message) + "$"):
+        benchmark_function(jnp.zeros, **args)
+
+
+def test_fn_must_be_callable():
+    with pytest.raises(
+        TypeError, match="^" + re.escape("`fn` must be callable, got <class 'int'>") + "$"
+    ):
+        benchmark_function(3, n_warmup=0, n_runs=1)
