@@ -1,0 +1,61 @@
+"""The change between two benchmark runs, case by case and backend by backend."""
+
+from __future__ import annotations
+
+from ._record import BenchmarkRecord
+from ._result import BenchmarkResult
+from ._table import format_ms, render
+
+__all__ = ["compare"]
+
+
+def _time(r: BenchmarkRecord | None) -> str:
+    if r is None:
+        return "absent"
+    if r.mean_ms is None:
+        return "failed"
+    return format_ms(r.mean_ms) + ("" if r.success else " !")
+
+
+def compare(old: BenchmarkResult, new: BenchmarkResult) -> str:
+    """A table of the mean time of every (case, platform, backend) in ``old`` and ``new``.
+
+    The change column reads ``"1.25x faster"`` when ``new`` takes 80 % of
+    ``old``'s time. Records present in one run only are listed too; a time
+    marked ``!`` is of a backend whose results did not match.
+
+    Example:
+        >>> old = BenchmarkResult([BenchmarkRecord("cpu", "numba", "add/n=8", 2.0, 0.0, 2.0, 500.0, True)])
+        >>> new = BenchmarkResult([BenchmarkRecord("cpu", "numba", "add/n=8", 1.0, 0.0, 1.0, 1e3, True)])
+        >>> print(compare(old, new))
+        label    platform  backend  old ms  new ms        change
+        -------  --------  -------  ------  ------  ------------
+        add/n=8  cpu       numba         2       1  2.00x faster
+    """
+    for name, value in (("old", old), ("new", new)):
+        if not isinstance(value, BenchmarkResult):
+            raise TypeError(f"`{name}` must be a BenchmarkResult, got {type(value)!r}")
+
+    def key(r: BenchmarkRecord) -> tuple[str, str, str]:
+        return (r.label, r.platform, r.backend)
+
+    before = {key(r): r for r in old.records}
+    after = {key(r): r for r in new.records}
+    rows = []
+    for k in dict.fromkeys([*before, *after]):
+        a, b = before.get(k), after.get(k)
+        if a is None or b is None or not a.mean_ms or not b.mean_ms:
+            change = "-"
+        else:
+            ratio = a.mean_ms / b.mean_ms
+            if abs(ratio - 1) < 0.005:
+                change = "same"
+            elif ratio > 1:
+                change = f"{ratio:.2f}x faster"
+            else:
+                change = f"{1 / ratio:.2f}x slower"
+        rows.append([*k, _time(a), _time(b), change])
+    if not rows:
+        return "(no benchmark records)"
+    header = ["label", "platform", "backend", "old ms", "new ms", "change"]
+    return render(header, rows, [False, False, False, True, True, True])
