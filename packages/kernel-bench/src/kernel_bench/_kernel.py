@@ -1,0 +1,302 @@
+"""``benchmark_kernel``: every benchmark case of a kernel on every backend of a platform."""
+
+from __future__ import annotations
+
+import functools
+import platform as _platform
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from ._config import BenchmarkConfig
+from ._record import BenchmarkRecord
+from ._result import BenchmarkResult
+from ._timing import benchmark_function, check_count
+from ._version import __version__
+
+__all__ = ["PLATFORMS", "ResultMismatchError", "benchmark_kernel", "default_platform"]
+
+#: Platform names of kernel backends.
+PLATFORMS: tuple[str, ...] = ("cpu", "gpu", "tpu")
+_JAX_PLATFORM = {"cpu": "cpu", "cuda": "gpu", "rocm": "gpu", "gpu": "gpu", "tpu": "tpu"}
+# JAX appends a note about its filtered traceback frames to errors raised under jit.
+_JAX_NOTE = re.compile(r"\n-{20,}\nFor simplicity, JAX has removed its internal frames.*", re.S)
+
+
+class ResultMismatchError(ValueError):
+    """Backends of one kernel gave different results on one benchmark case."""
+
+
+def default_platform() -> str:
+    """The kernel platform of JAX's default backend (``"cuda"`` and ``"rocm"`` are ``"gpu"``)."""
+    return _JAX_PLATFORM.get(jax.default_backend(), jax.default_backend())
+
+
+def _describe(exc: BaseException) -> str:
+    return _JAX_NOTE.sub("", f"{type(exc).__name__}: {exc}").strip()
+
+
+def _mismatch(ref: Any, out: Any, rtol: float, atol: float) -> str | None:
+    ref_leaves, ref_tree = jax.tree.flatten(ref)
+    leaves, tree = jax.tree.flatten(out)
+    if tree != ref_tree:
+        return f"output structure {tree} differs from {ref_tree}"
+    for i, (a, b) in enumerate(zip(ref_leaves, leaves, strict=True)):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"output {i} is {b.dtype.name}{list(b.shape)}, expected {a.dtype.name}{list(a.shape)}"
+        if not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
+            with np.errstate(invalid="ignore"):
+                diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+            worst = float(np.nanmax(diff)) if diff.size and not np.all(np.isnan(diff)) else np.nan
+            return f"output {i} differs (max abs difference {worst:.3g}, rtol={rtol}, atol={atol})"
+    return None
+
+
+def _metadata(platform: str) -> dict[str, Any]:
+    device = jax.devices(platform)[0]
+    return {
+        "platform": platform,
+        "device": getattr(device, "device_kind", str(device)),
+        "jax": jax.__version__,
+        "kernel_bench": __version__,
+        "python": _platform.python_version(),
+        "machine": _platform.machine(),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def _check_kernel(kernel: Any, platform: str, backends: Sequence[str] | None) -> tuple[str, ...]:
+    name = kernel.name
+    if not kernel.has_call:
+        raise ValueError(
+            f"kernel '{name}' has no call function to benchmark: register one with "
+            "`@kernel.def_call`"
+        )
+    if not kernel.has_benchmark_data:
+        raise ValueError(
+            f"kernel '{name}' has no benchmark data: register a function returning "
+            "BenchmarkConfig cases with `@kernel.def_benchmark_data`"
+        )
+    available = tuple(kernel.available_backends(platform))
+    if not available:
+        raise ValueError(f"kernel '{name}' has no backend for platform '{platform}'")
+    if backends is None:
+        return available
+    if isinstance(backends, str) or not isinstance(backends, Sequence):
+        raise TypeError(f"`backends` must be None or a list of backend names, got {backends!r}")
+    for b in backends:
+        if b not in available:
+            raise ValueError(
+                f"`backends` entry {b!r} is not a backend of kernel '{name}' on platform "
+                f"'{platform}'; available: {', '.join(map(repr, available))}"
+            )
+    return tuple(dict.fromkeys(backends))
+
+
+def _cases(kernel: Any, platform: str) -> list[BenchmarkConfig]:
+    cases = list(kernel.benchmark_data(platform=platform))
+    if not cases:
+        raise ValueError(f"the benchmark data of kernel '{kernel.name}' has no cases")
+    names = set()
+    for i, cfg in enumerate(cases):
+        if not isinstance(cfg, BenchmarkConfig):
+            raise TypeError(
+                f"the benchmark data of kernel '{kernel.name}' must be BenchmarkConfig "
+                f"objects, got {type(cfg)!r} at position {i}"
+            )
+        if cfg.name in names:
+            raise ValueError(
+                f"the benchmark data of kernel '{kernel.name}' has two cases named '{cfg.name}'"
+            )
+        names.add(cfg.name)
+    return cases
+
+
+def benchmark_kernel(
+    kernel: Any,
+    *,
+    platform: str | None = None,
+    n_warmup: int = 5,
+    n_runs: int = 20,
+    n_batch_per_run: int = 1,
+    compare_results: bool = True,
+    rtol: float = 1e-3,
+    atol: float = 1e-3,
+    verbose: bool = False,
+    catch_errors: bool = True,
+    backends: Sequence[str] | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> BenchmarkResult:
+    """Time every benchmark case of ``kernel`` on every backend of ``platform``.
+
+    The cases come from the function registered with ``def_benchmark_data``;
+    each backend runs each case as ``jax.jit(partial(kernel.call, backend=b,
+    **case.kernel_kwargs))(*case.args)``, timed by ``benchmark_function``.
+    ``XLACustomKernel.benchmark`` calls this.
+
+    Args:
+        kernel: an ``XLACustomKernel``.
+        platform: ``"cpu"``, ``"gpu"`` or ``"tpu"``; None: that of JAX's default backend.
+        n_warmup, n_runs, n_batch_per_run: as for ``benchmark_function``.
+        compare_results: check every backend's outputs against the reference
+            backend's (the platform's default backend when it ran, else the
+            first that ran) within ``rtol``/``atol``; a backend that disagrees
+            is recorded with ``success=False`` and why, its times kept.
+        rtol, atol: tolerances of the comparison (``numpy.allclose``).
+        verbose: print one line per backend and case as they finish.
+        catch_errors: record a backend that raises (or disagrees) and go on;
+            if False, raise its exception (``ResultMismatchError`` for a
+            disagreement), with a note naming the backend and case.
+        backends: the backends to run, default all of the platform's.
+        progress: called as ``progress(done, total, description)`` before
+            each step and once at the end (``done == total``).
+
+    Returns:
+        A ``BenchmarkResult`` with one record per case and backend, labelled
+        ``"<kernel name>/<case name>"``.
+    """
+    if platform is None:
+        platform = default_platform()
+    if platform not in PLATFORMS:
+        raise ValueError(
+            f"`platform` must be None or one of {', '.join(map(repr, PLATFORMS))}, got {platform!r}"
+        )
+    check_count("n_warmup", n_warmup, 0)
+    check_count("n_runs", n_runs, 1)
+    check_count("n_batch_per_run", n_batch_per_run, 1)
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise ValueError(f"`{name}` must be a non-negative number, got {value!r}")
+    chosen = _check_kernel(kernel, platform, backends)
+    try:
+        device = jax.devices(platform)[0]
+    except RuntimeError as exc:
+        raise RuntimeError(
+            f"platform '{platform}' is not available to JAX (it has "
+            f"{', '.join(sorted({d.platform for d in jax.devices()}))}); pick another "
+            "`platform`, or install the jaxlib plugin for it"
+        ) from exc
+    default = kernel.get_default(platform)
+    # The reference runs first, so every other backend is compared as it finishes.
+    if default in chosen:
+        chosen = (default, *(b for b in chosen if b != default))
+
+    cases = _cases(kernel, platform)
+    total = len(cases) * len(chosen)
+    records: list[BenchmarkRecord] = []
+    step = 0
+    for cfg in cases:
+        label = f"{kernel.name}/{cfg.name}"
+        args = jax.device_put(cfg.args, device)
+        reference: tuple[str, Any] | None = None
+        for backend in chosen:
+            if progress is not None:
+                progress(step, total, f"{label} {backend}")
+            step += 1
+            record, output = _run_one(
+                kernel,
+                cfg,
+                args,
+                backend,
+                label,
+                platform,
+                n_warmup=n_warmup,
+                n_runs=n_runs,
+                n_batch_per_run=n_batch_per_run,
+                catch_errors=catch_errors,
+            )
+            if compare_results and output is not None:
+                if reference is None:
+                    reference = (backend, output)
+                else:
+                    problem = _mismatch(reference[1], output, rtol, atol)
+                    if problem is not None:
+                        message = f"result differs from backend '{reference[0]}': {problem}"
+                        if not catch_errors:
+                            raise ResultMismatchError(
+                                f"backend '{backend}' of kernel '{kernel.name}' on case "
+                                f"'{cfg.name}': {message}"
+                            )
+                        record = _failed(record, message)
+            records.append(record)
+            if verbose:
+                _report(record)
+    if progress is not None:
+        progress(total, total, "done")
+    return BenchmarkResult(records, metadata=_metadata(platform))
+
+
+def _failed(record: BenchmarkRecord, message: str) -> BenchmarkRecord:
+    fields = record.to_dict()
+    fields.update(success=False, error=message)
+    return BenchmarkRecord(**fields)
+
+
+def _report(r: BenchmarkRecord) -> None:
+    if r.mean_ms is None:
+        print(f"{r.label}  {r.backend}: failed: {r.error}")
+        return
+    status = "" if r.success else f"  ({r.error})"
+    print(
+        f"{r.label}  {r.backend}: {r.mean_ms:.4g} ms ± {r.std_ms:.2g} (min {r.min_ms:.4g}){status}"
+    )
+
+
+def _run_one(
+    kernel: Any,
+    cfg: BenchmarkConfig,
+    args: tuple[Any, ...],
+    backend: str,
+    label: str,
+    platform: str,
+    *,
+    n_warmup: int,
+    n_runs: int,
+    n_batch_per_run: int,
+    catch_errors: bool,
+) -> tuple[BenchmarkRecord, Any]:
+    common = {
+        "platform": platform,
+        "backend": backend,
+        "label": label,
+        "kernel_kwargs": cfg.kernel_kwargs,
+        "data_kwargs": cfg.data_kwargs,
+    }
+    fn = jax.jit(functools.partial(kernel.call, backend=backend, **cfg.kernel_kwargs))
+    try:
+        timing = benchmark_function(
+            fn, n_warmup=n_warmup, n_runs=n_runs, n_batch_per_run=n_batch_per_run, data=args
+        )
+        output = jax.device_get(timing.output)
+    except Exception as exc:
+        if not catch_errors:
+            exc.add_note(
+                f"while benchmarking backend '{backend}' of kernel '{kernel.name}' "
+                f"on case '{cfg.name}'"
+            )
+            raise
+        failed = BenchmarkRecord(
+            **common,
+            mean_ms=None,
+            std_ms=None,
+            min_ms=None,
+            throughput=None,
+            success=False,
+            error=_describe(exc),
+        )
+        return failed, None
+    mean = timing.mean_ms
+    record = BenchmarkRecord(
+        **common,
+        mean_ms=mean,
+        std_ms=timing.std_ms,
+        min_ms=timing.min_ms,
+        throughput=1e3 / mean if mean > 0 else None,
+        success=True,
+    )
+    return record, output
