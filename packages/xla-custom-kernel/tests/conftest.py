@@ -1,0 +1,35 @@
+"""Fixtures of the xla-custom-kernel tests.
+
+Kernel names are global to the process (and tests share one process, also under
+pytest-xdist), so every test names its kernels with the ``name`` fixture.
+"""
+
+import re
+import uuid
+
+import pytest
+import xla_custom_kernel as xck
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _numba_cpu_ffi_cache_dir(tmp_path_factory):
+    # Numba handlers compile at lowering; keep them out of the user's cache.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NUMBA_CPU_FFI_CACHE_DIR", str(tmp_path_factory.mktemp("numba-cpu-ffi-cache")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _reset_backend_preference():
+    # A test that fails between set_backend(...) and set_backend(None) must not
+    # change which backend the next test runs.
+    xck.set_backend(None)
+    yield
+    xck.set_backend(None)
+
+
+@pytest.fixture
+def name(request):
+    """A kernel name no other test uses: the test's name plus a random suffix."""
+    base = re.sub(r"\W+", "_", request.node.name)
+    return f"{base}_{uuid.uuid4().hex[:8]}"
