@@ -178,3 +178,8 @@ class FakeXLA:
 @pytest.fixture
 def fake_xla() -> FakeXLA:
     return FakeXLA()
+
+
+@pytest.fixture
+def fake_driver() -> type[FakeDriver]:
+    return FakeDriver

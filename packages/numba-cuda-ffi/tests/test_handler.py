@@ -1,0 +1,178 @@
+"""The native handler, run on a fake call frame with fake driver entry points:
+metadata, parameter packing (against the PTX parameter count), batches,
+zero-size outputs, the context and every error it returns."""
+
+import ffi_core
+import numpy as np
+import pytest
+from numba import cuda
+from numba_cuda_ffi._compile import compile_kernel, param_layout
+from numba_cuda_ffi._handler import MAX_DEVICES, build_handler
+from numba_cuda_ffi._launch import launch_config
+from numba_cuda_ffi._spec import ArraySig, CallSig, KernelInfo
+
+LABEL = "numba cuda kernel 'k'"
+F32 = np.float32
+FakeDriver = None  # set from the conftest fixture
+
+
+@cuda.jit
+def k(x, s, out):
+    i, j = cuda.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        out[i, j] = x[i, j] * s[()]
+
+
+@pytest.fixture(autouse=True)
+def _driver_class(fake_driver):
+    global FakeDriver
+    FakeDriver = fake_driver
+
+
+def _handler(sig, launch=None, **driver):
+    n_params = len(param_layout(sig.kernel_arrays))
+    fake = FakeDriver(n_params, **driver)
+    h = build_handler(sig, launch or launch_config(grid=(2, 3), block=(32, 8), shared_mem=64), LABEL, fake.native)
+    h.set_device(0, 99, 4242)
+    return h, fake
+
+
+def _expected(arrays, offsets=None):
+    """Numba's array struct of each array, flattened (meminfo and parent 0)."""
+    values = []
+    for n, a in enumerate(arrays):
+        data = a.ctypes.data + (offsets[n] if offsets else 0)
+        values += [0, 0, a.size, a.itemsize, data, *a.shape, *a.strides]
+    return values
+
+
+SIG = CallSig((ArraySig("float32", 2), ArraySig("float64", 0)), (ArraySig("float32", 2),))
+
+
+def test_metadata_declares_command_buffer_compatible(fake_xla):
+    h, _ = _handler(SIG)
+    assert fake_xla.metadata(h.cfunc) == int(ffi_core.HandlerTraits.COMMAND_BUFFER_COMPATIBLE)
+
+
+def test_packs_numba_array_abi(fake_xla):
+    h, fake = _handler(SIG, current_ctx=99)
+    x = np.arange(12, dtype=F32).reshape(3, 4)
+    s, out = np.array(2.0), np.zeros((3, 4), F32)
+    assert fake_xla.call(h.cfunc, [x, s], [out]) == 0
+    assert fake_xla.errors == []
+    (launch,) = fake.launches
+    assert launch.function == 4242
+    assert (launch.grid, launch.block, launch.shared_mem) == ((2, 3, 1), (32, 8, 1), 64)
+    assert launch.stream == fake_xla.stream
+    assert launch.params == _expected([x, s, out])
+    # The context was current already: nothing pushed.
+    assert (fake.pushed, fake.popped) == ([], 0)
+    # As many params as the compiled kernel's PTX declares.
+    compiled = compile_kernel(KernelInfo(k), SIG.kernel_arrays, (9, 0))
+    assert len(launch.params) == len(compiled.layout)
+
+
+def test_pushes_the_device_context_when_another_is_current(fake_xla):
+    h, fake = _handler(SIG, current_ctx=7)
+    x, s, out = np.ones((2, 2), F32), np.array(1.0), np.zeros((2, 2), F32)
+    assert fake_xla.call(h.cfunc, [x, s], [out]) == 0
+    assert (fake.pushed, fake.popped, len(fake.launches)) == ([99], 1, 1)
+
+
+def test_device_ordinal_selects_function(fake_xla):
+    h, fake = _handler(SIG, current_ctx=55)
+    h.set_device(3, 55, 3333)
+    fake_xla.ordinal = 3
+    x, s, out = np.ones((2, 2), F32), np.array(1.0), np.zeros((2, 2), F32)
+    assert fake_xla.call(h.cfunc, [x, s], [out]) == 0
+    assert fake.launches[0].function == 3333
+
+
+def test_batched_launches_once_per_element(fake_xla):
+    sig = CallSig((ArraySig("float32", 3), ArraySig("float64", 0)), (ArraySig("float32", 3),), (True, False))
+    h, fake = _handler(sig, current_ctx=99)
+    x = np.arange(24, dtype=F32).reshape(4, 2, 3)
+    s, out = np.array(3.0), np.zeros((4, 2, 3), F32)
+    assert fake_xla.call(h.cfunc, [x, s], [out]) == 0
+    assert len(fake.launches) == 4
+    for b, launch in enumerate(fake.launches):
+        assert launch.params == _expected([x[b], s, out[b]])
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "out_shape", "launches"),
+    [((0, 4), (0, 4), 0), ((3, 4), (3, 0), 0), ((0, 4), (2, 2), 1)],
+)
+def test_zero_size_outputs_skip_the_launch(fake_xla, x_shape, out_shape, launches):
+    h, fake = _handler(SIG, current_ctx=99)
+    x, s, out = np.zeros(x_shape, F32), np.array(1.0), np.zeros(out_shape, F32)
+    assert fake_xla.call(h.cfunc, [x, s], [out]) == 0
+    assert len(fake.launches) == launches
+
+
+def test_empty_batch_skips_the_launch(fake_xla):
+    sig = CallSig((ArraySig("float32", 3), ArraySig("float64", 0)), (ArraySig("float32", 3),), (True, False))
+    h, fake = _handler(sig, current_ctx=99)
+    x, s, out = np.zeros((0, 2, 3), F32), np.array(1.0), np.zeros((0, 2, 3), F32)
+    assert fake_xla.call(h.cfunc, [x, s], [out]) == 0
+    assert fake.launches == []
+
+
+def _error(fake_xla, result):
+    assert result == len(fake_xla.errors) != 0
+    return fake_xla.errors[-1]
+
+
+def test_launch_failure_becomes_error_naming_kernel(fake_xla):
+    h, fake = _handler(SIG, current_ctx=7, launch_result=700)
+    x, s, out = np.ones((2, 2), F32), np.array(1.0), np.zeros((2, 2), F32)
+    message, code = _error(fake_xla, fake_xla.call(h.cfunc, [x, s], [out]))
+    assert message == f"{LABEL}: cuLaunchKernel failed with CUDA_ERROR_ILLEGAL_ADDRESS (700)"
+    assert code == ffi_core.ErrorCode.INTERNAL
+    assert (fake.pushed, fake.popped) == ([99], 1)  # the context is restored
+
+
+@pytest.mark.parametrize("ordinal", [1, MAX_DEVICES, -1])
+def test_unloaded_device_is_an_error(fake_xla, ordinal):
+    h, fake = _handler(SIG)
+    fake_xla.ordinal = ordinal
+    x, s, out = np.ones((2, 2), F32), np.array(1.0), np.zeros((2, 2), F32)
+    message, _ = _error(fake_xla, fake_xla.call(h.cfunc, [x, s], [out]))
+    assert message == (
+        f"{LABEL}: no module is loaded for device ordinal {ordinal}; the kernel is loaded into "
+        "every local GPU of JAX when the computation is lowered, so this device was not one of "
+        f"them (at most {MAX_DEVICES} devices are supported)"
+    )
+    assert fake.launches == []
+
+
+@pytest.mark.parametrize(
+    ("ins", "outs", "message"),
+    [
+        (
+            [np.ones((2, 2), F32)],
+            [np.zeros((2, 2), F32)],
+            f"{LABEL}: called with a wrong number of buffers; expected 2 inputs and 1 outputs",
+        ),
+        (
+            [np.ones((2, 2), np.float64), np.array(1.0)],
+            [np.zeros((2, 2), F32)],
+            f"{LABEL}: buffer 0 is not float32 of rank 2",
+        ),
+        (
+            [np.ones((2, 2), F32), np.ones(1)],
+            [np.zeros((2, 2), F32)],
+            f"{LABEL}: buffer 1 is not float64 of rank 0",
+        ),
+    ],
+)
+def test_buffer_checks(fake_xla, ins, outs, message):
+    h, fake = _handler(SIG)
+    assert _error(fake_xla, fake_xla.call(h.cfunc, ins, outs)) == (message, 3)
+    assert fake.launches == []
+
+
+def test_set_device_out_of_range():
+    h, _ = _handler(SIG)
+    with pytest.raises(RuntimeError, match=f"^device ordinal {MAX_DEVICES} is beyond the {MAX_DEVICES} devices a kernel handler supports$"):
+        h.set_device(MAX_DEVICES, 1, 1)
