@@ -20,14 +20,14 @@ def csr():
 
 
 def matvec(csr, backend, transpose=False):
-    data, indices, indptr, _ = csr
+    _, indices, indptr, _ = csr
     return lambda d, v: csr_matvec.call(
         d, indices, indptr, v, shape=(M, N), transpose=transpose, backend=backend
     )
 
 
 def matmat(csr, backend, transpose=False):
-    data, indices, indptr, _ = csr
+    _, indices, indptr, _ = csr
     return lambda d, b: csr_matmat.call(
         d, indices, indptr, b, shape=(M, N), transpose=transpose, backend=backend
     )

@@ -1,6 +1,8 @@
 """One Euler step of leaky integrate-and-fire neurons with two outputs of
 different dtypes, run for 100 steps inside lax.scan on each backend."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -52,6 +54,9 @@ def test_100_steps_in_scan(backend, inputs):
 def test_backends_agree_under_vmap(inputs):
     v0, currents = inputs
     batch = np.stack([v0, v0 * 0.5, v0 * 0.1])
-    results = [jax.vmap(lambda v: simulate(b, v, currents))(batch) for b in ("numba", "jax")]
+    results = [
+        jax.vmap(functools.partial(simulate, b), in_axes=(0, None))(batch, currents)
+        for b in ("numba", "jax")
+    ]
     np.testing.assert_array_equal(results[0][1], results[1][1])
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6, atol=1e-6)
