@@ -163,11 +163,13 @@ def _long(
     if speedup_vs is not None:
         header.append(f"vs {speedup_vs}")
     header.append("status")
+    # Marked or not, the digits of a column line up.
+    marked = bool(best.intersection(members))
     rows = []
     for i in members:
         r = records[i]
         row = [getattr(r, k) for k in keys]
-        mark = " *" if i in best else ""
+        mark = (" *" if i in best else "  ") if marked else ""
         row += [format_ms(r.mean_ms) + mark, format_ms(r.std_ms), format_ms(r.min_ms)]
         row.append(format_rate(r.throughput))
         if speedup_vs is not None:
@@ -202,6 +204,10 @@ def _wide(
         if speedup_vs is not None and not (compare_by == "backend" and v == speedup_vs)
     ]
     header += [f"{name(v)} vs {speedup_vs}" for v in with_speedup]
+    # Columns holding a mark pad unmarked cells, so that the digits line up.
+    marked = {
+        getattr(records[i], compare_by) for i in members if i in best or not records[i].success
+    }
     rows, notes = [], []
     for row_key, by_value in cells.items():
         row = list(row_key)
@@ -218,6 +224,8 @@ def _wide(
                 notes.append(f"! {where}: {_first_line(r.error or 'failed', 200)}")
             elif i in best:
                 cell += " *"
+            elif v in marked:
+                cell += "  "
             row.append(cell)
         for v in with_speedup:
             i = by_value.get(v)

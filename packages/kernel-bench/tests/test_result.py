@@ -1,0 +1,215 @@
+"""Records and results: fastest, dict/JSON/CSV round trips, the plot, refusals."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from kernel_bench import BenchmarkConfig, BenchmarkRecord, BenchmarkResult
+
+
+def whole(message: str) -> str:
+    return "^" + re.escape(message) + "$"
+
+
+def rec(backend, label="add/n=8", mean=1.0, *, success=True, error=None, **kw):
+    timed = mean is not None
+    return BenchmarkRecord(
+        platform=kw.pop("platform", "cpu"),
+        backend=backend,
+        label=label,
+        mean_ms=mean,
+        std_ms=0.1 * mean if timed else None,
+        min_ms=0.9 * mean if timed else None,
+        throughput=1e3 / mean if timed else None,
+        success=success,
+        error=error,
+        **kw,
+    )
+
+
+def sample() -> BenchmarkResult:
+    return BenchmarkResult(
+        [
+            rec("jax", mean=2.0, kernel_kwargs={"shape": (4, 4), "dtype": jnp.float32}),
+            rec("numba", mean=0.5, data_kwargs={"n": np.int64(8), "p": 0.01}),
+            rec("bad", mean=None, success=False, error="RuntimeError: boom\nsecond line"),
+            rec("wrong", mean=0.1, success=False, error="result differs from backend 'jax'"),
+            rec("jax", label="add/n=64", mean=3.0),
+            rec("numba", label="add/n=64", mean=4.0),
+        ],
+        metadata={"device": "cpu", "jax": "0"},
+    )
+
+
+def test_record_kwargs_become_json_data():
+    r = sample().records[0]
+    assert r.kernel_kwargs == {"shape": [4, 4], "dtype": "float32"}
+    assert sample().records[1].data_kwargs == {"n": 8, "p": 0.01}
+    assert type(sample().records[1].data_kwargs["n"]) is int
+
+
+def test_fastest_skips_failed_and_mismatched_backends():
+    result = sample()
+    assert result.fastest("add/n=8").backend == "numba"
+    assert result.fastest("add/n=64").backend == "jax"
+    assert result.labels == ["add/n=8", "add/n=64"]
+
+
+def test_fastest_errors():
+    result = sample()
+    with pytest.raises(
+        ValueError, match=whole("no benchmark record has label 'x'; labels: 'add/n=8', 'add/n=64'")
+    ):
+        result.fastest("x")
+    failed = BenchmarkResult([rec("bad", mean=None, success=False, error="E")])
+    with pytest.raises(ValueError, match=whole("every backend failed on 'add/n=8' (tried 'bad')")):
+        failed.fastest("add/n=8")
+
+
+@pytest.mark.parametrize("suffix", [".json", ".csv", ".JSON"])
+def test_save_load_round_trip(tmp_path, suffix):
+    result = sample()
+    path = result.save(tmp_path / f"r{suffix}")
+    loaded = BenchmarkResult.load(path)
+    assert loaded.records == result.records
+    if suffix.lower() == ".json":
+        assert loaded == result
+        assert json.loads(path.read_text())["metadata"] == {"device": "cpu", "jax": "0"}
+
+
+def test_csv_is_one_row_per_record(tmp_path):
+    path = sample().save(tmp_path / "r.csv")
+    lines = path.read_text().splitlines()
+    assert lines[0] == (
+        "platform,backend,label,mean_ms,std_ms,min_ms,throughput,success,error,"
+        "kernel_kwargs,data_kwargs"
+    )
+    assert len(lines) == 1 + 6 + 1  # one error message spans two lines, quoted
+
+
+def test_to_dict_from_dict():
+    result = sample()
+    data = result.to_dict()
+    assert set(data) == {"kernel_bench_version", "metadata", "records"}
+    assert data["records"][2] == {
+        "platform": "cpu",
+        "backend": "bad",
+        "label": "add/n=8",
+        "mean_ms": None,
+        "std_ms": None,
+        "min_ms": None,
+        "throughput": None,
+        "success": False,
+        "error": "RuntimeError: boom\nsecond line",
+        "kernel_kwargs": {},
+        "data_kwargs": {},
+    }
+    assert BenchmarkResult.from_dict(json.loads(json.dumps(data))) == result
+
+
+def test_file_errors(tmp_path):
+    with pytest.raises(
+        ValueError,
+        match=whole(
+            f"`path` must end in one of .json, .csv (the file format), got '{tmp_path / 'r.txt'}'"
+        ),
+    ):
+        sample().save(tmp_path / "r.txt")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    with pytest.raises(
+        ValueError,
+        match=whole(
+            f"'{bad}' is not a benchmark CSV file: its header must be platform,backend,label,"
+            "mean_ms,std_ms,min_ms,throughput,success,error,kernel_kwargs,data_kwargs, got a,b"
+        ),
+    ):
+        BenchmarkResult.load(bad)
+    not_result = tmp_path / "x.json"
+    not_result.write_text("[1, 2]")
+    with pytest.raises(
+        ValueError,
+        match=whole(
+            "benchmark result data must be a dict with a 'records' list, as written by "
+            "BenchmarkResult.to_dict, got <class 'list'>"
+        ),
+    ):
+        BenchmarkResult.load(not_result)
+
+
+def test_record_from_dict_refuses_unknown_fields():
+    data = rec("jax").to_dict() | {"speed": 1}
+    with pytest.raises(
+        ValueError,
+        match=whole(
+            "benchmark record has unknown fields ['speed']; known: platform, backend, label, "
+            "mean_ms, std_ms, min_ms, throughput, success, error, kernel_kwargs, data_kwargs"
+        ),
+    ):
+        BenchmarkRecord.from_dict(data)
+
+
+def test_result_refuses_non_records():
+    with pytest.raises(
+        TypeError, match=whole("`records` entry 0 must be a BenchmarkRecord, got <class 'dict'>")
+    ):
+        BenchmarkResult([{}])
+
+
+def test_plot_writes_a_png(tmp_path):
+    path = sample().plot(tmp_path / "plot.png", title="t")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    several = BenchmarkResult(
+        [rec("jax", label=f"k{i}/n={n}", mean=float(n)) for i in range(3) for n in (1, 10)]
+        + [rec("jax", label="nolabel", mean=1.0, platform="gpu")]
+    )
+    assert several.plot(tmp_path / "several.png").stat().st_size > 0
+
+
+def test_plot_errors(tmp_path):
+    with pytest.raises(ValueError, match=whole("cannot plot a benchmark result with no records")):
+        BenchmarkResult().plot(tmp_path / "p.png")
+    with pytest.raises(
+        ValueError, match=whole(f"`path` must end in .png, got '{tmp_path / 'p.jpg'}'")
+    ):
+        sample().plot(tmp_path / "p.jpg")
+
+
+def test_config_keeps_its_fields():
+    cfg = BenchmarkConfig("c", [jnp.ones(2)], kernel_kwargs={"k": 1}, data_kwargs={"n": 2})
+    assert isinstance(cfg.args, tuple)
+    assert cfg.kernel_kwargs == {"k": 1}
+    assert cfg.data_kwargs == {"n": 2}
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error", "message"),
+    [
+        (("", ()), {}, TypeError, "`name` must be a non-empty str, got ''"),
+        (
+            ("c", "xy"),
+            {},
+            TypeError,
+            "`args` of benchmark case 'c' must be a tuple or list of the kernel's inputs, got <class 'str'>",
+        ),
+        (
+            ("c", ()),
+            {"kernel_kwargs": [1]},
+            TypeError,
+            "`kernel_kwargs` of benchmark case 'c' must be a dict, got <class 'list'>",
+        ),
+        (
+            ("c", ()),
+            {"data_kwargs": {1: 2}},
+            TypeError,
+            "`data_kwargs` of benchmark case 'c' must have str keys, got 1",
+        ),
+    ],
+)
+def test_config_errors(args, kwargs, error, message):
+    with pytest.raises(error, match=whole(message)):
+        BenchmarkConfig(*args, **kwargs)
