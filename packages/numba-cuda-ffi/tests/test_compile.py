@@ -32,8 +32,24 @@ def bad(x, out):
 
 
 SIGS = [
-    (axpy, (ArraySig("float32", 0), ArraySig("float32", 1), ArraySig("float32", 1), ArraySig("float32", 1))),
-    (axpy, (ArraySig("float64", 0), ArraySig("float16", 1), ArraySig("int32", 1), ArraySig("float64", 1))),
+    (
+        axpy,
+        (
+            ArraySig("float32", 0),
+            ArraySig("float32", 1),
+            ArraySig("float32", 1),
+            ArraySig("float32", 1),
+        ),
+    ),
+    (
+        axpy,
+        (
+            ArraySig("float64", 0),
+            ArraySig("float16", 1),
+            ArraySig("int32", 1),
+            ArraySig("float64", 1),
+        ),
+    ),
     (transpose, (ArraySig("complex64", 2), ArraySig("complex64", 2))),
     (transpose, (ArraySig("bool", 2), ArraySig("uint8", 2))),
 ]
@@ -92,7 +108,9 @@ def test_ptx_parsing():
     )
     assert ptx_entry(ptx) == "_Z1kPf"
     assert ptx_params(ptx) == (8, 24, 4)
-    with pytest.raises(KernelCompileError, match=re.escape("expected one .entry in the PTX, found 0: []")):
+    with pytest.raises(
+        KernelCompileError, match=re.escape("expected one .entry in the PTX, found 0: []")
+    ):
         ptx_entry("// nothing")
 
 
@@ -100,7 +118,8 @@ def test_compile_error_names_kernel():
     arrays = (ArraySig("float32", 1), ArraySig("float32", 1))
     with pytest.raises(
         KernelCompileError,
-        match=r"(?s)^" + re.escape("kernel 'bad' does not compile for arrays (float32[1d], float32[1d]):\n")
+        match=r"(?s)^"
+        + re.escape("kernel 'bad' does not compile for arrays (float32[1d], float32[1d]):\n")
         + ".*no_such_attribute",
     ):
         compile_kernel(KernelInfo(bad), arrays, CC)

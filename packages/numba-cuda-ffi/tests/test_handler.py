@@ -32,7 +32,9 @@ def _driver_class(fake_driver):
 def _handler(sig, launch=None, **driver):
     n_params = len(param_layout(sig.kernel_arrays))
     fake = FakeDriver(n_params, **driver)
-    h = build_handler(sig, launch or launch_config(grid=(2, 3), block=(32, 8), shared_mem=64), LABEL, fake.native)
+    h = build_handler(
+        sig, launch or launch_config(grid=(2, 3), block=(32, 8), shared_mem=64), LABEL, fake.native
+    )
     h.set_device(0, 99, 4242)
     return h, fake
 
@@ -89,7 +91,9 @@ def test_device_ordinal_selects_function(fake_xla):
 
 
 def test_batched_launches_once_per_element(fake_xla):
-    sig = CallSig((ArraySig("float32", 3), ArraySig("float64", 0)), (ArraySig("float32", 3),), (True, False))
+    sig = CallSig(
+        (ArraySig("float32", 3), ArraySig("float64", 0)), (ArraySig("float32", 3),), (True, False)
+    )
     h, fake = _handler(sig, current_ctx=99)
     x = np.arange(24, dtype=F32).reshape(4, 2, 3)
     s, out = np.array(3.0), np.zeros((4, 2, 3), F32)
@@ -111,7 +115,9 @@ def test_zero_size_outputs_skip_the_launch(fake_xla, x_shape, out_shape, launche
 
 
 def test_empty_batch_skips_the_launch(fake_xla):
-    sig = CallSig((ArraySig("float32", 3), ArraySig("float64", 0)), (ArraySig("float32", 3),), (True, False))
+    sig = CallSig(
+        (ArraySig("float32", 3), ArraySig("float64", 0)), (ArraySig("float32", 3),), (True, False)
+    )
     h, fake = _handler(sig, current_ctx=99)
     x, s, out = np.zeros((0, 2, 3), F32), np.array(1.0), np.zeros((0, 2, 3), F32)
     assert fake_xla.call(h.cfunc, [x, s], [out]) == 0
@@ -174,5 +180,8 @@ def test_buffer_checks(fake_xla, ins, outs, message):
 
 def test_set_device_out_of_range():
     h, _ = _handler(SIG)
-    with pytest.raises(RuntimeError, match=f"^device ordinal {MAX_DEVICES} is beyond the {MAX_DEVICES} devices a kernel handler supports$"):
+    with pytest.raises(
+        RuntimeError,
+        match=f"^device ordinal {MAX_DEVICES} is beyond the {MAX_DEVICES} devices a kernel handler supports$",
+    ):
         h.set_device(MAX_DEVICES, 1, 1)

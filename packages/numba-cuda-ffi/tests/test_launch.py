@@ -57,7 +57,10 @@ def test_folded_scales_axis_x():
     assert launch_config(launch_dims=(100, 3)).folded(5) == launch_config(launch_dims=(500, 3))
     config = launch_config(grid=(3, 2), block=(64,)).folded(4)
     assert config == LaunchConfig((12, 2, 1), (64, 1, 1), 0)
-    with pytest.raises(ValueError, match=whole(f"`grid` has {2**32 - 2} blocks on axis x; the limit is {2**31 - 1}")):
+    with pytest.raises(
+        ValueError,
+        match=whole(f"`grid` has {2**32 - 2} blocks on axis x; the limit is {2**31 - 1}"),
+    ):
         launch_config(grid=2**31 - 1, block=1).folded(2)
 
 
@@ -83,7 +86,11 @@ BOTH = "give either `grid` and `block`, or `launch_dims` (total threads per axis
             ValueError,
             "`launch_dims` must have 1 to 3 axes (x, y, z), got 4: (1, 2, 3, 4)",
         ),
-        ({"launch_dims": ()}, ValueError, "`launch_dims` must have 1 to 3 axes (x, y, z), got 0: ()"),
+        (
+            {"launch_dims": ()},
+            ValueError,
+            "`launch_dims` must have 1 to 3 axes (x, y, z), got 0: ()",
+        ),
         (
             {"grid": (1, 1, 1, 1), "block": 1},
             ValueError,
@@ -101,8 +108,16 @@ BOTH = "give either `grid` and `block`, or `launch_dims` (total threads per axis
         ),
         ({"launch_dims": (4, 2.0)}, TypeError, "`launch_dims` axis y must be an int, got 2.0"),
         ({"launch_dims": True}, TypeError, "`launch_dims` axis x must be an int, got True"),
-        ({"grid": 1, "block": 1025}, ValueError, "`block` axis x is 1025 threads; the limit is 1024"),
-        ({"grid": 1, "block": (1, 1, 65)}, ValueError, "`block` axis z is 65 threads; the limit is 64"),
+        (
+            {"grid": 1, "block": 1025},
+            ValueError,
+            "`block` axis x is 1025 threads; the limit is 1024",
+        ),
+        (
+            {"grid": 1, "block": (1, 1, 65)},
+            ValueError,
+            "`block` axis z is 65 threads; the limit is 64",
+        ),
         (
             {"grid": 1, "block": (32, 32, 2)},
             ValueError,
@@ -148,7 +163,11 @@ BOTH = "give either `grid` and `block`, or `launch_dims` (total threads per axis
             ValueError,
             "`shared_mem` must be 0 to 232448 bytes (227 KiB), got 232449",
         ),
-        ({"launch_dims": 8, "shared_mem": None}, TypeError, "`shared_mem` must be an int, got None"),
+        (
+            {"launch_dims": 8, "shared_mem": None},
+            TypeError,
+            "`shared_mem` must be an int, got None",
+        ),
     ],
 )
 def test_refused(kwargs, error, message):
