@@ -427,7 +427,11 @@ class XLACustomKernel:
 
     def def_batching_rule(self, fun: Callable[..., Any]) -> Callable[..., Any]:
         """Replace the default batching with ``fun(args, dims, *, outs, **static)``
-        returning ``(outputs, out_dims)`` like a JAX batching rule."""
+        returning ``(outputs, out_dims)`` like a JAX batching rule, or
+        ``NotImplemented`` to use the default rule for that case.
+
+        Calls of this kernel made inside ``fun`` use the backend of the call
+        being batched."""
         if not callable(fun):
             raise TypeError(f"`fun` must be callable, got {type(fun)!r}")
         self._batching = fun
@@ -536,21 +540,26 @@ class XLACustomKernel:
                 extra = BACKEND_EXTRAS.get(entry.backend)
                 if extra:
                     hint = f' (install it with: uv add "xla-custom-kernel[{extra}]")'
+            switch = self.switch_hint(platform, entry.backend)
+            # Not str.capitalize: it would lower-case the names in the hint.
             raise BackendError(
                 f"backend {entry.backend!r} of kernel {self.name!r} failed on platform {platform!r}: "
-                f"{type(exc).__name__}: {exc}{hint}. {self.switch_hint(platform, entry.backend).capitalize()}"
+                f"{type(exc).__name__}: {exc}{hint}. {switch[:1].upper()}{switch[1:]}"
             ) from exc
 
     def _batching_rule(self, args, dims, **params):
         if self._batching is None or params["batch"]:
             return self.general_batching_rule(args, dims, **params)
         with forced_backend(params["backend"]):
-            return self._batching(
+            result = self._batching(
                 args,
                 dims,
                 outs=self._user_outs(params["outs"], params["multiple"]),
                 **dict(params["static"]),
             )
+        if result is NotImplemented:
+            return self.general_batching_rule(args, dims, **params)
+        return result
 
     def _jvp_rule(self, primals, tangents, *, outs, multiple, static, backend, batch):
         if self._jvp is None:
