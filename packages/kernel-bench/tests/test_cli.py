@@ -1,0 +1,339 @@
+"""The kernel-bench command, run through main([...])."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sys
+import types
+
+import jax
+import kernel_bench
+import numpy as np
+import pytest
+from kernel_bench import BenchmarkConfig, BenchmarkRecord, BenchmarkResult, ProgressBar
+from kernel_bench._cli import main
+from xla_custom_kernel import XLACustomKernel
+
+TAG = "kernel-bench-cli-test"
+FAST = ["--n-runs", "1", "--n-warmup", "0", "--no-progress"]
+
+
+def double(x):
+    return x * 2
+
+
+def cases():
+    return [
+        BenchmarkConfig(f"n={n}", (np.ones(n, np.float32),), data_kwargs={"n": n}) for n in (4, 8)
+    ]
+
+
+cli_double = XLACustomKernel("kernel_bench_cli_double")
+cli_double.def_tags(TAG, "other-tag")
+cli_double.def_jax_kernel(lambda outs, **kw: double)
+cli_double.def_kernel("alt", "cpu", lambda outs, **kw: lambda x: x + x)
+cli_double.def_call(lambda x: cli_double(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype)))
+cli_double.def_benchmark_data(lambda *, platform: cases())
+
+cli_no_data = XLACustomKernel("kernel_bench_cli_no_data")
+cli_no_data.def_tags(TAG)
+cli_no_data.def_jax_kernel(lambda outs, **kw: double)
+
+
+@pytest.fixture
+def target_module(monkeypatch, fake_kernel):
+    module = types.ModuleType("kernel_bench_cli_target")
+    module.double = cli_double
+    module.fakes = [
+        fake_kernel("fake_ok", {"jax": double, "numba": double}, cases(), tags=("fake",)),
+        fake_kernel("fake_bad", {"jax": double, "off": lambda x: x}, cases()),
+    ]
+    module.nested = types.SimpleNamespace(kernel=module.fakes[0])
+    module.not_a_kernel = 3
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    return module
+
+
+def test_help_documents_every_command(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    for text in (
+        "run",
+        "list",
+        "compare",
+        "--quick",
+        "--full",
+        "--output-dir",
+        "--platform",
+        "--backends",
+        "--n-runs",
+        "--output",
+        "--progress",
+    ):
+        assert text in out
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = capsys.readouterr().out
+    for text in ("MODULE[:ATTR]", "--tags", "--speedup-vs", "--plot", "--n-runs", "--backends"):
+        assert text in out
+
+
+def test_run_user_kernel_writes_records_and_plot(tmp_path, capsys, target_module):
+    out, png = tmp_path / "r.json", tmp_path / "r.png"
+    code = main(
+        [
+            "run",
+            "kernel_bench_cli_target:double",
+            *FAST,
+            "--speedup-vs",
+            "jax",
+            "--output",
+            str(out),
+            "--plot",
+            str(png),
+        ]
+    )
+    assert code == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0].split() == [
+        "label",
+        "platform",
+        "jax",
+        "ms",
+        "alt",
+        "ms",
+        "alt",
+        "vs",
+        "jax",
+    ]
+    assert "kernel_bench_cli_double/n=4" in text and "kernel_bench_cli_double/n=8" in text
+    assert f"records: {out}" in text and f"plot: {png}" in text
+    result = BenchmarkResult.load(out)
+    assert [(r.label, r.backend) for r in result.records] == [
+        (f"kernel_bench_cli_double/n={n}", b) for n in (4, 8) for b in ("jax", "alt")
+    ]
+    assert result.metadata["n_runs"] == 1
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_run_module_with_tags_and_backends(capsys, target_module):
+    code = main(["run", "kernel_bench_cli_target", "--tags", TAG, "--backends", "alt", *FAST])
+    assert code == 0
+    captured = capsys.readouterr()
+    assert "kernel-bench: skipping 'kernel_bench_cli_no_data': no benchmark data" in captured.err
+    rows = captured.out.splitlines()[2:4]
+    assert [r.split()[0] for r in rows] == [
+        "kernel_bench_cli_double/n=4",
+        "kernel_bench_cli_double/n=8",
+    ]
+    assert "jax" not in captured.out.splitlines()[0]
+
+
+def test_run_list_attribute_and_failures(tmp_path, capsys, target_module):
+    out = tmp_path / "r.csv"
+    code = main(
+        [
+            "run",
+            "kernel_bench_cli_target:fakes",
+            "kernel_bench_cli_target:nested.kernel",
+            *FAST,
+            "--output",
+            str(out),
+        ]
+    )
+    assert code == 1
+    captured = capsys.readouterr()
+    assert "kernel-bench: 2 of 8 runs failed" in captured.err
+    assert (
+        "! label fake_bad/n=4, platform cpu, backend off: result differs from backend 'jax'"
+        in captured.out
+    )
+    assert len(BenchmarkResult.load(out).records) == 8  # fake_ok once, though named twice
+
+
+def test_run_with_tags_on_explicit_kernels(capsys, target_module):
+    assert main(["run", "kernel_bench_cli_target:fakes", "--tags", "fake", *FAST]) == 0
+    assert "fake_bad" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["run", "no_such_module_xyz"],
+            "cannot import module 'no_such_module_xyz': No module named 'no_such_module_xyz'",
+        ),
+        (
+            ["run", "kernel_bench_cli_target:missing"],
+            "module 'kernel_bench_cli_target' has no attribute 'missing'",
+        ),
+        (
+            ["run", "kernel_bench_cli_target:not_a_kernel"],
+            "'kernel_bench_cli_target:not_a_kernel' must be an XLACustomKernel or a list of them, got 3",
+        ),
+        (
+            ["run", "kernel_bench_cli_target:fakes", "--tags", "nope"],
+            "no kernel matches kernel_bench_cli_target:fakes with tags nope",
+        ),
+        (
+            ["run", "kernel_bench_cli_target:double", "--output", "r.txt"],
+            "--output must end in .json or .csv, got 'r.txt'",
+        ),
+        (
+            ["run", "kernel_bench_cli_target:double", "--plot", "r.svg"],
+            "--plot must end in .png, got 'r.svg'",
+        ),
+        (
+            ["run", "kernel_bench_cli_target:double", "--speedup-vs", "cuda", *FAST],
+            "--speedup-vs cuda: no kernel ran a backend of that name",
+        ),
+        (
+            ["run", "kernel_bench_cli_target:double", "--n-runs", "0"],
+            "--n-runs must be at least 1, got 0",
+        ),
+        (
+            ["run", "kernel_bench_cli_target:double", "--n-batch", "0"],
+            "--n-batch must be at least 1, got 0",
+        ),
+        (
+            ["run", "kernel_bench_cli_target:double", "--n-warmup", "-1"],
+            "--n-warmup must be at least 0, got -1",
+        ),
+        (["--quick", "--full"], "argument --full: not allowed with argument --quick"),
+        (["--output", "x.png"], "--output must end in .json or .csv, got 'x.png'"),
+        (
+            ["list", "no_such_module_xyz"],
+            "cannot import module 'no_such_module_xyz': No module named 'no_such_module_xyz'",
+        ),
+    ],
+)
+def test_usage_errors(capsys, target_module, argv, message):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert re.fullmatch(r"kernel-bench( run| list)?: error: " + re.escape(message), last), last
+
+
+def test_list_shows_tags_backends_and_data(capsys, target_module):
+    assert main(["list", "kernel_bench_cli_target", "--tags", TAG]) == 0
+    assert capsys.readouterr().out == (
+        "kernel                    tags                              cpu        gpu   tpu   benchmark data\n"
+        "------------------------  --------------------------------  ---------  ----  ----  --------------\n"
+        "kernel_bench_cli_double   kernel-bench-cli-test, other-tag  jax*, alt  jax*  jax*  yes\n"
+        "kernel_bench_cli_no_data  kernel-bench-cli-test             jax*       jax*  jax*  no\n"
+        "\n"
+        "* default backend of the platform\n"
+    )
+    assert main(["list", "--tags", "no-such-tag"]) == 0
+    assert capsys.readouterr().out == "no registered kernels with tags no-such-tag\n"
+
+
+def test_list_defaults_to_the_bundled_examples(capsys):
+    assert main(["list", "--tags", "example"]) == 0
+    out = capsys.readouterr().out
+    for name in ("axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat"):
+        assert re.search(rf"^{name} .*numba.*jax", out, re.M), out
+
+
+def test_compare_two_files(tmp_path, capsys):
+    def result(ms):
+        return BenchmarkResult(
+            [BenchmarkRecord("cpu", "numba", "k/a", ms, 0.0, ms, 1e3 / ms, True)]
+        )
+
+    old = result(2.0).save(tmp_path / "old.json")
+    new = result(1.0).save(tmp_path / "new.csv")
+    assert main(["compare", str(old), str(new)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].split() == [
+        "k/a",
+        "cpu",
+        "numba",
+        "2",
+        "1",
+        "2.00x",
+        "faster",
+    ]
+    with pytest.raises(SystemExit):
+        main(["compare", str(old), str(tmp_path / "missing.json")])
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_suite_sets_scale_and_writes_files(tmp_path, capsys, monkeypatch, fake_kernel):
+    scales = []
+    suite = types.ModuleType("kernel_bench.examples")
+    suite.set_scale = scales.append
+    suite.example_kernels = lambda: [
+        fake_kernel("ex_a", {"numba": double, "jax": double}, cases()),
+        fake_kernel("ex_gpu_only", {"jax": double}, cases(), platform="gpu"),
+    ]
+    monkeypatch.setitem(sys.modules, "kernel_bench.examples", suite)
+    monkeypatch.setattr(kernel_bench, "examples", suite, raising=False)
+    assert main(["--full", "--platform", "cpu", *FAST, "--output-dir", str(tmp_path / "out")]) == 0
+    assert scales == ["full"]
+    captured = capsys.readouterr()
+    assert "kernel-bench: skipping 'ex_gpu_only': no backend for platform 'cpu'" in captured.err
+    header = captured.out.splitlines()[0].split()
+    assert header[-3:] == ["numba", "vs", "jax"]
+    saved = json.loads((tmp_path / "out" / "kernel-bench-results.json").read_text())
+    assert saved["metadata"]["scale"] == "full"
+    assert (tmp_path / "out" / "kernel-bench-results.png").is_file()
+
+
+def test_suite_progress_bar_on_request(tmp_path, capsys, monkeypatch, fake_kernel):
+    suite = types.ModuleType("kernel_bench.examples")
+    suite.set_scale = lambda scale: None
+    suite.example_kernels = lambda: [fake_kernel("ex_a", {"jax": double}, cases())]
+    monkeypatch.setitem(sys.modules, "kernel_bench.examples", suite)
+    monkeypatch.setattr(kernel_bench, "examples", suite, raising=False)
+    out = tmp_path / "r.json"
+    assert main(["--quick", "--progress", "--n-runs", "1", "--output", str(out), "--no-plot"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("1/1 ex_a [....") and err[0].endswith(" ex_a/n=4 jax")
+    assert err[-1].startswith("1/1 ex_a [########################] 2/2") and err[-1].endswith(
+        "done"
+    )
+    assert out.is_file() and not out.with_suffix(".png").exists()
+
+
+def test_bundled_suite_runs(tmp_path, capsys):
+    code = main(["--quick", "--platform", "cpu", *FAST, "--output-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    result = BenchmarkResult.load(tmp_path / "kernel-bench-results.json")
+    kernels = {r.label.split("/")[0] for r in result.records}
+    assert kernels == {"axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat"}
+    assert {r.backend for r in result.records} >= {"numba", "jax"}
+    assert "numba vs jax" in out.splitlines()[0]
+
+
+def test_progress_bar_redraws_on_a_terminal():
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Terminal()
+    bar = ProgressBar(stream, width=4)
+    bar.prefix = "k "
+    bar(0, 2, "first step")
+    bar(1, 2, "b")
+    bar(2, 2, "done")
+    frames = stream.getvalue().split("\r")[1:]
+    assert [re.sub(r" +\d+\.\ds ", " T ", f) for f in frames] == [
+        "k [....] 0/2 T first step",
+        "k [##..] 1/2 T b         ",
+        "k [####] 2/2 T done\n",
+    ]
+
+
+def test_progress_bar_writes_lines_elsewhere():
+    stream = io.StringIO()
+    bar = ProgressBar(stream, width=4)
+    bar(1, 4, "x")
+    bar(4, 4, "done")
+    lines = [re.sub(r" +\d+\.\ds ", " T ", line) for line in stream.getvalue().splitlines()]
+    assert lines == ["[#...] 1/4 T x", "[####] 4/4 T done"]
