@@ -269,6 +269,27 @@ def _csr_matvec_transpose(cts, data, indices, indptr, v, *, outs, shape, transpo
     return [ct_data, None, None, None]
 
 
+@csr_matvec.def_batching_rule
+def _csr_matvec_batching(args, dims, *, outs, shape, transpose):
+    # A batch of vectors against one matrix is a sparse-dense matrix product:
+    # the sparse structure is read once, and each non-zero meets a contiguous
+    # row of the batch. Other cases use the default batching.
+    data, indices, indptr, v = args
+    if tuple(dims[:3]) != (None, None, None) or dims[3] is None:
+        return NotImplemented
+    b = jnp.moveaxis(v, dims[3], 1)  # (rows of the operand, batch)
+    out = csr_matmat(
+        data,
+        indices,
+        indptr,
+        b,
+        outs=_csr_matmat_out(shape, transpose, b.shape[1], b.dtype),
+        shape=shape,
+        transpose=transpose,
+    )
+    return [out], [1]
+
+
 @csr_matvec.def_call
 def _csr_matvec_call(data, indices, indptr, v, *, shape, transpose=False):
     shape = tuple(int(s) for s in shape)
