@@ -13,6 +13,7 @@ Run: ``uv run python tools/bench_xla_custom_kernel.py`` (``--quick`` for a short
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -72,10 +73,11 @@ def dispatch_cost(rounds: int) -> dict:
             for name, f in (("op", via_op), ("direct", via_numba_kernel))
         }
         assert len(targets["op"]) == 1 and len(targets["direct"]) == 1, targets
-        a, b = jax.jit(via_op), jax.jit(via_numba_kernel)
-        res = interleaved(
-            {"op": lambda: a(x, y), "direct": lambda: b(x, y)}, rounds, 50 if n < 1000 else 5
-        )
+        cands = {
+            "op": functools.partial(jax.jit(via_op), x, y),
+            "direct": functools.partial(jax.jit(via_numba_kernel), x, y),
+        }
+        res = interleaved(cands, rounds, 50 if n < 1000 else 5)
         res["same_custom_call"] = targets["op"] == targets["direct"]
         out[f"one_call_{label}"] = res
     x = jnp.arange(16, dtype=jnp.float32)
