@@ -280,6 +280,15 @@ class XLACustomKernel:
             )
         return entries[backend]
 
+    def _check_known(self, backend: Any) -> None:
+        if not isinstance(backend, str):
+            raise TypeError(f"`backend` must be a str or None, got {type(backend)!r}")
+        if not any(backend in e for e in self._entries.values()):
+            raise UnknownBackendError(
+                f"unknown backend {backend!r} for kernel {self.name!r}; registered: "
+                f"{self._registered_summary()}"
+            )
+
     def _select(self, platform: str, backend: str | None) -> KernelEntry:
         entries = self._entries.get(platform)
         if not entries:
@@ -331,13 +340,8 @@ class XLACustomKernel:
                 ) from None
         if backend is None:
             backend = current_forced()
-        elif not isinstance(backend, str):
-            raise TypeError(f"`backend` must be a str or None, got {type(backend)!r}")
-        elif not any(backend in e for e in self._entries.values()):
-            raise UnknownBackendError(
-                f"unknown backend {backend!r} for kernel {self.name!r}; registered: "
-                f"{self._registered_summary()}"
-            )
+        else:
+            self._check_known(backend)
         if self._jvp is not None:
             self._jvp.check_arity(self.name, len(inputs))
         results = self.primitive.bind(
@@ -370,8 +374,8 @@ class XLACustomKernel:
                 f"kernel {self.name!r} has no call function; register one with "
                 f"@{self.name}.def_call (a function of the inputs that calls the kernel with its outs)"
             )
-        if backend is not None and not isinstance(backend, str):
-            raise TypeError(f"`backend` must be a str or None, got {type(backend)!r}")
+        if backend is not None:
+            self._check_known(backend)
         with forced_backend(backend):
             return self._call_fn(*args, **kwargs)
 
