@@ -1,5 +1,7 @@
 """numba-cpu-ffi: Numba CPU kernels as native-speed JAX operations."""
 
+# First: sets OpenMP's wait policy before anything can start Numba's pool.
+from . import _threads  # noqa: F401
 from ._codegen import KernelCompileError as KernelCompileError
 from ._codegen import cache_dir as cache_dir
 from ._kernel import numba_kernel as numba_kernel
