@@ -1,0 +1,44 @@
+import re
+import sys
+
+import pytest
+from xla_custom_kernel import XLACustomKernel
+
+
+def test_benchmark_without_kernel_bench(name, monkeypatch):
+    k = XLACustomKernel(name)
+    k.def_jax_kernel(lambda outs: lambda x: x)
+    monkeypatch.setitem(sys.modules, "kernel_bench", None)
+    with pytest.raises(
+        ImportError,
+        match=re.escape(
+            "XLACustomKernel.benchmark needs kernel-bench; install it with "
+            'uv add "xla-custom-kernel[bench]"'
+        ),
+    ):
+        k.benchmark(platform="cpu")
+
+
+def test_benchmark_data(name):
+    k = XLACustomKernel(name)
+    assert not k.has_benchmark_data
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"kernel {name!r} has no benchmark data; register a function returning "
+            f"kernel_bench.BenchmarkConfig objects with @{name}.def_benchmark_data"
+        ),
+    ):
+        k.benchmark_data(platform="cpu")
+
+    @k.def_benchmark_data
+    def data(*, platform):
+        yield f"{platform}-small"
+        yield f"{platform}-large"
+
+    assert k.has_benchmark_data
+    assert k.benchmark_data(platform="gpu") == ["gpu-small", "gpu-large"]
+    with pytest.raises(
+        ValueError, match=re.escape("`platform` must be one of 'cpu', 'gpu', 'tpu', got 'cuda'")
+    ):
+        k.benchmark_data(platform="cuda")
