@@ -25,7 +25,8 @@ def _zeros(aval: Any) -> Any:
     return jnp.zeros(aval.shape, aval.dtype)
 
 
-def _as_outputs(value: Any, n: int, what: str) -> list[Any]:
+def as_outputs(value: Any, n: int, what: str) -> list[Any]:
+    """``value`` as a list of ``n`` outputs (one bare array when ``n`` is 1)."""
     if n == 1 and not isinstance(value, list | tuple):
         return [value]
     if not isinstance(value, list | tuple) or len(value) != n:
@@ -66,20 +67,20 @@ class JVP:
                     f"the JVP rule of kernel {kernel.name!r} must return (primal_outs, tangent_outs), "
                     f"got {type(result)!r}"
                 )
-            p_out = _as_outputs(
+            p_out = as_outputs(
                 result[0], n_out, f"the JVP rule of {kernel.name!r} (primal outputs)"
             )
-            t_out = _as_outputs(
+            t_out = as_outputs(
                 result[1], n_out, f"the JVP rule of {kernel.name!r} (tangent outputs)"
             )
             return p_out, t_out
         self.check_arity(kernel.name, len(primals))
-        p_out = _as_outputs(kernel(*primals, outs=outs, **kw), n_out, "the kernel")
+        p_out = as_outputs(kernel(*primals, outs=outs, **kw), n_out, "the kernel")
         total: list[Any] = [None] * n_out
         for k, (rule, t) in enumerate(zip(self.per_input, tangents, strict=True)):
             if rule is None or t is None:
                 continue
-            contrib = _as_outputs(
+            contrib = as_outputs(
                 rule(t, *primals, outs=outs, **kw), n_out, f"JVP rule {k} of {kernel.name!r}"
             )
             total = [

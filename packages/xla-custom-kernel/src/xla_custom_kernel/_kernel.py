@@ -15,7 +15,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from . import _autodiff
-from ._entry import BATCHING_MODES, KernelEntry
+from ._entry import BACKEND_EXTRAS, BATCHING_MODES, KernelEntry
 from ._errors import BackendError, NoKernelError, UnknownBackendError
 from ._platforms import LOWERING_PLATFORMS, PLATFORMS, check_platform
 from ._registry import register_kernel
@@ -40,15 +40,6 @@ def _out_structs(outs: Any) -> tuple[tuple[jax.ShapeDtypeStruct, ...], bool]:
             )
         return tuple(one(o, f" at position {k}") for k, o in enumerate(outs)), True
     return (one(outs, ""),), False
-
-
-def _as_list(value: Any, n: int, what: str) -> list[Any]:
-    if n == 1 and not isinstance(value, list | tuple):
-        return [value]
-    if not isinstance(value, list | tuple) or len(value) != n:
-        got = f"{len(value)} values" if isinstance(value, list | tuple) else repr(type(value))
-        raise ValueError(f"{what} must give {n} values (one per output), got {got}")
-    return list(value)
 
 
 def _describe(aval: Any) -> str:
@@ -513,7 +504,7 @@ class XLACustomKernel:
         self, entry: KernelEntry, fn: Callable[..., Any], outs
     ) -> Callable[..., list[Any]]:
         def run(*args: Any) -> list[Any]:
-            results = _as_list(fn(*args), len(outs), f"backend {entry.backend!r}")
+            results = _autodiff.as_outputs(fn(*args), len(outs), f"backend {entry.backend!r}")
             for k, (r, o) in enumerate(zip(results, outs, strict=True)):
                 if tuple(np.shape(r)) != o.shape or np.dtype(r.dtype) != o.dtype:
                     raise ValueError(
@@ -539,8 +530,6 @@ class XLACustomKernel:
         except Exception as exc:
             hint = ""
             if isinstance(exc, ImportError):
-                from ._entry import BACKEND_EXTRAS
-
                 extra = BACKEND_EXTRAS.get(entry.backend)
                 if extra:
                     hint = f' (install it with: uv add "xla-custom-kernel[{extra}]")'
