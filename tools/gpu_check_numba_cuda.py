@@ -5,7 +5,13 @@ Run from the repository root:
     PYTHONPATH=packages/ffi-core/src:packages/numba-cuda-ffi/src \
         python tools/gpu_check_numba_cuda.py
 
-It runs the package's GPU tests, then times 1,000 chained tiny launches inside
+numba-cuda 0.30 cannot compile under NumPy 2.5 (it overloads numpy.row_stack,
+which 2.5 removed; numba-cuda-ffi then raises an ImportError saying so). Where
+the machine's NumPy is 2.5, put a NumPy 2.4 wheel first on the path, e.g. one
+fetched with ``pip download --no-deps --only-binary=:all: numpy==2.4.6`` for
+the machine's Python and installed with ``pip install --no-deps --target``.
+
+It prints the versions it runs with, runs the package's GPU tests, then times 1,000 chained tiny launches inside
 one jit against the same chain of jnp ops kept apart by optimization_barrier
 and against a jax.pure_callback launching the same kernel, then checks in a
 subprocess with XLA command buffers enabled that a jitted loop of launches is
@@ -132,6 +138,16 @@ def main() -> int:
     if not cuda.is_available():
         print("no GPU visible to numba-cuda: nothing to check")
         return 2
+    from importlib.metadata import version
+
+    import jax
+    import numba
+    import numpy
+
+    print(
+        f"python {sys.version.split()[0]}, jax {jax.__version__}, numpy {numpy.__version__}, "
+        f"numba {numba.__version__}, numba-cuda {version('numba-cuda')}"
+    )
     failures = []
     tests = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "packages/numba-cuda-ffi"],

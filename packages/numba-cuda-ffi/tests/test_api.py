@@ -290,3 +290,41 @@ def test_missing_driver_message(monkeypatch):
             _driver.driver()
     finally:
         _driver.driver.cache_clear()
+
+
+_NUMPY_MISMATCH = """
+import sys
+import numpy
+
+class _Removed:  # numba-cuda 0.30 under NumPy 2.5: numpy.row_stack is gone
+    def find_spec(self, name, path=None, target=None):
+        if name == "numba.cuda.np.arrayobj":
+            raise AttributeError("module 'numpy' has no attribute 'row_stack'")
+
+sys.meta_path.insert(0, _Removed())
+numpy.__version__ = "2.5.0"
+import numba_cuda_ffi
+from numba import cuda
+
+@cuda.jit
+def k(x, out):
+    out[0] = x[0]
+
+try:
+    numba_cuda_ffi.numba_cuda_kernel(k, None, launch_dims=1)
+except ImportError as exc:
+    print(exc)
+"""
+
+
+def test_numba_cuda_numpy_mismatch_is_named():
+    from importlib.metadata import version
+
+    out = subprocess.run(
+        [sys.executable, "-c", _NUMPY_MISMATCH], capture_output=True, text=True, check=True
+    ).stdout
+    assert out == (
+        f"numba-cuda {version('numba-cuda')} does not work with NumPy 2.5.0: it fails with "
+        "module 'numpy' has no attribute 'row_stack' when it compiles a kernel. Install a NumPy "
+        'it supports (`uv add "numpy<2.5"`), or a numba-cuda release made for this NumPy\n'
+    )
