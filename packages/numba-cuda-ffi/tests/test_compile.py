@@ -3,6 +3,7 @@ parameter layout the handler packs, checked against the PTX ``.param`` list."""
 
 import re
 
+import numpy as np
 import pytest
 from numba import cuda
 from numba_cuda_ffi import KernelCompileError
@@ -91,6 +92,39 @@ def test_layout_order():
         (1, "itemsize", -1),
         (1, "data", -1),
     ]
+
+
+@pytest.mark.parametrize(("kernel", "arrays"), SIGS)
+def test_layout_is_numbas_argument_abi(kernel, arrays):
+    # What numba-cuda itself passes to a kernel: each array's data model
+    # fields, flattened by the CUDA target's argument packer.
+    import numba
+    from numba.cuda.descriptor import cuda_target
+    from numba_cuda_ffi._compile import ARRAY_FIELDS
+
+    del kernel
+    context = cuda_target.target_context
+    numba_types = [
+        numba.types.Array(numba.from_dtype(np.dtype(a.dtype)), a.rank, "C") for a in arrays
+    ]
+    expected = []
+    for k, t in enumerate(numba_types):
+        fields = context.data_model_manager[t]._fields
+        assert fields[: len(ARRAY_FIELDS)] == ARRAY_FIELDS
+        assert fields[len(ARRAY_FIELDS) :] == ("shape", "strides")
+        expected += [(k, f, -1) for f in ARRAY_FIELDS]
+        expected += [(k, "shape", d) for d in range(t.ndim)]
+        expected += [(k, "strides", d) for d in range(t.ndim)]
+    layout = param_layout(arrays)
+    assert [(s.array, s.field, s.axis) for s in layout] == expected
+    flat = context.get_arg_packer(numba_types).argument_types
+    assert len(flat) == len(layout)
+    # Pointers where the handler stores addresses, 64-bit integers elsewhere.
+    for slot, llvm_type in zip(layout, flat, strict=True):
+        is_pointer = slot.field in ("meminfo", "parent", "data")
+        assert llvm_type.is_pointer == is_pointer, (slot, llvm_type)
+        if not is_pointer:
+            assert str(llvm_type) == "i64", (slot, llvm_type)
 
 
 def test_compile_is_cached():
