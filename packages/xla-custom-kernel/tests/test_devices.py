@@ -97,7 +97,6 @@ def test_export_keeps_the_backend_chosen_at_export(name):
 
 @pytest.mark.parametrize(("backend", "factor"), [("numba", 2), ("jax", 3)])
 def test_export_serialize_round_trip(name, backend, factor):
-    pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
     _, _, _, exported = _export(name, backend)
     restored = jax.export.deserialize(exported.serialize())
     np.testing.assert_array_equal(restored.call(X), factor * X)
