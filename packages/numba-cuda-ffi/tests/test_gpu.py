@@ -55,7 +55,7 @@ def block_sum(x, out):
 
 
 @cuda.jit
-def split(x, lo, hi):
+def split(x, hi, lo):  # a dict's outputs come in key order
     i = cuda.grid(1)
     if i < x.size:
         lo[i] = min(x[i], 0)

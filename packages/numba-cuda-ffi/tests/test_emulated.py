@@ -1,0 +1,407 @@
+"""The whole GPU path on a CPU, with only the GPU emulated.
+
+Everything that runs on a GPU machine runs here unchanged, up to the driver:
+the public wrapper, the batching rules, the lowering, the kernel compiled to
+PTX and checked against Numba's ABI, the generated native handler with its
+buffer checks and parameter packing. Only three things are stand-ins: JAX
+places the call on its CPU (the CUDA lowering is registered for the CPU
+platform, and the call frame's stream comes from a patched API table), module
+loading is a table, and ``cuLaunchKernel`` runs the kernel's Python source in
+numba-cuda's simulator over the arrays the handler packed. A wrong data
+pointer, shape, stride, batch offset, grid or block therefore gives a wrong
+result here, as it would on a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+from typing import Any
+
+import ffi_core
+import jax
+import jax.numpy as jnp
+import numba
+import numpy as np
+import pytest
+from ffi_core import capi as C
+from jax import lax
+from jax.interpreters import mlir
+from numba import cuda
+from numba.cuda.simulator.kernel import FakeCUDAKernel
+from numba_cuda_ffi import _primitive, _runtime, _target, numba_cuda_kernel
+from numba_cuda_ffi._compile import compile_kernel, param_layout
+from numba_cuda_ffi._driver import CTX_FN, LAUNCH_FN, NativeDriver
+
+S = jax.ShapeDtypeStruct
+F32 = np.float32
+FAKE_STREAM = 0x5000
+_API_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+_HANDLER_FN = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_size_t)
+
+
+@dataclasses.dataclass
+class _Loaded:
+    py_func: Any
+    dtypes: tuple[np.dtype, ...]
+    layout: tuple[Any, ...]
+
+
+class EmulatedGPU:
+    """Driver entry points that run kernels in numba-cuda's simulator."""
+
+    def __init__(self) -> None:
+        self.functions: list[_Loaded] = []
+        self.by_entry: dict[str, Any] = {}
+        self.launches: list[tuple[tuple[int, ...], tuple[int, ...], int, int]] = []
+        self.errors: list[BaseException] = []
+        self.native = NativeDriver(
+            launch=LAUNCH_FN(self._launch),
+            ctx_get_current=CTX_FN(self._get_current),
+            ctx_push=CTX_FN(lambda ctx: 0),
+            ctx_pop=CTX_FN(lambda out: 0),
+            error_name=lambda code: f"CUDA error {code}",
+        )
+
+    # What _target asks of the driver.
+    def compute_capability(self, ordinal: int) -> tuple[int, int]:
+        return (9, 0)
+
+    def load_function(self, ordinal, image, entry, shared_mem):
+        py_func, arrays = self.by_entry[entry]
+        dtypes = tuple(np.dtype(a.dtype) for a in arrays)
+        self.functions.append(_Loaded(py_func, dtypes, param_layout(arrays)))
+        return 77, len(self.functions)  # (context, CUfunction): 1-based, never 0
+
+    @staticmethod
+    def _get_current(out: int) -> int:
+        ctypes.c_size_t.from_address(out).value = 77
+        return 0
+
+    def _launch(self, *args: int) -> int:
+        try:
+            self._run(*args)
+        except BaseException as exc:  # reported by the fixture
+            self.errors.append(exc)
+            return 1  # CUDA_ERROR_INVALID_VALUE: the handler reports a failed launch
+        return 0
+
+    def _run(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        assert extra == 0
+        loaded = self.functions[f - 1]
+        slots = (ctypes.c_size_t * len(loaded.layout)).from_address(params)
+        values = [ctypes.c_int64.from_address(p).value for p in slots]
+        fields: dict[int, dict[str, Any]] = {}
+        for slot, value in zip(loaded.layout, values, strict=True):
+            entry = fields.setdefault(slot.array, {"shape": [], "strides": []})
+            if slot.field in ("shape", "strides"):
+                entry[slot.field].append(value)
+            else:
+                entry[slot.field] = value
+        arrays = []
+        for k, dtype in enumerate(loaded.dtypes):
+            a = fields[k]
+            assert (a["meminfo"], a["parent"]) == (0, 0)
+            assert a["itemsize"] == dtype.itemsize
+            assert a["nitems"] == int(np.prod(a["shape"], dtype=np.int64))
+            nbytes = a["nitems"] * dtype.itemsize
+            if nbytes == 0:
+                arrays.append(np.empty(a["shape"], dtype))
+                continue
+            memory = (ctypes.c_char * nbytes).from_address(a["data"])
+            arrays.append(
+                np.ndarray(tuple(a["shape"]), dtype, buffer=memory, strides=tuple(a["strides"]))
+            )
+        self.launches.append(((gx, gy, gz), (bx, by, bz), shared, stream))
+        kernel = FakeCUDAKernel(loaded.py_func, device=False)
+        kernel[(gx, gy, gz), (bx, by, bz), 0, shared](*arrays)
+
+
+_GPU = EmulatedGPU()  # one per process: the handlers compile its entry points in
+
+
+def _with_emulated_stream(handler_cfunc: Any) -> Any:
+    """A CPU FFI handler that calls ``handler_cfunc`` with the call frame's API
+    table copied and its stream and device-ordinal getters faked (XLA's CPU
+    runtime has no stream)."""
+    real = _HANDLER_FN(ffi_core.handler_address(handler_cfunc))
+    keep: list[Any] = []
+
+    def stream_get(args):
+        C.XLA_FFI_Stream_Get_Args.from_address(args).stream = FAKE_STREAM
+        return None
+
+    def ordinal_get(args):
+        C.XLA_FFI_DeviceOrdinal_Get_Args.from_address(args).device_ordinal = 0
+        return None
+
+    fakes = (_API_FN(stream_get), _API_FN(ordinal_get))
+    keep += fakes
+
+    def shim(frame_address: int) -> int:
+        frame = C.XLA_FFI_CallFrame.from_address(frame_address)
+        if frame.extension_start or frame.stage != int(C.ExecutionStage.EXECUTE):
+            return real(frame_address)  # the metadata handshake and other stages
+        api = C.XLA_FFI_Api.from_buffer_copy(
+            ctypes.string_at(frame.api, ctypes.sizeof(C.XLA_FFI_Api))
+        )
+        api.XLA_FFI_Stream_Get = ctypes.cast(fakes[0], ctypes.c_void_p).value
+        api.XLA_FFI_DeviceOrdinal_Get = ctypes.cast(fakes[1], ctypes.c_void_p).value
+        copy = C.XLA_FFI_CallFrame.from_buffer_copy(
+            ctypes.string_at(frame_address, ctypes.sizeof(C.XLA_FFI_CallFrame))
+        )
+        copy.api = ctypes.addressof(api)
+        return real(ctypes.addressof(copy))
+
+    wrapped = _HANDLER_FN(shim)
+    keep.append(wrapped)
+    return wrapped, keep
+
+
+@dataclasses.dataclass(frozen=True)
+class _Device:
+    local_hardware_id: int = 0
+    id: int = 0
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """Lower the CUDA path for the CPU and launch kernels in the simulator."""
+
+    def compile_and_note(info, arrays, cc):
+        compiled = compile_kernel(info, arrays, cc)  # the real compile and ABI check
+        _GPU.by_entry[compiled.entry] = (info.py_func, arrays)
+        return compiled
+
+    def register_on_cpu(name, handler, *, content, platform, traits, pin):
+        assert platform == "cuda"
+        assert traits == ffi_core.HandlerTraits.COMMAND_BUFFER_COMPATIBLE
+        wrapped, keep = _with_emulated_stream(handler)
+        return ffi_core.register_target(
+            name, wrapped, content=content, platform="cpu", pin=(handler, *pin, *keep)
+        )
+
+    monkeypatch.setattr(_runtime, "_jax_cuda_devices", lambda: (_Device(),))
+    monkeypatch.setattr(_target, "driver", lambda: _GPU)
+    monkeypatch.setattr(_target, "compile_kernel", compile_and_note)
+    monkeypatch.setattr(_target, "register_target", register_on_cpu)
+    mlir.register_lowering(
+        _primitive.numba_cuda_call_p, _primitive._numba_cuda_call_lowering, platform="cpu"
+    )
+    jax.clear_caches()
+    _GPU.launches.clear()
+    _GPU.errors.clear()
+    yield _GPU
+    if _GPU.errors:
+        raise _GPU.errors[0]
+    mlir.register_lowering(
+        _primitive.numba_cuda_call_p, _primitive._numba_cuda_call_cpu_lowering, platform="cpu"
+    )
+    jax.clear_caches()
+
+
+# ------------------------------------------------------------------ kernels
+
+
+@cuda.jit
+def axpy(a, x, y, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a[()] * x[i] + y[i]
+
+
+@cuda.jit
+def add(x, y, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = x[i] + y[i]
+
+
+@cuda.jit
+def add2d(x, y, out):
+    i, j = cuda.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        out[i, j] = x[i, j] + y[i, j]
+
+
+@cuda.jit
+def scale3d(x, out):
+    i, j, k = cuda.grid(3)
+    if i < out.shape[0] and j < out.shape[1] and k < out.shape[2]:
+        out[i, j, k] = 2 * x[i, j, k]
+
+
+@cuda.jit
+def split(x, hi, lo):  # a dict's outputs come in key order
+    i = cuda.grid(1)
+    if i < x.size:
+        lo[i] = min(x[i], 0)
+        hi[i] = max(x[i], 0)
+
+
+@cuda.jit
+def increment(x, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] += 1
+
+
+@cuda.jit
+def cumsum_rows(x, out):
+    # Couples a whole row: one thread per row.
+    r = cuda.grid(1)
+    if r < out.shape[0]:
+        acc = 0.0
+        for j in range(out.shape[1]):
+            acc += x[r, j]
+            out[r, j] = acc
+
+
+@cuda.jit
+def block_sums(x, out):
+    # Dynamic shared memory: each block sums its slice of x.
+    buf = cuda.shared.array(0, dtype=numba.float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    buf[t] = x[i] if i < x.size else 0
+    cuda.syncthreads()
+    if t == 0:
+        acc = 0.0
+        for s in range(cuda.blockDim.x):
+            acc += buf[s]
+        out[cuda.blockIdx.x] = acc
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(F32)
+
+
+# -------------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_elementwise(gpu, jit):
+    n = 37
+    op = numba_cuda_kernel(axpy, S((n,), jnp.float32), launch_dims=n, threads_per_block=16)
+    a, x, y = np.array(3.0, F32), _rand(n), _rand(n, seed=1)
+    out = (jax.jit(op) if jit else op)(a, x, y)
+    np.testing.assert_allclose(out, 3 * x + y, rtol=1e-6)
+    assert gpu.launches[-1] == ((3, 1, 1), (16, 1, 1), 0, FAKE_STREAM)
+
+
+def test_2d_and_3d(gpu):
+    x, y = _rand(5, 9), _rand(5, 9, seed=1)
+    op2 = numba_cuda_kernel(add2d, S((5, 9), jnp.float32), launch_dims=(5, 9))
+    np.testing.assert_allclose(jax.jit(op2)(x, y), x + y, rtol=1e-6)
+    z = _rand(3, 4, 5)
+    op3 = numba_cuda_kernel(scale3d, S(z.shape, jnp.float32), grid=(1, 2, 3), block=(4, 2, 2))
+    np.testing.assert_allclose(jax.jit(op3)(z), 2 * z, rtol=1e-6)
+    assert gpu.launches[-1][:2] == ((1, 2, 3), (4, 2, 2))
+
+
+def test_shared_memory(gpu):
+    x = _rand(20)
+    op = numba_cuda_kernel(block_sums, S((3,), jnp.float32), grid=3, block=8, shared_mem=8 * 4)
+    expected = [x[0:8].sum(), x[8:16].sum(), x[16:20].sum()]
+    np.testing.assert_allclose(jax.jit(op)(x), expected, rtol=1e-5)
+    assert gpu.launches[-1][2] == 32
+
+
+def test_multiple_outputs_as_a_pytree(gpu):
+    x = _rand(11)
+    spec = S((11,), jnp.float32)
+    op = numba_cuda_kernel(split, {"lo": spec, "hi": spec}, launch_dims=11)
+    out = jax.jit(op)(x)
+    np.testing.assert_array_equal(out["lo"], np.minimum(x, 0))
+    np.testing.assert_array_equal(out["hi"], np.maximum(x, 0))
+    # A sequence keeps its order.
+    hi, lo = jax.jit(numba_cuda_kernel(split, [spec, spec], launch_dims=11))(x)
+    np.testing.assert_array_equal(lo, np.minimum(x, 0))
+    np.testing.assert_array_equal(hi, np.maximum(x, 0))
+
+
+def test_aliases_update_in_place(gpu):
+    # The output is the aliased input's buffer: the kernel sees its values.
+    op = numba_cuda_kernel(
+        increment, S((6,), jnp.float32), launch_dims=6, input_output_aliases={0: 0}
+    )
+    x = jnp.arange(6, dtype=jnp.float32)
+    out = jax.jit(op, donate_argnums=0)(jnp.array(x))
+    np.testing.assert_array_equal(out, np.arange(6) + 1)
+    np.testing.assert_array_equal(jax.jit(lambda v: op(op(v)))(x), np.arange(6) + 2)
+
+
+def test_zero_size_output_skips_the_launch(gpu):
+    op = numba_cuda_kernel(axpy, S((0,), jnp.float32), launch_dims=1)
+    out = jax.jit(op)(np.array(1.0, F32), np.zeros(0, F32), np.zeros(0, F32))
+    assert out.shape == (0,)
+    assert gpu.launches == []
+
+
+def _take(a, axis, i):
+    return a if axis is None else np.take(a, i, axis=axis)
+
+
+@pytest.mark.parametrize("method", [None, "sequential", "sequential_unrolled", "fold"])
+@pytest.mark.parametrize("in_axes", [(0, 0), (1, None), (None, 1)])
+def test_vmap(gpu, method, in_axes):
+    n, b = 10, 3
+    op = numba_cuda_kernel(
+        add, S((n,), jnp.float32), launch_dims=n, threads_per_block=8, vmap_method=method
+    )
+    shapes = {None: (n,), 0: (b, n), 1: (n, b)}
+    x, y = _rand(*shapes[in_axes[0]]), _rand(*shapes[in_axes[1]], seed=1)
+    out = jax.jit(jax.vmap(op, in_axes=in_axes))(x, y)
+    expected = [_take(x, in_axes[0], i) + _take(y, in_axes[1], i) for i in range(b)]
+    np.testing.assert_allclose(out, np.stack(expected), rtol=1e-6)
+    grids = [launch[0] for launch in gpu.launches]
+    if method == "fold":
+        # One launch over the batch folded into axis 0: axis x scaled by it.
+        assert grids == [(4, 1, 1)]
+    else:
+        # One launch per batch element with the unbatched grid (for None,
+        # all from one native call).
+        assert grids == [(2, 1, 1)] * b
+
+
+def test_vmap_with_a_batched_scalar(gpu):
+    op = numba_cuda_kernel(axpy, S((5,), jnp.float32), launch_dims=5)
+    a, x, y = np.arange(1, 4, dtype=F32), _rand(5), _rand(3, 5, seed=1)
+    out = jax.jit(jax.vmap(op, in_axes=(0, None, 0)))(a, x, y)
+    np.testing.assert_allclose(out, a[:, None] * x + y, rtol=1e-6)
+
+
+def test_nested_vmap_is_one_call_per_element(gpu):
+    op = numba_cuda_kernel(add2d, S((2, 3), jnp.float32), launch_dims=(2, 3))
+    x, y = _rand(4, 5, 2, 3), _rand(5, 2, 3, seed=1)
+    f = jax.vmap(jax.vmap(op, in_axes=(0, 0)), in_axes=(0, None))
+    np.testing.assert_allclose(jax.jit(f)(x, y), x + y[None], rtol=1e-6)
+    assert len(gpu.launches) == 20
+
+
+def test_vmap_of_a_row_coupled_kernel_keeps_rows_apart(gpu):
+    # A batch must never be folded under the unbatched grid: each element's
+    # rows are summed on their own.
+    op = numba_cuda_kernel(cumsum_rows, S((3, 4), jnp.float32), launch_dims=3)
+    x = _rand(5, 3, 4)
+    np.testing.assert_allclose(jax.jit(jax.vmap(op))(x), np.cumsum(x, axis=2), rtol=1e-5)
+
+
+def test_inside_scan(gpu):
+    op = numba_cuda_kernel(axpy, S((8,), jnp.float32), launch_dims=8)
+    a = np.array(0.5, F32)
+
+    def step(carry, y):
+        nxt = op(a, carry, y)
+        return nxt, nxt.sum()
+
+    ys = _rand(6, 8)
+    carry, sums = jax.jit(lambda c, ys: lax.scan(step, c, ys))(np.zeros(8, F32), ys)
+    expected = np.zeros(8, F32)
+    expected_sums = []
+    for y in ys:
+        expected = 0.5 * expected + y
+        expected_sums.append(expected.sum())
+    np.testing.assert_allclose(carry, expected, rtol=1e-5)
+    np.testing.assert_allclose(sums, expected_sums, rtol=1e-5)
+    assert len(gpu.launches) == 6
