@@ -1,8 +1,12 @@
-"""ffi-core: the XLA FFI C API mirrored once, handler helpers and a target registry."""
+"""ffi-core: the XLA FFI C API mirrored once, handler helpers, a target registry, and the
+call signatures, argument checks and vmap pieces that the kernel bridges share."""
 
 from . import _capi as capi
 from ._api_version import api_version as api_version
 from ._api_version import c_api_header as c_api_header
+from ._batching import batch_to_front as batch_to_front
+from ._batching import leading_batch as leading_batch
+from ._batching import scan_batch as scan_batch
 from ._capi import DataType as DataType
 from ._capi import ErrorCode as ErrorCode
 from ._capi import ExecutionStage as ExecutionStage
@@ -24,13 +28,23 @@ from ._registry import handler_address as handler_address
 from ._registry import register_target as register_target
 from ._registry import registered_targets as registered_targets
 from ._registry import target_name as target_name
+from ._spec import ArraySig as ArraySig
+from ._spec import CallSig as CallSig
+from ._spec import array_sig as array_sig
+from ._spec import check_aliases as check_aliases
+from ._spec import check_dtype as check_dtype
+from ._spec import check_inputs as check_inputs
+from ._spec import normalize_outs as normalize_outs
+from ._spec import output_avals as output_avals
 from ._version import __version__ as __version__
 
 __all__ = [
     "PLATFORMS",
     "SUPPORTED_DTYPES",
+    "ArraySig",
     "BufferView",
     "CallFrame",
+    "CallSig",
     "DataType",
     "ErrorCode",
     "ExecutionStage",
@@ -40,16 +54,25 @@ __all__ = [
     "UnsupportedDTypeError",
     "__version__",
     "api_version",
+    "array_sig",
+    "batch_to_front",
     "c_api_header",
     "capi",
+    "check_aliases",
+    "check_dtype",
+    "check_inputs",
     "code_from_dtype",
     "create_error",
     "destroy_error",
     "dtype_from_code",
     "error_message",
     "handler_address",
+    "leading_batch",
+    "normalize_outs",
+    "output_avals",
     "python_handler",
     "register_target",
     "registered_targets",
+    "scan_batch",
     "target_name",
 ]
