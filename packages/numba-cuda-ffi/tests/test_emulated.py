@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import threading
 from typing import Any
 
 import ffi_core
@@ -42,6 +43,7 @@ _HANDLER_FN = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_size_t)
 
 @dataclasses.dataclass
 class _Loaded:
+    ordinal: int
     py_func: Any
     dtypes: tuple[np.dtype, ...]
     layout: tuple[Any, ...]
@@ -54,7 +56,9 @@ class EmulatedGPU:
         self.functions: list[_Loaded] = []
         self.by_entry: dict[str, Any] = {}
         self.launches: list[tuple[tuple[int, ...], tuple[int, ...], int, int]] = []
+        self.launched_on: list[int] = []  # the device ordinal of each launch's function
         self.errors: list[BaseException] = []
+        self._lock = threading.Lock()
         self.native = NativeDriver(
             launch=LAUNCH_FN(self._launch),
             ctx_get_current=CTX_FN(self._get_current),
@@ -70,7 +74,7 @@ class EmulatedGPU:
     def load_function(self, ordinal, image, entry, shared_mem):
         py_func, arrays = self.by_entry[entry]
         dtypes = tuple(np.dtype(a.dtype) for a in arrays)
-        self.functions.append(_Loaded(py_func, dtypes, param_layout(arrays)))
+        self.functions.append(_Loaded(ordinal, py_func, dtypes, param_layout(arrays)))
         return 77, len(self.functions)  # (context, CUfunction): 1-based, never 0
 
     @staticmethod
@@ -113,8 +117,10 @@ class EmulatedGPU:
                 np.ndarray(tuple(a["shape"]), dtype, buffer=memory, strides=tuple(a["strides"]))
             )
         self.launches.append(((gx, gy, gz), (bx, by, bz), shared, stream))
+        self.launched_on.append(loaded.ordinal)
         kernel = FakeCUDAKernel(loaded.py_func, device=False)
-        kernel[(gx, gy, gz), (bx, by, bz), 0, shared](*arrays)
+        with self._lock:  # the simulator swaps module globals: one kernel at a time
+            kernel[(gx, gy, gz), (bx, by, bz), 0, shared](*arrays)
 
 
 _GPU = EmulatedGPU()  # one per process: the handlers compile its entry points in
@@ -122,8 +128,8 @@ _GPU = EmulatedGPU()  # one per process: the handlers compile its entry points i
 
 def _with_emulated_stream(handler_cfunc: Any) -> Any:
     """A CPU FFI handler that calls ``handler_cfunc`` with the call frame's API
-    table copied and its stream and device-ordinal getters faked (XLA's CPU
-    runtime has no stream)."""
+    table copied and its stream getter faked (XLA's CPU runtime has no stream;
+    the device ordinal is XLA's own, that of the CPU device running the call)."""
     real = _HANDLER_FN(ffi_core.handler_address(handler_cfunc))
     keep: list[Any] = []
 
@@ -131,11 +137,7 @@ def _with_emulated_stream(handler_cfunc: Any) -> Any:
         C.XLA_FFI_Stream_Get_Args.from_address(args).stream = FAKE_STREAM
         return None
 
-    def ordinal_get(args):
-        C.XLA_FFI_DeviceOrdinal_Get_Args.from_address(args).device_ordinal = 0
-        return None
-
-    fakes = (_API_FN(stream_get), _API_FN(ordinal_get))
+    fakes = (_API_FN(stream_get),)
     keep += fakes
 
     def shim(frame_address: int) -> int:
@@ -146,7 +148,6 @@ def _with_emulated_stream(handler_cfunc: Any) -> Any:
             ctypes.string_at(frame.api, ctypes.sizeof(C.XLA_FFI_Api))
         )
         api.XLA_FFI_Stream_Get = ctypes.cast(fakes[0], ctypes.c_void_p).value
-        api.XLA_FFI_DeviceOrdinal_Get = ctypes.cast(fakes[1], ctypes.c_void_p).value
         copy = C.XLA_FFI_CallFrame.from_buffer_copy(
             ctypes.string_at(frame_address, ctypes.sizeof(C.XLA_FFI_CallFrame))
         )
@@ -190,6 +191,7 @@ def gpu(monkeypatch):
     )
     jax.clear_caches()
     _GPU.launches.clear()
+    _GPU.launched_on.clear()
     _GPU.errors.clear()
     yield _GPU
     if _GPU.errors:
@@ -405,3 +407,20 @@ def test_inside_scan(gpu):
     np.testing.assert_allclose(carry, expected, rtol=1e-5)
     np.testing.assert_allclose(sums, expected_sums, rtol=1e-5)
     assert len(gpu.launches) == 6
+
+
+def test_each_device_launches_the_function_loaded_for_it(gpu, monkeypatch):
+    # Four devices: the kernel is loaded for each, and the handler picks the
+    # function of the device ordinal in the call frame.
+    devices = jax.devices("cpu")[:4]
+    assert len(devices) == 4, "the workspace conftest gives four CPU devices"
+    monkeypatch.setattr(
+        _runtime, "_jax_cuda_devices", lambda: tuple(_Device(d.id, d.id) for d in devices)
+    )
+    op = numba_cuda_kernel(add, S((4,), jnp.float32), launch_dims=4)
+    mesh = jax.sharding.Mesh(np.array(devices), ("d",))
+    spec = jax.sharding.PartitionSpec("d")
+    f = jax.jit(jax.shard_map(op, mesh=mesh, in_specs=(spec, spec), out_specs=spec))
+    x, y = _rand(16), _rand(16, seed=1)
+    np.testing.assert_allclose(f(x, y), x + y, rtol=1e-6)
+    assert sorted(gpu.launched_on) == [0, 1, 2, 3]
