@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import functools
-import operator
 from collections.abc import Callable
 from typing import Any
 
-import jax
-import numpy as np
-from jax import core as jax_core
+from ffi_core import check_aliases, check_inputs, output_avals
 
 from ._primitive import numba_kernel_call_p
-from ._spec import VMAP_METHODS, KernelInfo, check_dtype, normalize_outs
+from ._spec import KIND, SUPPORTED_DTYPES, VMAP_METHODS, KernelInfo
 
 __all__ = ["numba_kernel"]
 
@@ -20,35 +17,6 @@ __all__ = ["numba_kernel"]
 @functools.cache
 def _kernel_info(kernel: Any) -> KernelInfo:
     return KernelInfo(kernel)
-
-
-def _check_aliases(aliases: Any, n_outs: int) -> tuple[tuple[int, int], ...]:
-    if aliases is None:
-        return ()
-    if not isinstance(aliases, dict):
-        raise TypeError(
-            "`input_output_aliases` must be a dict {input index: output index}, "
-            f"got {type(aliases)!r}"
-        )
-    pairs = []
-    for i, j in aliases.items():
-        for what, value in (("input", i), ("output", j)):
-            try:
-                operator.index(value)
-            except TypeError:
-                raise TypeError(
-                    f"`input_output_aliases` {what} indices must be ints, got {value!r}"
-                ) from None
-        if not 0 <= j < n_outs:
-            raise ValueError(
-                f"`input_output_aliases` maps input {i} to output {j}, but there are "
-                f"{n_outs} outputs (valid: 0 to {n_outs - 1})"
-            )
-        pairs.append((int(i), int(j)))
-    outputs = [j for _, j in pairs]
-    if len(set(outputs)) != len(outputs):
-        raise ValueError(f"`input_output_aliases` maps several inputs to one output: {dict(pairs)}")
-    return tuple(sorted(pairs))
 
 
 def numba_kernel(
@@ -100,45 +68,26 @@ def numba_kernel(
         Array([0., 2., 4., 6.], dtype=float32)
     """
     info = _kernel_info(kernel)
-    out_structs, rebuild = normalize_outs(outs)
-    if not out_structs:
-        raise ValueError("`outs` must hold at least one jax.ShapeDtypeStruct, got none")
-    out_avals = tuple(
-        jax_core.ShapedArray(tuple(s.shape), check_dtype(s.dtype, f"`outs` entry {k} ({s})"))
-        for k, s in enumerate(out_structs)
-    )
+    out_avals, rebuild = output_avals(outs, accepted=SUPPORTED_DTYPES, kind=KIND)
     if vmap_method not in VMAP_METHODS:
         raise ValueError(
             f"`vmap_method` must be one of {', '.join(map(repr, VMAP_METHODS))}, "
             f"got {vmap_method!r}"
         )
-    aliases = _check_aliases(input_output_aliases, len(out_avals))
+    aliases = check_aliases(input_output_aliases, len(out_avals))
     if error_context is not None and not isinstance(error_context, str):
         raise TypeError(f"`error_context` must be a str or None, got {type(error_context)!r}")
 
     def call(*args: Any) -> Any:
         info.check_arity(len(args), len(out_avals))
-        for i, x in enumerate(args):
-            if not isinstance(x, jax.Array | np.ndarray | np.generic):
-                raise TypeError(
-                    f"input {i} of kernel '{info.name}' must be an array (jax.Array or "
-                    f"numpy.ndarray), got {type(x)!r}"
-                )
-            check_dtype(x.dtype, f"input {i} of kernel '{info.name}'")
-        for i, j in aliases:
-            if not 0 <= i < len(args):
-                valid = f"0 to {len(args) - 1}" if args else "none"
-                raise ValueError(
-                    f"`input_output_aliases` maps input {i} to output {j}, but kernel "
-                    f"'{info.name}' is called with {len(args)} inputs (valid: {valid})"
-                )
-            x, o = args[i], out_avals[j]
-            if tuple(x.shape) != o.shape or np.dtype(x.dtype) != o.dtype:
-                raise ValueError(
-                    f"`input_output_aliases` maps input {i} ({np.dtype(x.dtype).name}"
-                    f"{list(x.shape)}) to output {j} ({o.dtype.name}{list(o.shape)}); "
-                    "aliased buffers must have the same shape and dtype"
-                )
+        check_inputs(
+            args,
+            out_avals,
+            aliases,
+            name=f"kernel '{info.name}'",
+            accepted=SUPPORTED_DTYPES,
+            kind=KIND,
+        )
         results = numba_kernel_call_p.bind(
             *args,
             info=info,

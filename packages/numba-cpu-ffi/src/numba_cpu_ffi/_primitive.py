@@ -10,18 +10,16 @@ buffers it was not compiled for.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax import lax
+from ffi_core import array_sig, leading_batch, scan_batch
 from jax._src import dispatch  # eager calls compile the primitive once, like jax's own
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
 from ._codegen import ensure_target
-from ._spec import CallSig, KernelInfo, array_sig
+from ._spec import CallSig, KernelInfo
 
 __all__ = ["numba_kernel_call_p"]
 
@@ -51,18 +49,6 @@ def _numba_kernel_call_lowering(
     return lowering(ctx, *operands)
 
 
-def _move_to_front(x: jax.Array, dim: int | None, size: int, materialize: bool) -> jax.Array:
-    if dim is None:
-        if not materialize:
-            return x
-        return jnp.broadcast_to(x, (size, *x.shape))
-    return jnp.moveaxis(x, dim, 0)
-
-
-def _batched_avals(out_avals: Sequence[Any], size: int) -> tuple[Any, ...]:
-    return tuple(a.update(shape=(size, *a.shape)) for a in out_avals)
-
-
 def _numba_kernel_call_batching(
     args, dims, *, info, out_avals, aliases, vmap_method, batched, context
 ):
@@ -71,20 +57,15 @@ def _numba_kernel_call_batching(
     params = dict(info=info, aliases=aliases, vmap_method=vmap_method, context=context)
 
     if vmap_method in ("sequential", "sequential_unrolled"):
-        moved = [_move_to_front(x, d, size, False) for x, d in zip(args, dims, strict=True)]
-        is_batched = [d is not None for d in dims]
-
-        def body(carry, xs):
-            it = iter(xs)
-            call_args = [next(it) if b else x for x, b in zip(moved, is_batched, strict=True)]
-            outs = numba_kernel_call_p.bind(
-                *call_args, out_avals=out_avals, batched=batched, **params
-            )
-            return carry, outs
-
-        xs = [x for x, b in zip(moved, is_batched, strict=True) if b]
-        _, outs = lax.scan(body, None, xs, unroll=vmap_method == "sequential_unrolled")
-        return list(outs), [0] * len(outs)
+        outs = scan_batch(
+            functools.partial(
+                numba_kernel_call_p.bind, out_avals=out_avals, batched=batched, **params
+            ),
+            args,
+            dims,
+            unroll=vmap_method == "sequential_unrolled",
+        )
+        return outs, [0] * len(outs)
 
     if vmap_method in ("expand_dims", "broadcast_all"):
         # The kernel sees batched shapes: it must handle the extra leading axis.
@@ -97,38 +78,17 @@ def _numba_kernel_call_batching(
             else:
                 x = jnp.moveaxis(x, d, 0)
             new_args.append(x)
-        outs = numba_kernel_call_p.bind(
-            *new_args, out_avals=_batched_avals(out_avals, size), batched=batched, **params
-        )
+        new_out = tuple(a.update(shape=(size, *a.shape)) for a in out_avals)
+        outs = numba_kernel_call_p.bind(*new_args, out_avals=new_out, batched=batched, **params)
         return list(outs), [0] * len(outs)
 
     # Default: one native call looping over the batch. Inputs that are batched
     # now, or were batched by an enclosing vmap, get one leading batch axis.
-    new_args, flags = [], []
-    for i, (x, d) in enumerate(zip(args, dims, strict=True)):
-        was = batched is not None and batched[i]
-        now = d is not None
-        if not now and not was and i not in aliased_inputs:
-            new_args.append(x)
-            flags.append(False)
-            continue
-        x = _move_to_front(x, d, size, True)  # (size, [inner,] ...)
-        if batched is not None and not was:
-            inner = out_avals[0].shape[0]
-            x = jnp.broadcast_to(x[:, None], (size, inner, *x.shape[1:]))
-        if batched is not None:
-            x = x.reshape((-1, *x.shape[2:]))
-        new_args.append(x)
-        flags.append(True)
-    if batched is None:
-        new_out = _batched_avals(out_avals, size)
-    else:
-        inner = out_avals[0].shape[0]
-        new_out = tuple(a.update(shape=(size * inner, *a.shape[1:])) for a in out_avals)
-    outs = numba_kernel_call_p.bind(*new_args, out_avals=new_out, batched=tuple(flags), **params)
-    if batched is not None:
-        outs = [o.reshape((size, inner, *o.shape[1:])) for o in outs]
-    return list(outs), [0] * len(outs)
+    new_args, flags, new_out, unbatch = leading_batch(
+        args, dims, size, batched, aliased_inputs, out_avals
+    )
+    outs = unbatch(numba_kernel_call_p.bind(*new_args, out_avals=new_out, batched=flags, **params))
+    return outs, [0] * len(outs)
 
 
 numba_kernel_call_p.def_impl(functools.partial(dispatch.apply_primitive, numba_kernel_call_p))

@@ -10,23 +10,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import inspect
-from collections.abc import Sequence
 from typing import Any
 
-import jax
+import ffi_core
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
-__all__ = [
-    "SUPPORTED_DTYPES",
-    "VMAP_METHODS",
-    "ArraySig",
-    "CallSig",
-    "KernelInfo",
-    "array_sig",
-    "check_dtype",
-    "normalize_outs",
-]
+__all__ = ["KIND", "SUPPORTED_DTYPES", "VMAP_METHODS", "CallSig", "KernelInfo"]
 
 #: Dtypes a numba CPU kernel can take, by name. Not float16: Numba has no
 #: float16 on CPU (any array of it fails inside Numba's lowering).
@@ -46,6 +36,9 @@ SUPPORTED_DTYPES: tuple[str, ...] = (
     "complex128",
 )
 
+#: The kernels, as dtype errors name them.
+KIND = "numba CPU"
+
 #: Accepted ``vmap_method`` values; None is the default, one native call looping
 #: over the batch.
 VMAP_METHODS: tuple[str | None, ...] = (
@@ -57,50 +50,16 @@ VMAP_METHODS: tuple[str | None, ...] = (
 )
 
 
-def check_dtype(dtype: Any, what: str) -> np.dtype:
-    """``dtype`` as a numpy dtype, or a TypeError naming ``what``."""
-    try:
-        resolved = np.dtype(dtype)
-    except TypeError:
-        resolved = None
-    if resolved is None or resolved.name not in SUPPORTED_DTYPES:
-        raise TypeError(
-            f"{what} has dtype {dtype}, which numba CPU kernels do not take; "
-            f"supported: {', '.join(SUPPORTED_DTYPES)}"
-        )
-    return resolved
-
-
 @dataclasses.dataclass(frozen=True)
-class ArraySig:
-    """dtype and rank of one buffer."""
+class CallSig(ffi_core.CallSig):
+    """ffi-core's signature, and ``context``: text appended to run-time error
+    messages (it is part of the compiled handler, hence of the signature).
 
-    dtype: str
-    rank: int
-
-    def __str__(self) -> str:
-        return f"{self.dtype}[{self.rank}d]"
-
-
-@dataclasses.dataclass(frozen=True)
-class CallSig:
-    """The signature a handler is generated for.
-
-    ``batched`` is None for a plain call; for a folded vmap it says which
-    inputs carry a leading batch axis (every output does). Ranks include that
-    axis. ``context`` is appended to run-time error messages (it is part of
-    the compiled handler, hence of the signature).
+    The name stays ``CallSig``: its ``repr`` names the FFI target and the
+    handler on disk.
     """
 
-    inputs: tuple[ArraySig, ...]
-    outputs: tuple[ArraySig, ...]
-    batched: tuple[bool, ...] | None = None
     context: str = ""
-
-    def describe(self) -> str:
-        ins = ", ".join(map(str, self.inputs)) or "none"
-        outs = ", ".join(map(str, self.outputs))
-        return f"inputs ({ins}) and outputs ({outs})"
 
 
 def _value_digest(value: Any, h: Any) -> None:
@@ -184,33 +143,3 @@ def _positional_count(fn: Any) -> int | None:
     if any(p.kind is p.VAR_POSITIONAL for p in params):
         return None
     return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
-
-
-def normalize_outs(outs: Any) -> tuple[tuple[jax.ShapeDtypeStruct, ...], Any]:
-    """Flatten ``outs`` (one ShapeDtypeStruct, a sequence or a pytree of them)
-    into a tuple and a function rebuilding the caller's structure."""
-    sds = jax.ShapeDtypeStruct
-    if isinstance(outs, sds):
-        return (outs,), lambda results: results[0]
-    if isinstance(outs, Sequence) and not isinstance(outs, str):
-        leaves = tuple(outs)
-        for i, leaf in enumerate(leaves):
-            if not isinstance(leaf, sds):
-                raise TypeError(f"`outs[{i}]` must be a jax.ShapeDtypeStruct, got {type(leaf)!r}")
-        return leaves, tuple
-    if isinstance(outs, dict) or dataclasses.is_dataclass(outs):
-        leaves, treedef = jax.tree.flatten(outs, is_leaf=lambda x: isinstance(x, sds))
-        for leaf in leaves:
-            if not isinstance(leaf, sds):
-                raise TypeError(
-                    "`outs` must be a jax.ShapeDtypeStruct or a sequence or pytree of them, "
-                    f"got a leaf of {type(leaf)!r}"
-                )
-        return tuple(leaves), lambda results: jax.tree.unflatten(treedef, results)
-    raise TypeError(
-        f"`outs` must be a jax.ShapeDtypeStruct or a sequence or pytree of them, got {type(outs)!r}"
-    )
-
-
-def array_sig(aval: Any) -> ArraySig:
-    return ArraySig(np.dtype(aval.dtype).name, len(aval.shape))
