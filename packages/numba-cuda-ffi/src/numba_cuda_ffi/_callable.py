@@ -19,11 +19,20 @@ from typing import Any
 
 import jax
 import numpy as np
-from ffi_core import CallFrame, python_handler, register_target, target_name
+from ffi_core import (
+    CallFrame,
+    check_aliases,
+    check_dtype,
+    check_inputs,
+    output_avals,
+    python_handler,
+    register_target,
+    target_name,
+)
 
 from ._driver import driver
 from ._runtime import cuda_devices, numba_cuda
-from ._spec import CALLABLE_VMAP_METHODS, check_aliases, check_dtype, check_inputs, out_avals
+from ._spec import CALLABLE_VMAP_METHODS, KIND, SUPPORTED_DTYPES
 
 __all__ = ["numba_cuda_callable", "temporary"]
 
@@ -82,7 +91,7 @@ def temporary(shape: int | tuple[int, ...], dtype: Any) -> Any:
             "numba_cuda_callable call; call it inside that function"
         )
     dims = (shape,) if isinstance(shape, int) else tuple(shape)
-    resolved = check_dtype(dtype, "`temporary`")
+    resolved = check_dtype(dtype, "`temporary`", accepted=SUPPORTED_DTYPES, kind=KIND)
     nbytes = int(np.prod(dims, dtype=np.int64)) * resolved.itemsize
     if nbytes == 0:
         return _device_array(0, dims, resolved)
@@ -179,7 +188,7 @@ def numba_cuda_callable(
     if not callable(func):
         raise TypeError(f"`func` must be a callable, got {type(func)!r}")
     numba_cuda()
-    avals, rebuild = out_avals(outs)
+    avals, rebuild = output_avals(outs, accepted=SUPPORTED_DTYPES, kind=KIND)
     if vmap_method not in CALLABLE_VMAP_METHODS:
         raise ValueError(
             f"`vmap_method` must be one of {', '.join(map(repr, CALLABLE_VMAP_METHODS))}, "
@@ -205,7 +214,14 @@ def numba_cuda_callable(
                 f"inputs and {len(avals)} outputs; the convention is "
                 "func(in_1, ..., in_n, out_1, ..., out_m, stream)"
             )
-        check_inputs(f"callable '{name}'", args, avals, aliases)
+        check_inputs(
+            args,
+            avals,
+            aliases,
+            name=f"callable '{name}'",
+            accepted=SUPPORTED_DTYPES,
+            kind=KIND,
+        )
         cuda_devices(f"numba cuda callable '{name}'")
         target = _target(func, name)
         results = jax.ffi.ffi_call(

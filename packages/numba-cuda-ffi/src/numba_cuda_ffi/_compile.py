@@ -16,9 +16,10 @@ import re
 from typing import Any
 
 import numpy as np
+from ffi_core import ArraySig
 
 from ._runtime import numba_cuda
-from ._spec import ArraySig, KernelInfo
+from ._spec import KernelInfo
 
 __all__ = [
     "ARRAY_FIELDS",

@@ -6,9 +6,11 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from ffi_core import check_aliases, check_inputs, output_avals
+
 from ._launch import launch_config
 from ._runtime import cuda_devices
-from ._spec import VMAP_METHODS, KernelInfo, check_aliases, check_inputs, out_avals
+from ._spec import KIND, SUPPORTED_DTYPES, VMAP_METHODS, KernelInfo
 
 __all__ = ["numba_cuda_kernel"]
 
@@ -75,7 +77,7 @@ def numba_cuda_kernel(
         >>> jax.jit(add_op)(x, y)  # doctest: +SKIP
     """
     info = _kernel_info(kernel)
-    avals, rebuild = out_avals(outs)
+    avals, rebuild = output_avals(outs, accepted=SUPPORTED_DTYPES, kind=KIND)
     launch = launch_config(
         grid=grid,
         block=block,
@@ -95,7 +97,7 @@ def numba_cuda_kernel(
         from ._primitive import numba_cuda_call_p
 
         info.check_arity(len(args), len(avals))
-        check_inputs(name, args, avals, aliases)
+        check_inputs(args, avals, aliases, name=name, accepted=SUPPORTED_DTYPES, kind=KIND)
         cuda_devices(f"numba cuda kernel '{info.name}'")
         results = numba_cuda_call_p.bind(
             *args,

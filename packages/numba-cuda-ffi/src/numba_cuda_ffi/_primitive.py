@@ -9,17 +9,14 @@ native handler.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from typing import Any
 
 import jax
-import jax.numpy as jnp
-from jax import lax
+from ffi_core import array_sig, batch_to_front, leading_batch, scan_batch
 from jax._src import dispatch  # eager calls compile the primitive once, like jax's own
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
-from ._spec import CallSig, KernelInfo, array_sig
+from ._spec import CallSig, KernelInfo
 from ._target import ensure_target, label
 
 __all__ = ["numba_cuda_call_p"]
@@ -55,12 +52,6 @@ def _numba_cuda_call_cpu_lowering(ctx, *operands, info: KernelInfo, **params):
     )
 
 
-def _move_to_front(x: jax.Array, dim: int | None, size: int, materialize: bool) -> jax.Array:
-    if dim is None:
-        return jnp.broadcast_to(x, (size, *x.shape)) if materialize else x
-    return jnp.moveaxis(x, dim, 0)
-
-
 def _fold(args, dims, size, *, info, out_avals, aliases, vmap_method, batched, launch):
     # The caller declared the kernel row-independent along axis 0: fold the
     # batch into axis 0 of every array and scale launch axis x with it.
@@ -74,7 +65,7 @@ def _fold(args, dims, size, *, info, out_avals, aliases, vmap_method, batched, l
                     f"vmap_method='fold' folds the batch into axis 0, but {what} {k} of "
                     f"{label(info)} is 0-d; use vmap_method=None (one launch per batch element)"
                 )
-    moved = [_move_to_front(x, d, size, True) for x, d in zip(args, dims, strict=True)]
+    moved = [batch_to_front(x, d, size) for x, d in zip(args, dims, strict=True)]
     folded = [m.reshape((-1, *m.shape[2:])) for m in moved]
     new_out = tuple(a.update(shape=(size * a.shape[0], *a.shape[1:])) for a in out_avals)
     outs = numba_cuda_call_p.bind(
@@ -97,20 +88,15 @@ def _numba_cuda_call_batching(
     params = dict(info=info, aliases=aliases, vmap_method=vmap_method, launch=launch)
 
     if vmap_method in ("sequential", "sequential_unrolled"):
-        moved = [_move_to_front(x, d, size, False) for x, d in zip(args, dims, strict=True)]
-        is_batched = [d is not None for d in dims]
-
-        def body(carry, xs):
-            it = iter(xs)
-            call_args = [next(it) if b else x for x, b in zip(moved, is_batched, strict=True)]
-            outs = numba_cuda_call_p.bind(
-                *call_args, out_avals=out_avals, batched=batched, **params
-            )
-            return carry, outs
-
-        xs = [x for x, b in zip(moved, is_batched, strict=True) if b]
-        _, outs = lax.scan(body, None, xs, unroll=vmap_method == "sequential_unrolled")
-        return list(outs), [0] * len(outs)
+        outs = scan_batch(
+            functools.partial(
+                numba_cuda_call_p.bind, out_avals=out_avals, batched=batched, **params
+            ),
+            args,
+            dims,
+            unroll=vmap_method == "sequential_unrolled",
+        )
+        return outs, [0] * len(outs)
 
     if vmap_method == "fold":
         outs = _fold(
@@ -128,35 +114,11 @@ def _numba_cuda_call_batching(
 
     # Default: one native call launching once per batch element. Inputs batched
     # now, or by an enclosing vmap, get one leading batch axis.
-    new_args, flags = [], []
-    for i, (x, d) in enumerate(zip(args, dims, strict=True)):
-        was = batched is not None and batched[i]
-        now = d is not None
-        if not now and not was and i not in aliased_inputs:
-            new_args.append(x)
-            flags.append(False)
-            continue
-        x = _move_to_front(x, d, size, True)  # (size, [inner,] ...)
-        if batched is not None and not was:
-            inner = out_avals[0].shape[0]
-            x = jnp.broadcast_to(x[:, None], (size, inner, *x.shape[1:]))
-        if batched is not None:
-            x = x.reshape((-1, *x.shape[2:]))
-        new_args.append(x)
-        flags.append(True)
-    if batched is None:
-        new_out = _batched_avals(out_avals, size)
-    else:
-        inner = out_avals[0].shape[0]
-        new_out = tuple(a.update(shape=(size * inner, *a.shape[1:])) for a in out_avals)
-    outs = numba_cuda_call_p.bind(*new_args, out_avals=new_out, batched=tuple(flags), **params)
-    if batched is not None:
-        outs = [o.reshape((size, inner, *o.shape[1:])) for o in outs]
-    return list(outs), [0] * len(outs)
-
-
-def _batched_avals(out_avals: Sequence[Any], size: int) -> tuple[Any, ...]:
-    return tuple(a.update(shape=(size, *a.shape)) for a in out_avals)
+    new_args, flags, new_out, unbatch = leading_batch(
+        args, dims, size, batched, aliased_inputs, out_avals
+    )
+    outs = unbatch(numba_cuda_call_p.bind(*new_args, out_avals=new_out, batched=flags, **params))
+    return outs, [0] * len(outs)
 
 
 numba_cuda_call_p.def_impl(functools.partial(dispatch.apply_primitive, numba_cuda_call_p))

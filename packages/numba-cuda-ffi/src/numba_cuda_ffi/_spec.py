@@ -1,8 +1,10 @@
-"""What a kernel call is: the kernel, the dtype/rank signature, the outputs.
+"""What a kernel call is: the kernel, the dtypes and vmap methods it takes, and
+its signature as the kernel sees it.
 
 One FFI target serves one (kernel, signature, launch); sizes are read from the
-call frame at run time, so a signature never includes them. Everything here is
-checked before anything is traced or bound.
+call frame at run time, so a signature never includes them. The checks of a
+call's arguments come from ffi-core. Everything is checked before anything is
+traced or bound.
 """
 
 from __future__ import annotations
@@ -10,27 +12,20 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import inspect
-import operator
-from collections.abc import Sequence
 from typing import Any
 
-import jax
-import numpy as np
+import ffi_core
+from ffi_core import ArraySig
 
 from ._runtime import numba_cuda
 
 __all__ = [
     "CALLABLE_VMAP_METHODS",
+    "KIND",
     "SUPPORTED_DTYPES",
     "VMAP_METHODS",
-    "ArraySig",
     "CallSig",
     "KernelInfo",
-    "array_sig",
-    "check_aliases",
-    "check_dtype",
-    "check_inputs",
-    "normalize_outs",
 ]
 
 #: Dtypes a numba CUDA kernel takes, by name.
@@ -51,6 +46,9 @@ SUPPORTED_DTYPES: tuple[str, ...] = (
     "complex128",
 )
 
+#: The kernels, as dtype errors name them.
+KIND = "numba CUDA"
+
 #: ``vmap_method`` of ``numba_cuda_kernel``. None (default): one native call
 #: launching the kernel once per batch element. ``"sequential"`` /
 #: ``"sequential_unrolled"``: an XLA loop of calls. ``"fold"``: the caller
@@ -69,47 +67,16 @@ CALLABLE_VMAP_METHODS: tuple[str | None, ...] = (
 )
 
 
-def check_dtype(dtype: Any, what: str) -> np.dtype:
-    """``dtype`` as a numpy dtype, or a TypeError naming ``what``."""
-    try:
-        resolved = np.dtype(dtype)
-    except TypeError:
-        resolved = None
-    if resolved is None or resolved.name not in SUPPORTED_DTYPES:
-        raise TypeError(
-            f"{what} has dtype {dtype}, which numba CUDA kernels do not take; "
-            f"supported: {', '.join(SUPPORTED_DTYPES)}"
-        )
-    return resolved
-
-
 @dataclasses.dataclass(frozen=True)
-class ArraySig:
-    """dtype and rank of one buffer."""
+class CallSig(ffi_core.CallSig):
+    """ffi-core's signature, and the arrays as the kernel sees them.
 
-    dtype: str
-    rank: int
-
-    def __str__(self) -> str:
-        return f"{self.dtype}[{self.rank}d]"
-
-
-@dataclasses.dataclass(frozen=True)
-class CallSig:
-    """The signature a handler is generated for.
-
-    ``batched`` is None for a plain call; for a batch launched element by
-    element it says which inputs carry a leading batch axis (every output
-    does). Ranks include that axis; the kernel is compiled without it.
+    The name stays ``CallSig``: its ``repr`` names the FFI target.
     """
-
-    inputs: tuple[ArraySig, ...]
-    outputs: tuple[ArraySig, ...]
-    batched: tuple[bool, ...] | None = None
 
     @property
     def kernel_arrays(self) -> tuple[ArraySig, ...]:
-        """The arrays as the kernel sees them (without a batch axis)."""
+        """The arrays without the batch axis of a batch launched element by element."""
         flags = self.batched or (False,) * len(self.inputs)
         ins = tuple(
             ArraySig(a.dtype, a.rank - 1) if b else a
@@ -119,11 +86,6 @@ class CallSig:
         if self.batched is not None:
             outs = tuple(ArraySig(a.dtype, a.rank - 1) for a in outs)
         return ins + outs
-
-    def describe(self) -> str:
-        ins = ", ".join(map(str, self.inputs)) or "none"
-        outs = ", ".join(map(str, self.outputs))
-        return f"inputs ({ins}) and outputs ({outs})"
 
 
 def _code_digest(code: Any, h: Any) -> None:
@@ -194,110 +156,3 @@ class KernelInfo:
                 f"{n_in} inputs and {n_out} outputs ({n_in + n_out} arrays); the convention "
                 "is kernel(in_1, ..., in_n, out_1, ..., out_m)"
             )
-
-
-def normalize_outs(outs: Any) -> tuple[tuple[jax.ShapeDtypeStruct, ...], Any]:
-    """Flatten ``outs`` (one ShapeDtypeStruct, a sequence or a pytree of them)
-    into a tuple and a function rebuilding the caller's structure."""
-    sds = jax.ShapeDtypeStruct
-    if isinstance(outs, sds):
-        return (outs,), lambda results: results[0]
-    if isinstance(outs, Sequence) and not isinstance(outs, str):
-        leaves = tuple(outs)
-        for i, leaf in enumerate(leaves):
-            if not isinstance(leaf, sds):
-                raise TypeError(f"`outs[{i}]` must be a jax.ShapeDtypeStruct, got {type(leaf)!r}")
-        return leaves, tuple
-    if isinstance(outs, dict) or dataclasses.is_dataclass(outs):
-        leaves, treedef = jax.tree.flatten(outs, is_leaf=lambda x: isinstance(x, sds))
-        for leaf in leaves:
-            if not isinstance(leaf, sds):
-                raise TypeError(
-                    "`outs` must be a jax.ShapeDtypeStruct or a sequence or pytree of them, "
-                    f"got a leaf of {type(leaf)!r}"
-                )
-        return tuple(leaves), lambda results: jax.tree.unflatten(treedef, results)
-    raise TypeError(
-        f"`outs` must be a jax.ShapeDtypeStruct or a sequence or pytree of them, got {type(outs)!r}"
-    )
-
-
-def out_avals(outs: Any) -> tuple[tuple[Any, ...], Any]:
-    """The output avals of ``outs`` (checked) and the rebuilding function."""
-    from jax import core as jax_core
-
-    structs, rebuild = normalize_outs(outs)
-    if not structs:
-        raise ValueError("`outs` must hold at least one jax.ShapeDtypeStruct, got none")
-    avals = tuple(
-        jax_core.ShapedArray(tuple(s.shape), check_dtype(s.dtype, f"`outs` entry {k} ({s})"))
-        for k, s in enumerate(structs)
-    )
-    return avals, rebuild
-
-
-def check_aliases(aliases: Any, n_outs: int) -> tuple[tuple[int, int], ...]:
-    """``input_output_aliases`` as sorted (input, output) pairs."""
-    if aliases is None:
-        return ()
-    if not isinstance(aliases, dict):
-        raise TypeError(
-            "`input_output_aliases` must be a dict {input index: output index}, "
-            f"got {type(aliases)!r}"
-        )
-    pairs = []
-    for i, j in aliases.items():
-        for what, value in (("input", i), ("output", j)):
-            if isinstance(value, bool):
-                raise TypeError(
-                    f"`input_output_aliases` {what} indices must be ints, got {value!r}"
-                )
-            try:
-                operator.index(value)
-            except TypeError:
-                raise TypeError(
-                    f"`input_output_aliases` {what} indices must be ints, got {value!r}"
-                ) from None
-        if i < 0:
-            raise ValueError(f"`input_output_aliases` input indices must be >= 0, got {i}")
-        if not 0 <= j < n_outs:
-            raise ValueError(
-                f"`input_output_aliases` maps input {i} to output {j}, but there are "
-                f"{n_outs} outputs (valid: 0 to {n_outs - 1})"
-            )
-        pairs.append((int(i), int(j)))
-    outputs = [j for _, j in pairs]
-    if len(set(outputs)) != len(outputs):
-        raise ValueError(f"`input_output_aliases` maps several inputs to one output: {dict(pairs)}")
-    return tuple(sorted(pairs))
-
-
-def check_inputs(
-    name: str, args: Sequence[Any], avals: Sequence[Any], aliases: Sequence[tuple[int, int]]
-) -> None:
-    """Inputs are arrays of supported dtypes, and aliased pairs match."""
-    for i, x in enumerate(args):
-        if not isinstance(x, jax.Array | np.ndarray | np.generic):
-            raise TypeError(
-                f"input {i} of {name} must be an array (jax.Array or numpy.ndarray), "
-                f"got {type(x)!r}"
-            )
-        check_dtype(x.dtype, f"input {i} of {name}")
-    for i, j in aliases:
-        if i >= len(args):
-            valid = f"0 to {len(args) - 1}" if args else "none"
-            raise ValueError(
-                f"`input_output_aliases` maps input {i} to output {j}, but {name} is "
-                f"called with {len(args)} inputs (valid: {valid})"
-            )
-        x, o = args[i], avals[j]
-        if tuple(x.shape) != o.shape or np.dtype(x.dtype) != o.dtype:
-            raise ValueError(
-                f"`input_output_aliases` maps input {i} ({np.dtype(x.dtype).name}"
-                f"{list(x.shape)}) to output {j} ({o.dtype.name}{list(o.shape)}); "
-                "aliased buffers must have the same shape and dtype"
-            )
-
-
-def array_sig(aval: Any) -> ArraySig:
-    return ArraySig(np.dtype(aval.dtype).name, len(aval.shape))
