@@ -15,10 +15,12 @@ from ffi_core import (
     CallSig,
     array_sig,
     check_aliases,
+    check_arity,
     check_dtype,
     check_inputs,
     normalize_outs,
     output_avals,
+    positional_count,
 )
 from jax import core as jax_core
 
@@ -357,3 +359,53 @@ def test_check_inputs_refuses_aliases(
 ) -> None:
     with pytest.raises(ValueError, match=whole(message)):
         _check(args, aliases)
+
+
+# --- arity -----------------------------------------------------------------
+
+
+def _two(x, out):
+    pass
+
+
+def _keyword_only(x, y, out, *, scale=1.0):
+    pass
+
+
+def _positional_only(x, /, out):
+    pass
+
+
+def _var(x, *rest):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("fn", "count"),
+    [
+        (_two, 2),
+        (_keyword_only, 3),
+        (_positional_only, 2),
+        (_var, None),
+        (lambda: None, 0),
+        (print, None),  # a builtin: Python reads no signature
+    ],
+    ids=["two", "keyword-only", "positional-only", "var", "none", "builtin"],
+)
+def test_positional_count(fn: object, count: int | None) -> None:
+    assert positional_count(fn) == count
+
+
+@pytest.mark.parametrize(("n_params", "n_in", "n_out"), [(2, 1, 1), (3, 0, 3), (None, 5, 1)])
+def test_check_arity_accepts(n_params: int | None, n_in: int, n_out: int) -> None:
+    check_arity(n_params, n_in, n_out, name="kernel 'k'")
+
+
+@pytest.mark.parametrize(("n_in", "n_out"), [(0, 1), (2, 1), (1, 2)])
+def test_check_arity_refuses(n_in: int, n_out: int) -> None:
+    message = (
+        f"kernel 'k' takes 2 arguments but is called with {n_in} inputs and {n_out} outputs "
+        f"({n_in + n_out} arrays); the convention is kernel(in_1, ..., in_n, out_1, ..., out_m)"
+    )
+    with pytest.raises(TypeError, match=whole(message)):
+        check_arity(2, n_in, n_out, name="kernel 'k'")

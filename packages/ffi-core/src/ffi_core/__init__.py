@@ -32,10 +32,12 @@ from ._spec import ArraySig as ArraySig
 from ._spec import CallSig as CallSig
 from ._spec import array_sig as array_sig
 from ._spec import check_aliases as check_aliases
+from ._spec import check_arity as check_arity
 from ._spec import check_dtype as check_dtype
 from ._spec import check_inputs as check_inputs
 from ._spec import normalize_outs as normalize_outs
 from ._spec import output_avals as output_avals
+from ._spec import positional_count as positional_count
 from ._version import __version__ as __version__
 
 __all__ = [
@@ -59,6 +61,7 @@ __all__ = [
     "c_api_header",
     "capi",
     "check_aliases",
+    "check_arity",
     "check_dtype",
     "check_inputs",
     "code_from_dtype",
@@ -70,6 +73,7 @@ __all__ = [
     "leading_batch",
     "normalize_outs",
     "output_avals",
+    "positional_count",
     "python_handler",
     "register_target",
     "registered_targets",

@@ -9,6 +9,7 @@ argument, the value it got and what is accepted.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import operator
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
@@ -22,10 +23,12 @@ __all__ = [
     "CallSig",
     "array_sig",
     "check_aliases",
+    "check_arity",
     "check_dtype",
     "check_inputs",
     "normalize_outs",
     "output_avals",
+    "positional_count",
 ]
 
 
@@ -194,6 +197,47 @@ def output_avals(
         for k, s in enumerate(structs)
     )
     return avals, rebuild
+
+
+def positional_count(fn: Callable[..., Any]) -> int | None:
+    """How many positional arguments ``fn`` takes, or None when any number
+    will do (``*args``) or Python cannot read its signature.
+
+    Example:
+        >>> positional_count(lambda x, y, out, *, scale=1.0: None)
+        3
+        >>> positional_count(lambda *arrays: None) is None
+        True
+    """
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return None
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+
+def check_arity(n_params: int | None, n_in: int, n_out: int, *, name: str) -> None:
+    """Check that a kernel taking ``n_params`` arguments (from
+    ``positional_count``; None accepts any number) can be called with ``n_in``
+    inputs and ``n_out`` outputs, as ``kernel(in_1, ..., in_n, out_1, ..., out_m)``.
+
+    Raises:
+        TypeError: the counts differ.
+
+    Example:
+        >>> check_arity(3, 2, 1, name="kernel 'add'")
+        >>> check_arity(3, 1, 1, name="kernel 'add'")
+        Traceback (most recent call last):
+        TypeError: kernel 'add' takes 3 arguments but is called with 1 inputs and 1 outputs (2 arrays); the convention is kernel(in_1, ..., in_n, out_1, ..., out_m)
+    """
+    if n_params is not None and n_params != n_in + n_out:
+        raise TypeError(
+            f"{name} takes {n_params} arguments but is called with {n_in} inputs and "
+            f"{n_out} outputs ({n_in + n_out} arrays); the convention is "
+            "kernel(in_1, ..., in_n, out_1, ..., out_m)"
+        )
 
 
 def _check_index(what: str, value: Any) -> int:
