@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ffi_core import check_aliases, check_inputs, output_avals
+from ffi_core import check_aliases, check_arity, check_inputs, output_avals
 
 from ._primitive import numba_kernel_call_p
 from ._spec import KIND, SUPPORTED_DTYPES, VMAP_METHODS, KernelInfo
@@ -77,17 +77,11 @@ def numba_kernel(
     aliases = check_aliases(input_output_aliases, len(out_avals))
     if error_context is not None and not isinstance(error_context, str):
         raise TypeError(f"`error_context` must be a str or None, got {type(error_context)!r}")
+    name = f"kernel '{info.name}'"
 
     def call(*args: Any) -> Any:
-        info.check_arity(len(args), len(out_avals))
-        check_inputs(
-            args,
-            out_avals,
-            aliases,
-            name=f"kernel '{info.name}'",
-            accepted=SUPPORTED_DTYPES,
-            kind=KIND,
-        )
+        check_arity(info.n_params, len(args), len(out_avals), name=name)
+        check_inputs(args, out_avals, aliases, name=name, accepted=SUPPORTED_DTYPES, kind=KIND)
         results = numba_kernel_call_p.bind(
             *args,
             info=info,

@@ -104,8 +104,8 @@ class KernelInfo:
     """A validated ``@numba.njit`` kernel and a digest of its code.
 
     The digest (module, qualified name, bytecode, constants, closure values)
-    names its FFI
-    targets and on-disk handlers, so they are the same in every process.
+    names its FFI targets and on-disk handlers, so they are the same in every
+    process.
     """
 
     def __init__(self, kernel: object) -> None:
@@ -126,20 +126,4 @@ class KernelInfo:
         _function_digest(py_func, h)
         h.update(repr(sorted((k, repr(v)) for k, v in kernel.targetoptions.items())).encode())
         self.digest = h.hexdigest()[:24]
-        self.n_params = _positional_count(py_func)
-
-    def check_arity(self, n_in: int, n_out: int) -> None:
-        if self.n_params is not None and self.n_params != n_in + n_out:
-            raise TypeError(
-                f"kernel '{self.name}' takes {self.n_params} arguments but is called with "
-                f"{n_in} inputs and {n_out} outputs ({n_in + n_out} arrays); the convention "
-                "is kernel(in_1, ..., in_n, out_1, ..., out_m)"
-            )
-
-
-def _positional_count(fn: Any) -> int | None:
-    """Number of positional parameters, or None when ``*args`` takes any."""
-    params = inspect.signature(fn).parameters.values()
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return None
-    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+        self.n_params = ffi_core.positional_count(py_func)
