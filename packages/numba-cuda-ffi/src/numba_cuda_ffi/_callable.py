@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
-import inspect
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +24,7 @@ from ffi_core import (
     check_dtype,
     check_inputs,
     output_avals,
+    positional_count,
     python_handler,
     register_target,
     target_name,
@@ -196,15 +196,7 @@ def numba_cuda_callable(
         )
     aliases = check_aliases(input_output_aliases, len(avals))
     name = getattr(func, "__name__", type(func).__name__)
-    try:
-        params = inspect.signature(func).parameters.values()
-        n_params = (
-            None
-            if any(p.kind is p.VAR_POSITIONAL for p in params)
-            else sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
-        )
-    except (TypeError, ValueError):
-        n_params = None
+    n_params = positional_count(func)
     structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals]
 
     def call(*args: Any) -> Any:

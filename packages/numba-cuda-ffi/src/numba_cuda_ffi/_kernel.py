@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ffi_core import check_aliases, check_inputs, output_avals
+from ffi_core import check_aliases, check_arity, check_inputs, output_avals
 
 from ._launch import launch_config
 from ._runtime import cuda_devices
@@ -96,7 +96,7 @@ def numba_cuda_kernel(
     def call(*args: Any) -> Any:
         from ._primitive import numba_cuda_call_p
 
-        info.check_arity(len(args), len(avals))
+        check_arity(info.n_params, len(args), len(avals), name=name)
         check_inputs(args, avals, aliases, name=name, accepted=SUPPORTED_DTYPES, kind=KIND)
         cuda_devices(f"numba cuda kernel '{info.name}'")
         results = numba_cuda_call_p.bind(

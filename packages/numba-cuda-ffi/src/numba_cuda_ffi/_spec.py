@@ -98,13 +98,6 @@ def _code_digest(code: Any, h: Any) -> None:
     h.update(repr(code.co_names).encode())
 
 
-def _positional_count(fn: Any) -> int | None:
-    params = inspect.signature(fn).parameters.values()
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return None
-    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
-
-
 # Target options that change the generated code; others (extensions) do not.
 _CODE_OPTIONS = ("debug", "lineinfo", "fastmath", "opt", "launch_bounds", "max_registers")
 
@@ -147,12 +140,4 @@ class KernelInfo:
         _code_digest(py_func.__code__, h)
         h.update(repr(sorted((k, repr(v)) for k, v in self.options.items())).encode())
         self.digest = h.hexdigest()[:24]
-        self.n_params = _positional_count(py_func)
-
-    def check_arity(self, n_in: int, n_out: int) -> None:
-        if self.n_params is not None and self.n_params != n_in + n_out:
-            raise TypeError(
-                f"kernel '{self.name}' takes {self.n_params} arguments but is called with "
-                f"{n_in} inputs and {n_out} outputs ({n_in + n_out} arrays); the convention "
-                "is kernel(in_1, ..., in_n, out_1, ..., out_m)"
-            )
+        self.n_params = ffi_core.positional_count(py_func)
