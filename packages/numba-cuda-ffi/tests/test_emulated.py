@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import re
 import threading
 from typing import Any
 
@@ -424,3 +425,134 @@ def test_each_device_launches_the_function_loaded_for_it(gpu, monkeypatch):
     x, y = _rand(16), _rand(16, seed=1)
     np.testing.assert_allclose(f(x, y), x + y, rtol=1e-6)
     assert sorted(gpu.launched_on) == [0, 1, 2, 3]
+
+
+# ---------------------------------------------------------------- callables
+
+
+class _FakeNumbaCuda:
+    """The few numba.cuda calls a callable's handler makes, over host memory:
+    device arrays are NumPy views of XLA's buffers."""
+
+    def __init__(self) -> None:
+        self.devices: list[int] = []
+        self.streams: list[int] = []
+
+    @property
+    def gpus(self) -> Any:
+        fake = self
+
+        class _Device:
+            def __init__(self, ordinal: int) -> None:
+                self.ordinal = ordinal
+
+            def __enter__(self) -> None:
+                fake.devices.append(self.ordinal)
+
+            def __exit__(self, *exc: object) -> None:
+                return None
+
+        class _Gpus:
+            def __getitem__(self, ordinal: int) -> _Device:
+                return _Device(ordinal)
+
+        return _Gpus()
+
+    def external_stream(self, ptr: int) -> Any:
+        self.streams.append(ptr)
+        return ("stream", ptr)
+
+    @staticmethod
+    def device_array(shape: Any, dtype: Any) -> np.ndarray:
+        return np.empty(shape, dtype)
+
+    @staticmethod
+    def from_cuda_array_interface(interface: dict, owner: Any = None, sync: bool = True):
+        assert (owner, sync, interface["strides"]) == (None, False, None)
+        dtype = np.dtype(interface["typestr"])
+        shape = interface["shape"]
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        memory = (ctypes.c_char * nbytes).from_address(interface["data"][0])
+        return np.ndarray(shape, dtype, buffer=memory)
+
+
+class _FakeAllocator:
+    """cuMemAllocAsync / cuMemFreeAsync over host buffers, recording streams."""
+
+    def __init__(self) -> None:
+        self.buffers: dict[int, Any] = {}
+        self.calls: list[tuple[str, int, int]] = []
+
+    def mem_alloc_async(self, nbytes: int, stream: int) -> int:
+        buf = ctypes.create_string_buffer(nbytes)
+        ptr = ctypes.addressof(buf)
+        self.buffers[ptr] = buf
+        self.calls.append(("alloc", nbytes, stream))
+        return ptr
+
+    def mem_free_async(self, ptr: int, stream: int) -> None:
+        assert ptr in self.buffers
+        self.calls.append(("free", ptr, stream))
+
+
+@pytest.fixture
+def host_callables(gpu, monkeypatch):
+    from numba_cuda_ffi import _callable
+
+    fake_cuda, allocator = _FakeNumbaCuda(), _FakeAllocator()
+
+    def register_on_cpu(name, handler, *, content, platform, pin):
+        assert platform == "cuda"
+        wrapped, keep = _with_emulated_stream(handler)
+        return ffi_core.register_target(
+            name, wrapped, content=content, platform="cpu", pin=(handler, *pin, *keep)
+        )
+
+    monkeypatch.setattr(_callable, "numba_cuda", lambda: fake_cuda)
+    monkeypatch.setattr(_callable, "driver", lambda: allocator)
+    monkeypatch.setattr(_callable, "register_target", register_on_cpu)
+    return fake_cuda, allocator
+
+
+def test_callable_with_temporaries(host_callables):
+    from numba_cuda_ffi import numba_cuda_callable, temporary
+
+    fake_cuda, allocator = host_callables
+
+    def twice_plus(x, y, out, stream):
+        assert stream == ("stream", FAKE_STREAM)
+        tmp = temporary(x.shape, x.dtype)
+        tmp[:] = 2 * x
+        empty = temporary((0, 3), np.float32)
+        assert empty.shape == (0, 3)
+        out[:] = tmp + y
+
+    f = numba_cuda_callable(twice_plus, S((5,), jnp.float32))
+    x, y = _rand(5), _rand(5, seed=1)
+    np.testing.assert_allclose(jax.jit(f)(x, y), 2 * x + y, rtol=1e-6)
+    # Allocated on XLA's stream, freed on it when the function returned.
+    (alloc, free) = allocator.calls
+    assert alloc == ("alloc", 20, FAKE_STREAM)
+    assert free[0] == "free" and free[2] == FAKE_STREAM
+    assert fake_cuda.devices == [0] and fake_cuda.streams == [FAKE_STREAM]
+    # vmap: one call per batch element (sequential).
+    xs = _rand(3, 5)
+    np.testing.assert_allclose(jax.jit(jax.vmap(f, in_axes=(0, None)))(xs, y), 2 * xs + y)
+
+
+def test_callable_errors_name_the_function_and_free_temporaries(host_callables):
+    from numba_cuda_ffi import numba_cuda_callable, temporary
+
+    _, allocator = host_callables
+
+    def fails(x, out, stream):
+        temporary(4, np.float32)
+        raise ValueError("no good")
+
+    f = numba_cuda_callable(fails, S((4,), jnp.float32))
+    with pytest.raises(
+        jax.errors.JaxRuntimeError,
+        match=re.escape("numba cuda callable 'fails' failed: ValueError: no good"),
+    ):
+        jax.block_until_ready(jax.jit(f)(np.ones(4, F32)))
+    assert [c[0] for c in allocator.calls] == ["alloc", "free"]
