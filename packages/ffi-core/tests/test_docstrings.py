@@ -22,6 +22,7 @@ WITH_EXAMPLES = {
     "ffi_core._api_version",
     "ffi_core._batching",
     "ffi_core._capi",
+    "ffi_core._digest",
     "ffi_core._dtypes",
     "ffi_core._registry",
     "ffi_core._spec",

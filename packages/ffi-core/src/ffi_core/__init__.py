@@ -11,6 +11,7 @@ from ._capi import DataType as DataType
 from ._capi import ErrorCode as ErrorCode
 from ._capi import ExecutionStage as ExecutionStage
 from ._capi import HandlerTraits as HandlerTraits
+from ._digest import function_digest as function_digest
 from ._dtypes import SUPPORTED_DTYPES as SUPPORTED_DTYPES
 from ._dtypes import UnsupportedDTypeError as UnsupportedDTypeError
 from ._dtypes import code_from_dtype as code_from_dtype
@@ -69,6 +70,7 @@ __all__ = [
     "destroy_error",
     "dtype_from_code",
     "error_message",
+    "function_digest",
     "handler_address",
     "leading_batch",
     "normalize_outs",
