@@ -46,3 +46,38 @@ def test_closures_with_different_arrays_get_their_own_handlers():
     b = numba_kernel(make_table_lookup(np.array([10.0, 20.0, 30.0], np.float32)), out)
     np.testing.assert_array_equal(a(idx), [1.0, 3.0, 2.0])
     np.testing.assert_array_equal(b(idx), [10.0, 30.0, 20.0])
+
+
+_KERNELS = """
+import numba
+
+@numba.njit
+def offset(x):
+    return x + OFFSET
+
+@numba.njit
+def scale(x, out):
+    for i in range(x.size):
+        out[i] = SCALE * offset(x[i])
+"""
+
+
+def _kernels(scale, offset):
+    # The same source run again with other globals, as when a notebook cell
+    # that defines a kernel is rerun after a constant changed.
+    import types
+
+    module = types.ModuleType("user_kernels")
+    module.SCALE, module.OFFSET = scale, offset
+    exec(_KERNELS, module.__dict__)
+    return module.scale
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_kernels_redefined_with_other_globals_get_their_own_handlers(jit):
+    x = jnp.arange(4, dtype=jnp.float32)
+    out = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    for scale, offset in ((2.0, 0.0), (3.0, 0.0), (3.0, 1.0)):  # the last through `offset`
+        f = numba_kernel(_kernels(scale, offset), out)
+        result = (jax.jit(f) if jit else f)(x)
+        np.testing.assert_array_equal(result, scale * (np.arange(4, dtype=np.float32) + offset))

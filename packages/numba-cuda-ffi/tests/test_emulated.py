@@ -556,3 +556,21 @@ def test_callable_errors_name_the_function_and_free_temporaries(host_callables):
     ):
         jax.block_until_ready(jax.jit(f)(np.ones(4, F32)))
     assert [c[0] for c in allocator.calls] == ["alloc", "free"]
+
+
+def _scaler(factor):
+    @cuda.jit
+    def scale(x, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = factor * x[i]
+
+    return scale
+
+
+def test_kernels_from_one_factory_run_their_own_code(gpu):
+    # Same bytecode, other captured value: each gets its own target.
+    x = _rand(6)
+    for factor in (2.0, -3.0):
+        op = numba_cuda_kernel(_scaler(F32(factor)), S((6,), jnp.float32), launch_dims=6)
+        np.testing.assert_allclose(jax.jit(op)(x), factor * x, rtol=1e-6)

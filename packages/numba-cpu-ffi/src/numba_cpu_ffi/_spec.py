@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import inspect
-from typing import Any
 
 import ffi_core
-import numpy as np
 from numba.core.registry import CPUDispatcher
 
 __all__ = ["KIND", "SUPPORTED_DTYPES", "VMAP_METHODS", "CallSig", "KernelInfo"]
@@ -62,48 +59,11 @@ class CallSig(ffi_core.CallSig):
     context: str = ""
 
 
-def _value_digest(value: Any, h: Any) -> None:
-    # Numba freezes closure variables into the compiled code, so two closures
-    # made by one factory share bytecode but not behaviour: their values must
-    # be part of the digest, or they would share one FFI target.
-    if isinstance(value, np.ndarray):
-        h.update(f"ndarray:{value.dtype.str}:{value.shape}".encode())
-        h.update(np.ascontiguousarray(value).tobytes())
-    elif isinstance(value, CPUDispatcher):
-        h.update(f"dispatcher:{value.py_func.__module__}.{value.py_func.__qualname__}".encode())
-        _function_digest(value.py_func, h)
-    elif inspect.isfunction(value):
-        h.update(f"function:{value.__module__}.{value.__qualname__}".encode())
-        _function_digest(value, h)
-    else:
-        h.update(f"{type(value).__qualname__}:{value!r}".encode())
-
-
-def _function_digest(fn: Any, h: Any) -> None:
-    _code_digest(fn.__code__, h)
-    for cell in fn.__closure__ or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # an empty cell
-            h.update(b"<empty cell>")
-            continue
-        _value_digest(value, h)
-
-
-def _code_digest(code: Any, h: Any) -> None:
-    h.update(code.co_code)
-    for const in code.co_consts:
-        if inspect.iscode(const):
-            _code_digest(const, h)
-        else:
-            h.update(repr(const).encode())
-    h.update(repr(code.co_names).encode())
-
-
 class KernelInfo:
     """A validated ``@numba.njit`` kernel and a digest of its code.
 
-    The digest (module, qualified name, bytecode, constants, closure values)
+    The digest (module, qualified name, bytecode, constants, closure values,
+    globals the code reads; see ``ffi_core.function_digest``)
     names its FFI targets and on-disk handlers, so they are the same in every
     process.
     """
@@ -122,8 +82,7 @@ class KernelInfo:
         self.name: str = py_func.__name__
         self.qualname = f"{py_func.__module__}.{py_func.__qualname__}"
         self.parallel: bool = bool(kernel.targetoptions.get("parallel", False))
-        h = hashlib.sha256(self.qualname.encode())
-        _function_digest(py_func, h)
+        h = hashlib.sha256(ffi_core.function_digest(py_func).encode())
         h.update(repr(sorted((k, repr(v)) for k, v in kernel.targetoptions.items())).encode())
         self.digest = h.hexdigest()[:24]
         self.n_params = ffi_core.positional_count(py_func)

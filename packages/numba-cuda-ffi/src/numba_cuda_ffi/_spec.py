@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import inspect
-from typing import Any
 
 import ffi_core
 from ffi_core import ArraySig
@@ -88,16 +86,6 @@ class CallSig(ffi_core.CallSig):
         return ins + outs
 
 
-def _code_digest(code: Any, h: Any) -> None:
-    h.update(code.co_code)
-    for const in code.co_consts:
-        if inspect.iscode(const):
-            _code_digest(const, h)
-        else:
-            h.update(repr(const).encode())
-    h.update(repr(code.co_names).encode())
-
-
 # Target options that change the generated code; others (extensions) do not.
 _CODE_OPTIONS = ("debug", "lineinfo", "fastmath", "opt", "launch_bounds", "max_registers")
 
@@ -136,8 +124,9 @@ class KernelInfo:
         self.py_func = py_func
         self.qualname = f"{py_func.__module__}.{py_func.__qualname__}"
         self.options = {k: options.get(k) for k in _CODE_OPTIONS}
-        h = hashlib.sha256(self.qualname.encode())
-        _code_digest(py_func.__code__, h)
+        # Code and captured values (closures, globals): kernels from one
+        # factory must not share a target.
+        h = hashlib.sha256(ffi_core.function_digest(py_func).encode())
         h.update(repr(sorted((k, repr(v)) for k, v in self.options.items())).encode())
         self.digest = h.hexdigest()[:24]
         self.n_params = ffi_core.positional_count(py_func)
