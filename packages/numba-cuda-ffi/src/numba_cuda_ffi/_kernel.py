@@ -44,7 +44,8 @@ def numba_cuda_kernel(
     Args:
         kernel: a ``@numba.cuda.jit`` kernel (not a device function).
         outs: a ``jax.ShapeDtypeStruct``, a sequence or a pytree of them; the call
-            returns one array, a tuple or the same pytree.
+            returns one array, a tuple or the same pytree. The kernel takes the
+            outputs in the pytree's order: a dict's in sorted key order.
         grid, block: blocks per grid and threads per block, each an int or a
             tuple of up to 3 ints (x, y, z). Give both, or ``launch_dims``.
         launch_dims: total threads per axis (1 to 3 axes); the grid covers them
