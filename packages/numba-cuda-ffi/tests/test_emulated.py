@@ -160,6 +160,15 @@ def _with_emulated_stream(handler_cfunc: Any) -> Any:
     return wrapped, keep
 
 
+def _register_on_cpu(name, handler, *, content, platform, pin):
+    # What the package registers for CUDA goes to the CPU, behind the stream stand-in.
+    assert platform == "cuda"
+    wrapped, keep = _with_emulated_stream(handler)
+    return ffi_core.register_target(
+        name, wrapped, content=content, platform="cpu", pin=(handler, *pin, *keep)
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class _Device:
     local_hardware_id: int = 0
@@ -175,13 +184,9 @@ def gpu(monkeypatch):
         _GPU.by_entry[compiled.entry] = (info.py_func, arrays)
         return compiled
 
-    def register_on_cpu(name, handler, *, content, platform, traits, pin):
-        assert platform == "cuda"
+    def register_on_cpu(name, handler, *, traits, **kwargs):
         assert traits == ffi_core.HandlerTraits.COMMAND_BUFFER_COMPATIBLE
-        wrapped, keep = _with_emulated_stream(handler)
-        return ffi_core.register_target(
-            name, wrapped, content=content, platform="cpu", pin=(handler, *pin, *keep)
-        )
+        return _register_on_cpu(name, handler, **kwargs)
 
     monkeypatch.setattr(_runtime, "_jax_cuda_devices", lambda: (_Device(),))
     monkeypatch.setattr(_target, "driver", lambda: _GPU)
@@ -502,16 +507,9 @@ def host_callables(gpu, monkeypatch):
 
     fake_cuda, allocator = _FakeNumbaCuda(), _FakeAllocator()
 
-    def register_on_cpu(name, handler, *, content, platform, pin):
-        assert platform == "cuda"
-        wrapped, keep = _with_emulated_stream(handler)
-        return ffi_core.register_target(
-            name, wrapped, content=content, platform="cpu", pin=(handler, *pin, *keep)
-        )
-
     monkeypatch.setattr(_callable, "numba_cuda", lambda: fake_cuda)
     monkeypatch.setattr(_callable, "driver", lambda: allocator)
-    monkeypatch.setattr(_callable, "register_target", register_on_cpu)
+    monkeypatch.setattr(_callable, "register_target", _register_on_cpu)
     return fake_cuda, allocator
 
 
@@ -557,6 +555,23 @@ def test_callable_errors_name_the_function_and_free_temporaries(host_callables):
     ):
         jax.block_until_ready(jax.jit(f)(np.ones(4, F32)))
     assert [c[0] for c in allocator.calls] == ["alloc", "free"]
+
+
+def test_callable_objects(host_callables):
+    # Any callable: objects with __call__ too, each its own target.
+    from numba_cuda_ffi import numba_cuda_callable
+
+    class Scale:
+        def __init__(self, factor):
+            self.factor = factor
+
+        def __call__(self, x, out, stream):
+            out[:] = self.factor * x
+
+    x = _rand(4)
+    for factor in (2.0, -1.0):
+        f = numba_cuda_callable(Scale(factor), S((4,), jnp.float32))
+        np.testing.assert_allclose(jax.jit(f)(x), factor * x, rtol=1e-6)
 
 
 def _scaler(factor):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+import inspect
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +24,7 @@ from ffi_core import (
     check_aliases,
     check_dtype,
     check_inputs,
+    function_digest,
     output_avals,
     positional_count,
     python_handler,
@@ -115,17 +117,17 @@ def _run(func: Any, frame: CallFrame) -> None:
 
 
 def _digest(func: Any) -> str:
-    h = hashlib.sha256(f"{func.__module__}.{func.__qualname__}".encode())
-    code = getattr(func, "__code__", None)
-    if code is not None:
-        h.update(code.co_code)
-        h.update(repr(code.co_consts).encode())
-    return h.hexdigest()[:24]
+    if inspect.isfunction(func):
+        return function_digest(func)[:24]
+    # Another callable (an object with __call__, a partial): named by its type;
+    # _target numbers callables whose digests are equal.
+    kind = type(func)
+    return hashlib.sha256(f"{kind.__module__}.{kind.__qualname__}".encode()).hexdigest()[:24]
 
 
 _lock = threading.Lock()
-# Functions with equal code (closures over different values) get distinct
-# targets, numbered in the order they are first called.
+# Callables with equal digests (objects of one type) get distinct targets,
+# numbered in the order they are first called.
 _by_digest: dict[str, list[Any]] = {}
 _targets: dict[int, str] = {}
 
