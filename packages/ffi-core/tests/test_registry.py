@@ -131,7 +131,24 @@ def test_same_name_on_two_platforms_is_two_targets() -> None:
     assert ffi_core.register_target(
         name, _handler(name), content="v2", platform="cuda", register=register
     )
-    assert [(n, p) for n, p, _ in register.calls] == [(name, "cpu"), (name, "cuda")]
+    assert [(n, p) for n, p, _ in register.calls] == [(name, "cpu"), (name, "CUDA")]
+
+
+@pytest.mark.parametrize(("platform", "xla_name"), [("cuda", "CUDA"), ("rocm", "ROCM")])
+def test_gpu_targets_reach_the_name_the_gpu_plugin_registers(platform: str, xla_name: str) -> None:
+    # XLA's Python client forwards a registration to the plugin registered for
+    # the platform's XLA name ("CUDA", "ROCM") and keeps it pending until that
+    # plugin loads. Registered under "cuda", a target was never forwarded and
+    # every call failed with "No FFI handler registered ... on a platform CUDA".
+    from jaxlib import xla_client
+
+    name = ffi_core.target_name("ffi_core_tests.gpu_pending", platform)
+    assert ffi_core.register_target(name, _handler(name), content="v1", platform=platform)
+    if xla_name in xla_client._custom_callback_handler:
+        pytest.skip(f"a {xla_name} plugin is loaded: the registration went to it")
+    pending = xla_client._custom_callback.get(xla_name, [])
+    assert name in [entry[0] for entry in pending]
+    assert not any(name == entry[0] for entry in xla_client._custom_callback.get(platform, []))
 
 
 @pytest.mark.parametrize("platform", ["tpu", "CPU", "gpu", ""])

@@ -24,6 +24,7 @@ from ._frame import destroy_error as destroy_error
 from ._frame import error_message as error_message
 from ._python_handler import python_handler as python_handler
 from ._registry import PLATFORMS as PLATFORMS
+from ._registry import XLA_PLATFORM_NAMES as XLA_PLATFORM_NAMES
 from ._registry import TargetConflictError as TargetConflictError
 from ._registry import handler_address as handler_address
 from ._registry import register_target as register_target
@@ -55,6 +56,7 @@ __all__ = [
     "HandlerTraits",
     "TargetConflictError",
     "UnsupportedDTypeError",
+    "XLA_PLATFORM_NAMES",
     "__version__",
     "api_version",
     "array_sig",

@@ -22,6 +22,7 @@ from ._capi import HandlerTraits
 
 __all__ = [
     "PLATFORMS",
+    "XLA_PLATFORM_NAMES",
     "TargetConflictError",
     "handler_address",
     "register_target",
@@ -29,8 +30,14 @@ __all__ = [
     "target_name",
 ]
 
-#: Platforms a target may be registered for.
+#: Platforms a target may be registered for, as JAX's lowering names them.
 PLATFORMS = ("cpu", "cuda", "rocm")
+
+#: The name XLA's registry keys each platform by. JAX maps only "cpu" and "gpu"
+#: itself; the GPU plugins take registrations under "CUDA" and "ROCM", and a
+#: target registered under "cuda" waits forever for a plugin of that name
+#: ("No FFI handler registered ... on a platform CUDA" at the first call).
+XLA_PLATFORM_NAMES = {"cpu": "cpu", "cuda": "CUDA", "rocm": "ROCM"}
 
 _capsule_new = ctypes.pythonapi.PyCapsule_New
 _capsule_new.restype = ctypes.py_object
@@ -101,7 +108,9 @@ def register_target(
 ) -> bool:
     """Register ``handler`` as the FFI target ``name`` on ``platform``, once.
 
-    Registering the same name with the same ``content`` again does nothing and
+    ``platform`` is JAX's name (``"cpu"``, ``"cuda"``, ``"rocm"``); the
+    handler is registered with XLA under the name XLA's platform takes
+    (``XLA_PLATFORM_NAMES``). Registering the same name with the same ``content`` again does nothing and
     returns False; with different content it raises :class:`TargetConflictError`
     (XLA would otherwise keep whichever handler came first). ``handler`` and
     every object in ``pin`` are kept alive for the life of the process.
@@ -130,7 +139,7 @@ def register_target(
 
             kwargs["traits"] = xla_client.CustomCallTargetTraits.COMMAND_BUFFER_COMPATIBLE
         (register or jax.ffi.register_ffi_target)(
-            name, capsule, platform=platform, api_version=1, **kwargs
+            name, capsule, platform=XLA_PLATFORM_NAMES[platform], api_version=1, **kwargs
         )
         _targets[key] = _Entry(content, address, (handler, capsule, *pin))
         return True
