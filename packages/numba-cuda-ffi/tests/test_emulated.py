@@ -507,9 +507,17 @@ def host_callables(gpu, monkeypatch):
 
     fake_cuda, allocator = _FakeNumbaCuda(), _FakeAllocator()
 
+    def register_on_cpu(name, handler, *, traits=ffi_core.HandlerTraits.NONE, **kwargs):
+        # Never command-buffer compatible: on an H100, a custom call that takes a
+        # temporary with cuMemAllocAsync while XLA captures its stream makes XLA
+        # fail ("Failed to create a child graph node ...: CUDA_ERROR_NOT_SUPPORTED";
+        # tools/gpu_check_numba_cuda.py shows it).
+        assert traits == ffi_core.HandlerTraits.NONE
+        return _register_on_cpu(name, handler, **kwargs)
+
     monkeypatch.setattr(_callable, "numba_cuda", lambda: fake_cuda)
     monkeypatch.setattr(_callable, "driver", lambda: allocator)
-    monkeypatch.setattr(_callable, "register_target", _register_on_cpu)
+    monkeypatch.setattr(_callable, "register_target", register_on_cpu)
     return fake_cuda, allocator
 
 
