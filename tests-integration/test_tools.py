@@ -1,6 +1,8 @@
-"""The benchmark scripts in tools/ that reach into private internals still run
-(a short run: the figures themselves come from full runs, never from tests)."""
+"""The scripts in tools/ still run: the benchmarks that reach into private
+internals (a short run: the figures themselves come from full runs, never from
+tests) and the GPU check's driver where there is no GPU."""
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -30,3 +32,45 @@ def test_bench_numba_cuda_handler_runs():
         "numba-cpu-ffi handler, trivial kernel",
         "jax.pure_callback",
     ]
+
+
+def _gpu_check_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_check", TOOLS / "gpu_check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_check_finds_every_check_script_and_says_when_there_is_no_gpu():
+    gpu_check = _gpu_check_module()
+    assert [pathlib.Path(p).name for p in gpu_check.scripts()] == sorted(
+        p.name for p in TOOLS.glob("gpu_check_*.py")
+    )
+    proc = subprocess.run(
+        [sys.executable, str(TOOLS / "gpu_check.py")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "numba_cuda     GPU" in proc.stdout
+    assert proc.stdout.strip().endswith("summary: no GPU found by any check (nothing verified)")
+
+
+def test_gpu_check_table_and_statuses():
+    gpu_check = _gpu_check_module()
+    rows = gpu_check.parse(
+        'noise\nCHECK {"name": "a", "status": "pass", "detail": "fine"}\n'
+        'CHECK {"name": "b", "status": "MISS", "detail": "1.2x (goal <= 1.1x)"}\nCHECK {bad\n'
+    )
+    assert [(r["name"], r["status"]) for r in rows] == [
+        ("a", "pass"),
+        ("b", "MISS"),
+        ("(unreadable CHECK line)", "FAIL"),
+    ]
+    text = gpu_check.table([("numba_cuda", r) for r in rows])
+    assert text.splitlines()[2].split() == ["numba_cuda", "a", "pass", "fine"]
