@@ -512,7 +512,12 @@ def main(argv: list[str] | None = None) -> int:
         f"numba {numba.__version__}, numba-cuda {version('numba-cuda')}",
     )
     if not jax.devices()[0].platform == "gpu":
-        check("JAX GPU", False, f"JAX's default device is {jax.devices()[0]}: install a CUDA jax")
+        check(
+            "JAX GPU",
+            False,
+            f"JAX's default device is {jax.devices()[0]}: install JAX's CUDA plugin "
+            "(`uv sync --group gpu` in this repository)",
+        )
         return 1
     ok = True
     if not only or "tests" in only:
