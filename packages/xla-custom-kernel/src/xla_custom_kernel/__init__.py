@@ -1,5 +1,8 @@
 """One JAX primitive, many kernel backends: dispatch, defaults, batching and autodiff."""
 
+from ._adapters import BackendAdapter as BackendAdapter
+from ._adapters import backend_adapters as backend_adapters
+from ._adapters import register_backend_adapter as register_backend_adapter
 from ._autodiff import defjvp as defjvp
 from ._entry import BATCHING_MODES as BATCHING_MODES
 from ._entry import KernelEntry as KernelEntry
@@ -18,6 +21,7 @@ from ._version import __version__ as __version__
 __all__ = [
     "BATCHING_MODES",
     "PLATFORMS",
+    "BackendAdapter",
     "BackendError",
     "DuplicateKernelError",
     "KernelEntry",
@@ -25,9 +29,11 @@ __all__ = [
     "UnknownBackendError",
     "XLACustomKernel",
     "__version__",
+    "backend_adapters",
     "defjvp",
     "get_backend",
     "get_kernel",
+    "register_backend_adapter",
     "registered_kernels",
     "set_backend",
 ]

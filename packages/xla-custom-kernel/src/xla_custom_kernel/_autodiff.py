@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax.numpy as jnp
 from jax.interpreters import ad
 
+from ._registry import registered_kernels
 from ._transforms import vmap_levels
-
-if TYPE_CHECKING:
-    from ._kernel import XLACustomKernel
 
 __all__ = ["JVP", "defjvp", "transpose"]
 
@@ -55,9 +53,7 @@ class JVP:
                 "derivative is zero"
             )
 
-    def _unbatched(
-        self, kernel: XLACustomKernel, primals, tangents, outs, kw
-    ) -> tuple[list[Any], list[Any]]:
+    def _unbatched(self, kernel: Any, primals, tangents, outs, kw) -> tuple[list[Any], list[Any]]:
         """Primal and tangent outputs of one unbatched call; tangents may hold None."""
         n_out = len(outs) if isinstance(outs, tuple) else 1
         if self.full is not None:
@@ -114,7 +110,7 @@ class JVP:
         return res[: len(out_avals)], res[len(out_avals) :]
 
 
-def transpose(kernel: XLACustomKernel, rule, cts, args, outs, out_avals, kw, batch):
+def transpose(kernel: Any, rule, cts, args, outs, out_avals, kw, batch):
     """Cotangents of ``args`` (None for those that are not linear inputs)."""
     n = len(args)
     undefined = [i for i, a in enumerate(args) if ad.is_undefined_primal(a)]
@@ -162,8 +158,6 @@ def transpose(kernel: XLACustomKernel, rule, cts, args, outs, out_avals, kw, bat
 def defjvp(primitive: Any, *rules: Callable[..., Any] | None) -> None:
     """One JVP rule per input for an XLACustomKernel (or its ``primitive``);
     same as ``kernel.def_jvp_rule2(*rules)``."""
-    from ._registry import registered_kernels
-
     for kernel in registered_kernels().values():
         if primitive is kernel or primitive is kernel.primitive:
             kernel.def_jvp_rule2(*rules)

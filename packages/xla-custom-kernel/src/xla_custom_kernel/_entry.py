@@ -14,14 +14,6 @@ __all__ = ["BATCHING_MODES", "KernelEntry"]
 #: ``"auto"``: ``"vmap"`` when the callable can be vmapped, else ``"loop"``.
 BATCHING_MODES = ("auto", "vmap", "loop")
 
-#: Install extras of the optional backends, for ImportError messages.
-BACKEND_EXTRAS = {
-    "numba": "numba",
-    "numba_cuda": "numba-cuda",
-    "warp": "warp",
-    "triton": "triton",
-}
-
 
 @dataclasses.dataclass(frozen=True)
 class KernelEntry:

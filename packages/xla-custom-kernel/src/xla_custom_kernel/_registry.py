@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ._errors import DuplicateKernelError
-
-if TYPE_CHECKING:
-    from ._kernel import XLACustomKernel
 
 __all__ = ["get_kernel", "register_kernel", "registered_kernels"]
 
 _lock = threading.Lock()
-_kernels: dict[str, XLACustomKernel] = {}
+_kernels: dict[str, Any] = {}
 
 
-def register_kernel(kernel: XLACustomKernel) -> None:
+def register_kernel(kernel: Any) -> None:
     with _lock:
         if kernel.name in _kernels:
             raise DuplicateKernelError(
@@ -28,7 +25,7 @@ def register_kernel(kernel: XLACustomKernel) -> None:
         _kernels[kernel.name] = kernel
 
 
-def registered_kernels(tags: str | Iterable[str] | None = None) -> dict[str, XLACustomKernel]:
+def registered_kernels(tags: str | Iterable[str] | None = None) -> dict[str, Any]:
     """All kernels created in this process, by name, in creation order.
 
     Args:
@@ -49,7 +46,7 @@ def registered_kernels(tags: str | Iterable[str] | None = None) -> dict[str, XLA
     return {n: k for n, k in kernels.items() if wanted & set(k.tags)}
 
 
-def get_kernel(name: str) -> XLACustomKernel:
+def get_kernel(name: str) -> Any:
     """The kernel created with ``name``; KeyError listing the known names otherwise."""
     with _lock:
         try:

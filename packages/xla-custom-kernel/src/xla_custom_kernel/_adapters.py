@@ -1,0 +1,147 @@
+"""Backend adapters: what each named backend is, in one table keyed by name.
+
+An adapter says on which platforms a backend runs, how it batches, how to turn
+what its kernel generators return into a JAX callable (for example a bare
+``@numba.njit`` function into a ``numba_kernel`` call), and which install extra
+brings it. Packages that bridge another kernel language add their backend with
+:func:`register_backend_adapter`; every ``XLACustomKernel`` then has a
+``def_<name>_kernel(kg, asdefault=False)`` method for it, without any change
+to this package.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ._entry import BATCHING_MODES
+from ._platforms import PLATFORMS, check_platform
+
+__all__ = [
+    "BackendAdapter",
+    "adapt_numba",
+    "backend_adapter",
+    "backend_adapters",
+    "install_hint",
+    "register_backend_adapter",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendAdapter:
+    """One backend, as ``XLACustomKernel.def_<name>_kernel`` registers it.
+
+    Attributes:
+        name: the backend's name, e.g. ``"warp"``; a valid Python identifier.
+        platforms: where it runs; ``def_<name>_kernel`` registers it on each.
+        batching: its batching mode (one of ``BATCHING_MODES``).
+        adapt: ``adapt(kernel, entry, fn, outs)`` turns what a kernel generator
+            returned into a callable of the input arrays; None keeps it as is.
+        extra: the install extra of ``xla-custom-kernel`` that brings the
+            backend's package, named in ImportError messages; None for none.
+    """
+
+    name: str
+    platforms: tuple[str, ...]
+    batching: str = "auto"
+    adapt: Callable[..., Any] | None = dataclasses.field(default=None, repr=False)
+    extra: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ValueError(
+                f"`name` must be a str that is a Python identifier (it names the method "
+                f"def_<name>_kernel), got {self.name!r}"
+            )
+        if not isinstance(self.platforms, tuple) or not self.platforms:
+            raise TypeError(
+                f"`platforms` must be a non-empty tuple of {', '.join(map(repr, PLATFORMS))}, "
+                f"got {self.platforms!r}"
+            )
+        for platform in self.platforms:
+            check_platform(platform, "each of `platforms`")
+        if self.batching not in BATCHING_MODES:
+            raise ValueError(
+                f"`batching` must be one of {', '.join(map(repr, BATCHING_MODES))}, "
+                f"got {self.batching!r}"
+            )
+        if self.adapt is not None and not callable(self.adapt):
+            raise TypeError(f"`adapt` must be callable or None, got {type(self.adapt)!r}")
+        if self.extra is not None and not isinstance(self.extra, str):
+            raise TypeError(f"`extra` must be a str or None, got {type(self.extra)!r}")
+
+
+def adapt_numba(kernel: Any, entry: Any, fn: Any, outs: Any) -> Any:
+    """Wrap a bare ``@numba.njit`` function with ``numba_kernel``; its run-time
+    errors then name the operation, the backend and how to switch."""
+    try:
+        from numba.core.registry import CPUDispatcher
+    except ImportError:  # numba absent: fn cannot be a dispatcher
+        return fn
+    if not isinstance(fn, CPUDispatcher):
+        return fn
+    try:
+        from numba_cpu_ffi import numba_kernel
+    except ImportError as exc:
+        raise ImportError(f"numba kernels need numba-cpu-ffi; {install_hint('numba')}") from exc
+    context = (
+        f"kernel {kernel.name!r}, backend {entry.backend!r} on {entry.platform}; "
+        f"{kernel.switch_hint(entry.platform, entry.backend)}"
+    )
+    return numba_kernel(fn, outs, error_context=context)
+
+
+_lock = threading.Lock()
+_adapters: dict[str, BackendAdapter] = {}
+
+
+def register_backend_adapter(adapter: BackendAdapter, *, replace: bool = False) -> None:
+    """Add ``adapter`` to the table (``replace=True`` to change an existing one).
+
+    Example:
+        >>> import xla_custom_kernel as xck
+        >>> xck.register_backend_adapter(xck.BackendAdapter("doc_lang", ("cpu",), "loop"))
+        >>> op = xck.XLACustomKernel("doc_adapter_example")
+        >>> op.def_doc_lang_kernel(lambda outs: lambda x: x + 1).batching
+        'loop'
+    """
+    if not isinstance(adapter, BackendAdapter):
+        raise TypeError(f"`adapter` must be a BackendAdapter, got {type(adapter)!r}")
+    with _lock:
+        if adapter.name in _adapters and not replace:
+            raise ValueError(
+                f"a backend adapter named {adapter.name!r} is already registered; pass "
+                "replace=True to replace it"
+            )
+        _adapters[adapter.name] = adapter
+
+
+def backend_adapter(name: str) -> BackendAdapter | None:
+    """The adapter of backend ``name``, or None."""
+    with _lock:
+        return _adapters.get(name)
+
+
+def backend_adapters() -> dict[str, BackendAdapter]:
+    """A copy of the table, by backend name, in registration order."""
+    with _lock:
+        return dict(_adapters)
+
+
+def install_hint(backend: str) -> str:
+    """How to install ``backend``'s package, or "" when its adapter names no extra."""
+    adapter = backend_adapter(backend)
+    if adapter is None or adapter.extra is None:
+        return ""
+    return f'install it with: uv add "xla-custom-kernel[{adapter.extra}]"'
+
+
+for _adapter in (
+    BackendAdapter("numba", ("cpu",), "vmap", adapt_numba, "numba"),
+    BackendAdapter("numba_cuda", ("gpu",), "vmap", extra="numba-cuda"),
+    BackendAdapter("warp", ("gpu",), "auto", extra="warp"),
+    BackendAdapter("triton", ("gpu",), "auto", extra="triton"),
+):
+    register_backend_adapter(_adapter)

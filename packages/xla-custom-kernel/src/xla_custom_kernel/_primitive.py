@@ -1,0 +1,187 @@
+"""The primitive of a kernel: its parameters, abstract evaluation and lowering.
+
+A call binds the primitive with ``outs`` (the output avals), ``multiple``
+(whether the user gets a tuple), ``static`` (sorted static keywords),
+``backend`` (forced or None) and ``batch`` (the batch levels of
+``_transforms``). Lowering picks the backend's entry for the platform, runs its
+generator once per distinct signature, checks what the callable returns and
+lowers it, lifted over the batch levels.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+from jax._src import dispatch  # eager calls compile the primitive once, like jax's own
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+
+from ._adapters import install_hint
+from ._autodiff import as_outputs
+from ._entry import KernelEntry
+from ._errors import BackendError, NoKernelError, UnknownBackendError
+from ._platforms import LOWERING_PLATFORMS
+from ._table import BackendTable
+from ._transforms import apply_levels
+
+__all__ = ["Generated", "abstract_eval", "new_primitive", "out_structs", "user_outs"]
+
+
+def out_structs(outs: Any) -> tuple[tuple[jax.ShapeDtypeStruct, ...], bool]:
+    """``outs`` of a call as structs, and whether the caller gets a tuple."""
+
+    def one(o: Any, where: str) -> jax.ShapeDtypeStruct:
+        if not (hasattr(o, "shape") and hasattr(o, "dtype")):
+            raise TypeError(
+                f"`outs` must be a jax.ShapeDtypeStruct or a sequence of them, got {type(o)!r}{where}"
+            )
+        return jax.ShapeDtypeStruct(tuple(o.shape), np.dtype(o.dtype))
+
+    if isinstance(outs, list | tuple):
+        if not outs:
+            raise ValueError(
+                "`outs` must hold at least one jax.ShapeDtypeStruct, got an empty sequence"
+            )
+        return tuple(one(o, f" at position {k}") for k, o in enumerate(outs)), True
+    return (one(outs, ""),), False
+
+
+def user_outs(outs: Sequence[Any], multiple: bool) -> Any:
+    """The ``outs`` a generator or rule gets: one struct, or a tuple of them."""
+    structs = tuple(jax.ShapeDtypeStruct(o.shape, o.dtype) for o in outs)
+    return structs if multiple else structs[0]
+
+
+def abstract_eval(*avals: Any, outs, multiple, static, backend, batch):
+    del avals, multiple, static, backend
+    prefix = tuple(size for size, _ in batch)
+    return [o.update(shape=prefix + o.shape) for o in outs]
+
+
+def _describe(aval: Any) -> str:
+    return f"{np.dtype(aval.dtype).name}{list(aval.shape)}"
+
+
+class Generated:
+    """The callables kernel generators returned, once per (platform, backend,
+    outputs, static keywords), each checked against the declared outputs."""
+
+    def __init__(self, kernel: Any) -> None:
+        self._kernel = kernel  # passed to adapters: they name it in messages
+        self._lock = threading.RLock()  # a generator may lower another call of the kernel
+        self._fns: dict[Any, Callable[..., Any]] = {}
+
+    def get(self, entry: KernelEntry, outs, multiple, static) -> Callable[..., list[Any]]:
+        key = (entry.platform, entry.backend, outs, multiple, static)
+        with self._lock:
+            fn = self._fns.get(key)
+            if fn is None:
+                declared = user_outs(outs, multiple)
+                fn = entry.generator(outs=declared, **dict(static))
+                if entry.adapt is not None:
+                    fn = entry.adapt(self._kernel, entry, fn, declared)
+                if not callable(fn):
+                    raise TypeError(
+                        f"the kernel generator returned {type(fn)!r}; it must return a callable "
+                        "taking the input arrays and returning the outputs"
+                    )
+                self._fns[key] = fn
+        return _checked(entry, fn, outs)
+
+
+def _checked(entry: KernelEntry, fn: Callable[..., Any], outs) -> Callable[..., list[Any]]:
+    def run(*args: Any) -> list[Any]:
+        results = as_outputs(fn(*args), len(outs), f"backend {entry.backend!r}")
+        for k, (r, o) in enumerate(zip(results, outs, strict=True)):
+            if tuple(np.shape(r)) != o.shape or np.dtype(r.dtype) != o.dtype:
+                raise ValueError(
+                    f"backend {entry.backend!r} returned {_describe(r)} for output {k}; "
+                    f"the call declared {_describe(o)}"
+                )
+        return results
+
+    return run
+
+
+def _batching_mode(fn: Callable[..., Any], batch, avals_in) -> str:
+    try:
+        jax.eval_shape(
+            apply_levels(fn, batch, "vmap"),
+            *(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals_in),
+        )
+    except NotImplementedError:
+        return "loop"
+    return "vmap"
+
+
+def _lowering(
+    ctx,
+    *args,
+    name: str,
+    table: BackendTable,
+    generated: Generated,
+    lowering_platform: str,
+    outs,
+    multiple,
+    static,
+    backend,
+    batch,
+):
+    platform = LOWERING_PLATFORMS[lowering_platform]
+    entry = table.select(platform, backend)
+    try:
+        fn = generated.get(entry, outs, multiple, static)
+        mode = entry.batching
+        if batch and mode == "auto":
+            mode = _batching_mode(fn, batch, ctx.avals_in)
+        f = apply_levels(fn, batch, mode) if batch else fn
+        return mlir.lower_fun(f, multiple_results=True)(ctx, *args)
+    except (NoKernelError, UnknownBackendError):
+        raise
+    except Exception as exc:
+        hint = install_hint(entry.backend) if isinstance(exc, ImportError) else ""
+        hint = f" ({hint})" if hint else ""
+        switch = table.switch_hint(platform, entry.backend)
+        # Not str.capitalize: it would lower-case the names in the hint.
+        raise BackendError(
+            f"backend {entry.backend!r} of kernel {name!r} failed on platform {platform!r}: "
+            f"{type(exc).__name__}: {exc}{hint}. {switch[:1].upper()}{switch[1:]}"
+        ) from exc
+
+
+def new_primitive(
+    name: str,
+    *,
+    table: BackendTable,
+    generated: Generated,
+    batching_rule: Callable[..., Any],
+    jvp_rule: Callable[..., Any],
+    transpose_rule: Callable[..., Any],
+) -> Primitive:
+    """The primitive ``name``, with its impl, abstract eval, a lowering for each
+    of JAX's platforms and the given transformation rules."""
+    prim = Primitive(name)
+    prim.multiple_results = True
+    prim.def_impl(functools.partial(dispatch.apply_primitive, prim))
+    prim.def_abstract_eval(abstract_eval)
+    for lowering_platform in LOWERING_PLATFORMS:
+        mlir.register_lowering(
+            prim,
+            functools.partial(
+                _lowering,
+                name=name,
+                table=table,
+                generated=generated,
+                lowering_platform=lowering_platform,
+            ),
+            platform=lowering_platform,
+        )
+    batching.primitive_batchers[prim] = batching_rule
+    ad.primitive_jvps[prim] = jvp_rule
+    ad.primitive_transposes[prim] = transpose_rule
+    return prim

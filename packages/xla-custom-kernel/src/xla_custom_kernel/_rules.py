@@ -1,0 +1,90 @@
+"""A kernel's transformation rules: batching, JVP and transpose.
+
+``Rules`` holds what the user registered and gives the primitive its rules.
+User rules run with the backend of the call being transformed forced, so the
+kernel calls they make use it too. Without a user batching rule (or for a call
+that is already batched) the default rule adds a batch level, resolved at
+lowering (``_transforms``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import _autodiff
+from ._primitive import user_outs
+from ._selection import forced_backend
+from ._transforms import move_batch_axes
+
+__all__ = ["Rules"]
+
+
+class Rules:
+    """The transformation rules of kernel ``kernel`` (a callable ``XLACustomKernel``
+    with ``name`` and ``primitive``)."""
+
+    def __init__(self, kernel: Any) -> None:
+        self._kernel = kernel
+        self.jvp: _autodiff.JVP | None = None
+        self.transpose: Callable[..., Any] | None = None
+        self.batching: Callable[..., Any] | None = None
+
+    def general_batching_rule(
+        self, args: Sequence[Any], dims: Sequence[int | None], **params: Any
+    ) -> tuple[list[Any], list[int]]:
+        size, moved, mask = move_batch_axes(args, dims)
+        params = {**params, "batch": ((size, mask), *params["batch"])}
+        outs = self._kernel.primitive.bind(*moved, **params)
+        return list(outs), [0] * len(outs)
+
+    def batching_rule(self, args, dims, **params):
+        if self.batching is None or params["batch"]:
+            return self.general_batching_rule(args, dims, **params)
+        with forced_backend(params["backend"]):
+            result = self.batching(
+                args,
+                dims,
+                outs=user_outs(params["outs"], params["multiple"]),
+                **dict(params["static"]),
+            )
+        if result is NotImplemented:
+            return self.general_batching_rule(args, dims, **params)
+        return result
+
+    def jvp_rule(self, primals, tangents, *, outs, multiple, static, backend, batch):
+        if self.jvp is None:
+            raise NotImplementedError(
+                f"kernel {self._kernel.name!r} has no JVP rule, so it cannot be differentiated; "
+                "define one with def_jvp_rule or def_jvp_rule2 (or use "
+                "jax.custom_jvp/custom_vjp around the call)"
+            )
+        with forced_backend(backend):
+            return self.jvp.apply(
+                self._kernel,
+                primals,
+                tangents,
+                user_outs(outs, multiple),
+                outs,
+                dict(static),
+                batch,
+            )
+
+    def transpose_rule(self, cts, *args, outs, multiple, static, backend, batch):
+        if self.transpose is None:
+            raise NotImplementedError(
+                f"kernel {self._kernel.name!r} has no transpose rule, so it cannot be used in "
+                "reverse mode (jax.grad, jax.vjp, jax.linear_transpose); define one with "
+                "def_transpose_rule"
+            )
+        with forced_backend(backend):
+            return _autodiff.transpose(
+                self._kernel,
+                self.transpose,
+                cts,
+                args,
+                user_outs(outs, multiple),
+                outs,
+                dict(static),
+                batch,
+            )

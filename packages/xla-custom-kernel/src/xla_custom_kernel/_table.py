@@ -1,0 +1,143 @@
+"""The backends of one kernel: its entries per platform, each platform's default,
+and which entry a call uses."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ._entry import BATCHING_MODES, KernelEntry
+from ._errors import NoKernelError, UnknownBackendError
+from ._platforms import PLATFORMS, check_platform
+from ._selection import get_backend, invalidate_caches
+
+__all__ = ["BackendTable"]
+
+
+class BackendTable:
+    """Entries of kernel ``kernel_name`` by platform and backend, and defaults."""
+
+    def __init__(self, kernel_name: str) -> None:
+        self.kernel_name = kernel_name
+        self._lock = threading.RLock()
+        self._entries: dict[str, dict[str, KernelEntry]] = {}
+        self._defaults: dict[str, str] = {}
+
+    def describe(self) -> str:
+        """``"cpu: numba, jax; gpu: jax"`` in registration order, for ``repr``."""
+        return "; ".join(f"{p}: {', '.join(self._entries[p])}" for p in self._entries)
+
+    def summary(self) -> str:
+        """The backends of every platform that has one, for messages."""
+        parts = [f"{p}: {', '.join(self._entries[p])}" for p in PLATFORMS if self._entries.get(p)]
+        return "; ".join(parts) or "none"
+
+    # ---------------------------------------------------------------- registration
+
+    def add(self, entry: KernelEntry, asdefault: bool) -> KernelEntry:
+        if not isinstance(entry.backend, str) or not entry.backend:
+            raise TypeError(f"`backend` must be a non-empty str, got {entry.backend!r}")
+        check_platform(entry.platform)
+        if not callable(entry.generator):
+            raise TypeError(
+                f"`kg` must be a callable kernel generator kg(outs=..., **kwargs), got {type(entry.generator)!r}"
+            )
+        if entry.batching not in BATCHING_MODES:
+            raise ValueError(
+                f"`batching` must be one of {', '.join(map(repr, BATCHING_MODES))}, got {entry.batching!r}"
+            )
+        if not isinstance(asdefault, bool):
+            raise TypeError(f"`asdefault` must be a bool, got {type(asdefault)!r}")
+        with self._lock:
+            existing = self._entries.setdefault(entry.platform, {})
+            if entry.backend in existing:
+                raise ValueError(
+                    f"backend {entry.backend!r} is already registered for platform "
+                    f"{entry.platform!r} of kernel {self.kernel_name!r}; each backend is registered once"
+                )
+            existing[entry.backend] = entry
+            if asdefault or entry.platform not in self._defaults:
+                self._set_default(entry.platform, entry.backend)
+        return entry
+
+    # ---------------------------------------------------------------- defaults
+
+    def _set_default(self, platform: str, backend: str) -> None:
+        changed = self._defaults.get(platform) != backend
+        self._defaults[platform] = backend
+        if changed:
+            invalidate_caches()
+
+    def set_default(self, platform: str, backend: str) -> None:
+        check_platform(platform)
+        with self._lock:
+            self.check_backend(platform, backend)
+            self._set_default(platform, backend)
+
+    def get_default(self, platform: str) -> str | None:
+        check_platform(platform)
+        return self._defaults.get(platform)
+
+    @property
+    def defaults(self) -> dict[str, str]:
+        return dict(self._defaults)
+
+    def available(self, platform: str) -> tuple[str, ...]:
+        check_platform(platform)
+        return tuple(self._entries.get(platform, {}))
+
+    # ---------------------------------------------------------------- selection
+
+    def check_backend(self, platform: str, backend: Any) -> KernelEntry:
+        """The entry of ``backend`` on ``platform``, or the error saying what exists."""
+        if not isinstance(backend, str):
+            raise TypeError(f"`backend` must be a str, got {type(backend)!r}")
+        entries = self._entries.get(platform, {})
+        if backend not in entries:
+            known = ", ".join(map(repr, entries)) or "none"
+            raise UnknownBackendError(
+                f"unknown backend {backend!r} for platform {platform!r} of kernel "
+                f"{self.kernel_name!r}; registered for {platform}: {known}"
+            )
+        return entries[backend]
+
+    def check_known(self, backend: Any) -> None:
+        """Refuse a backend registered on no platform (a call's ``backend=``)."""
+        if not isinstance(backend, str):
+            raise TypeError(f"`backend` must be a str or None, got {type(backend)!r}")
+        if not any(backend in e for e in self._entries.values()):
+            raise UnknownBackendError(
+                f"unknown backend {backend!r} for kernel {self.kernel_name!r}; registered: "
+                f"{self.summary()}"
+            )
+
+    def select(self, platform: str, backend: str | None) -> KernelEntry:
+        """The entry a call on ``platform`` uses: ``backend`` when given, else the
+        process-wide preference where registered, else the platform's default."""
+        entries = self._entries.get(platform)
+        if not entries:
+            raise NoKernelError(
+                f"no kernel registered for platform {platform!r} in {self.kernel_name!r}; "
+                f"registered: {self.summary()}"
+            )
+        if backend is not None:
+            return self.check_backend(platform, backend)
+        preferred = get_backend()
+        if preferred is not None and preferred in entries:
+            return entries[preferred]
+        return entries[self._defaults[platform]]
+
+    def switch_hint(self, platform: str, failed: str) -> str:
+        """How to switch away from backend ``failed`` on ``platform`` (for messages)."""
+        others = [b for b in self._entries.get(platform, {}) if b != failed]
+        if not others:
+            return (
+                f"no other backend is registered for {platform}; register one, for example "
+                f"with get_kernel({self.kernel_name!r}).def_jax_kernel(...)"
+            )
+        other = others[0]
+        return (
+            f"other backends for {platform}: {', '.join(map(repr, others))}; switch with "
+            f"xla_custom_kernel.get_kernel({self.kernel_name!r}).set_default({platform!r}, {other!r}) "
+            f"or pass backend={other!r} to the call"
+        )

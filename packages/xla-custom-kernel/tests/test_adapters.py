@@ -1,0 +1,173 @@
+"""The backend adapter table: built-in backends, backends other packages add,
+and the def_<name>_kernel methods an adapter gives every kernel."""
+
+import ast
+import pathlib
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import xla_custom_kernel as xck
+from xla_custom_kernel import BackendAdapter, XLACustomKernel
+
+
+def _kg(outs):
+    return lambda x: x + 1
+
+
+@pytest.fixture
+def adapter_name(name):
+    # Adapters are process-wide; give each test its own backend name.
+    return re.sub(r"\W", "_", f"lang_{name}")
+
+
+def test_builtin_adapters():
+    table = xck.backend_adapters()
+    assert {n: (a.platforms, a.batching, a.extra) for n, a in list(table.items())[:4]} == {
+        "numba": (("cpu",), "vmap", "numba"),
+        "numba_cuda": (("gpu",), "vmap", "numba-cuda"),
+        "warp": (("gpu",), "auto", "warp"),
+        "triton": (("gpu",), "auto", "triton"),
+    }
+    assert table["numba"].adapt is not None
+    assert [table[n].adapt for n in ("numba_cuda", "warp", "triton")] == [None] * 3
+
+
+def test_a_new_backend_gets_a_def_method_and_runs(name, adapter_name):
+    seen = []
+
+    def adapt(kernel, entry, fn, outs):
+        seen.append((kernel.name, entry.backend, entry.platform, outs))
+        return lambda x: fn(x) * 10
+
+    xck.register_backend_adapter(BackendAdapter(adapter_name, ("cpu", "gpu"), "loop", adapt, "x"))
+    op = XLACustomKernel(name)
+    entries = getattr(op, f"def_{adapter_name}_kernel")(_kg)
+    assert [(e.backend, e.platform, e.batching) for e in entries] == [
+        (adapter_name, "cpu", "loop"),
+        (adapter_name, "gpu", "loop"),
+    ]
+    assert op.defaults == {"cpu": adapter_name, "gpu": adapter_name}
+    x = jnp.arange(3.0)
+    out = jax.jit(lambda x: op(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype)))(x)
+    np.testing.assert_array_equal(out, (np.arange(3.0) + 1) * 10)
+    assert seen == [(name, adapter_name, "cpu", jax.ShapeDtypeStruct((3,), jnp.float32))]
+    assert xck.backend_adapters()[adapter_name].extra == "x"
+
+
+def test_def_backend_kernel_with_one_platform_returns_the_entry(name):
+    entry = XLACustomKernel(name).def_backend_kernel("numba_cuda", _kg)
+    assert (entry.backend, entry.platform, entry.batching) == ("numba_cuda", "gpu", "vmap")
+
+
+def test_registering_an_adapter_twice(adapter_name):
+    xck.register_backend_adapter(BackendAdapter(adapter_name, ("cpu",)))
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"a backend adapter named {adapter_name!r} is already registered; pass "
+            "replace=True to replace it"
+        ),
+    ):
+        xck.register_backend_adapter(BackendAdapter(adapter_name, ("gpu",)))
+    xck.register_backend_adapter(BackendAdapter(adapter_name, ("gpu",)), replace=True)
+    assert xck.backend_adapters()[adapter_name].platforms == ("gpu",)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        (
+            {"name": "no-identifier", "platforms": ("cpu",)},
+            ValueError,
+            "`name` must be a str that is a Python identifier (it names the method "
+            "def_<name>_kernel), got 'no-identifier'",
+        ),
+        (
+            {"name": "ok", "platforms": ["cpu"]},
+            TypeError,
+            "`platforms` must be a non-empty tuple of 'cpu', 'gpu', 'tpu', got ['cpu']",
+        ),
+        (
+            {"name": "ok", "platforms": ("cpu", "npu")},
+            ValueError,
+            "each of `platforms` must be one of 'cpu', 'gpu', 'tpu', got 'npu'",
+        ),
+        (
+            {"name": "ok", "platforms": ("cpu",), "batching": "fold"},
+            ValueError,
+            "`batching` must be one of 'auto', 'vmap', 'loop', got 'fold'",
+        ),
+        (
+            {"name": "ok", "platforms": ("cpu",), "adapt": 3},
+            TypeError,
+            "`adapt` must be callable or None, got <class 'int'>",
+        ),
+        (
+            {"name": "ok", "platforms": ("cpu",), "extra": 3},
+            TypeError,
+            "`extra` must be a str or None, got <class 'int'>",
+        ),
+    ],
+)
+def test_bad_adapters(kwargs, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        BackendAdapter(**kwargs)
+
+
+def test_register_refuses_other_objects():
+    with pytest.raises(
+        TypeError, match=re.escape("`adapter` must be a BackendAdapter, got <class 'str'>")
+    ):
+        xck.register_backend_adapter("numba")
+
+
+def test_unknown_backend_adapter(name):
+    op = XLACustomKernel(name)
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "no backend adapter named 'cobol'; register one with "
+            "xla_custom_kernel.register_backend_adapter, or use def_kernel(backend, "
+            "platform, kg)"
+        ),
+    ):
+        op.def_backend_kernel("cobol", _kg)
+    with pytest.raises(
+        AttributeError,
+        match=re.escape("'XLACustomKernel' object has no attribute 'def_cobol_kernel'"),
+    ):
+        op.def_cobol_kernel(_kg)
+
+
+def test_modules_import_one_way():
+    # Every import between the package's modules, TYPE_CHECKING ones too, runs
+    # down a DAG: no module imports one that imports it back.
+    src = pathlib.Path(xck.__file__).parent
+    graph = {}
+    for path in src.glob("_*.py"):
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                if node.module:
+                    deps.add(node.module)
+                else:
+                    deps.update(alias.name for alias in node.names)
+        graph[path.stem] = deps
+    order, state = [], {}
+
+    def visit(module, chain):
+        if state.get(module) == "done":
+            return
+        assert state.get(module) != "open", f"import circle: {' -> '.join([*chain, module])}"
+        state[module] = "open"
+        for dep in sorted(graph.get(module, ())):
+            visit(dep, [*chain, module])
+        state[module] = "done"
+        order.append(module)
+
+    for module in sorted(graph):
+        visit(module, [])
+    assert set(order) == set(graph)
