@@ -1,17 +1,18 @@
-"""The examples in ffi_core's docstrings and README run and print what they show."""
+"""The examples in ffi_core's docstrings and README run and print what they show; and
+ffi_core.testing, which checks that, fails when they do not."""
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import importlib.util
 import pathlib
 import pkgutil
-import re
+import sys
+import types
 
 import ffi_core
 import jax
 import pytest
+from ffi_core.testing import check_docstring_examples, readme_python_blocks
 
 MODULES = sorted(
     info.name
@@ -24,23 +25,20 @@ WITH_EXAMPLES = {
     "ffi_core._capi",
     "ffi_core._digest",
     "ffi_core._dtypes",
+    "ffi_core._jax_compat",
     "ffi_core._registry",
     "ffi_core._spec",
+    "ffi_core.testing",
 }
 
 
 @pytest.mark.parametrize("module_name", MODULES)
 def test_docstring_examples(module_name: str) -> None:
-    module = importlib.import_module(module_name)
-    result = doctest.testmod(module, verbose=False, report=False)
-    assert result.failed == 0
-    if module_name in WITH_EXAMPLES:
-        assert result.attempted > 0
+    check_docstring_examples(module_name, expect_examples=module_name in WITH_EXAMPLES)
 
 
 def test_readme_example() -> None:
-    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
-    (block,) = re.findall(r"```python\n(.*?)```", readme, re.S)
+    (block,) = readme_python_blocks(pathlib.Path(__file__).parents[1])
     *body, last, shown = block.rstrip("\n").split("\n")
     namespace: dict[str, object] = {}
     # The example registers a CPU target; keep it on the CPU where a GPU is present.
@@ -48,3 +46,30 @@ def test_readme_example() -> None:
         exec("\n".join(body), namespace)
         assert shown.startswith("# ")
         assert repr(eval(last, namespace)) == shown[2:]
+
+
+def _module(monkeypatch, name: str, doc: str) -> str:
+    module = types.ModuleType(name, doc)
+    monkeypatch.setitem(sys.modules, name, module)
+    return name
+
+
+def test_check_docstring_examples_fails_on_a_failing_example(monkeypatch) -> None:
+    name = _module(monkeypatch, "ffi_core_test_wrong_example", ">>> 1 + 1\n3\n")
+    with pytest.raises(AssertionError, match="1 of 1 docstring examples in ffi_core_test_wrong"):
+        check_docstring_examples(name, expect_examples=False)
+
+
+def test_check_docstring_examples_fails_without_expected_examples(monkeypatch) -> None:
+    name = _module(monkeypatch, "ffi_core_test_no_example", "No examples here.")
+    assert check_docstring_examples(name, expect_examples=False).attempted == 0
+    with pytest.raises(AssertionError, match="ffi_core_test_no_example has no docstring examples"):
+        check_docstring_examples(name, expect_examples=True)
+
+
+def test_readme_python_blocks(tmp_path) -> None:
+    (tmp_path / "README.md").write_text(
+        "# x\n\n```python\na = 1\n```\n\n```bash\nls\n```\n\n```python\nb = 2\nc = 3\n```\n"
+    )
+    assert readme_python_blocks(tmp_path) == ["a = 1\n", "b = 2\nc = 3\n"]
+    assert readme_python_blocks(str(tmp_path)) == ["a = 1\n", "b = 2\nc = 3\n"]

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import pathlib
-import re
 
 import pytest
+from ffi_core.testing import check_docstring_examples, readme_python_blocks
 
 MODULES = [
     "kernel_bench._compare",
@@ -26,16 +24,11 @@ WITH_EXAMPLES = {
 
 @pytest.mark.parametrize("module_name", MODULES)
 def test_docstring_examples(module_name: str) -> None:
-    module = importlib.import_module(module_name)
-    result = doctest.testmod(module, verbose=False, report=False)
-    assert result.failed == 0
-    if module_name in WITH_EXAMPLES:
-        assert result.attempted > 0
+    check_docstring_examples(module_name, expect_examples=module_name in WITH_EXAMPLES)
 
 
 def test_readme_library_example(tmp_path, monkeypatch) -> None:
-    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    blocks = readme_python_blocks(pathlib.Path(__file__).parents[1])
     assert blocks
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}

@@ -22,6 +22,7 @@ from ._frame import FFIError as FFIError
 from ._frame import create_error as create_error
 from ._frame import destroy_error as destroy_error
 from ._frame import error_message as error_message
+from ._jax_compat import def_eager_impl as def_eager_impl
 from ._python_handler import python_handler as python_handler
 from ._registry import PLATFORMS as PLATFORMS
 from ._registry import XLA_PLATFORM_NAMES as XLA_PLATFORM_NAMES
@@ -45,6 +46,7 @@ from ._version import __version__ as __version__
 __all__ = [
     "PLATFORMS",
     "SUPPORTED_DTYPES",
+    "XLA_PLATFORM_NAMES",
     "ArraySig",
     "BufferView",
     "CallFrame",
@@ -56,7 +58,6 @@ __all__ = [
     "HandlerTraits",
     "TargetConflictError",
     "UnsupportedDTypeError",
-    "XLA_PLATFORM_NAMES",
     "__version__",
     "api_version",
     "array_sig",
@@ -69,6 +70,7 @@ __all__ = [
     "check_inputs",
     "code_from_dtype",
     "create_error",
+    "def_eager_impl",
     "destroy_error",
     "dtype_from_code",
     "error_message",

@@ -13,8 +13,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
-from ffi_core import array_sig, leading_batch, scan_batch
-from jax._src import dispatch  # eager calls compile the primitive once, like jax's own
+from ffi_core import array_sig, def_eager_impl, leading_batch, scan_batch
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
@@ -91,7 +90,7 @@ def _numba_kernel_call_batching(
     return outs, [0] * len(outs)
 
 
-numba_kernel_call_p.def_impl(functools.partial(dispatch.apply_primitive, numba_kernel_call_p))
+def_eager_impl(numba_kernel_call_p)
 numba_kernel_call_p.def_abstract_eval(_numba_kernel_call_abstract_eval)
 mlir.register_lowering(numba_kernel_call_p, _numba_kernel_call_lowering, platform="cpu")
 batching.primitive_batchers[numba_kernel_call_p] = _numba_kernel_call_batching

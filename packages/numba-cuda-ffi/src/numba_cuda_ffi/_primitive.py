@@ -11,8 +11,7 @@ from __future__ import annotations
 import functools
 
 import jax
-from ffi_core import array_sig, batch_to_front, leading_batch, scan_batch
-from jax._src import dispatch  # eager calls compile the primitive once, like jax's own
+from ffi_core import array_sig, batch_to_front, def_eager_impl, leading_batch, scan_batch
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
@@ -121,7 +120,7 @@ def _numba_cuda_call_batching(
     return outs, [0] * len(outs)
 
 
-numba_cuda_call_p.def_impl(functools.partial(dispatch.apply_primitive, numba_cuda_call_p))
+def_eager_impl(numba_cuda_call_p)
 numba_cuda_call_p.def_abstract_eval(_numba_cuda_call_abstract_eval)
 mlir.register_lowering(numba_cuda_call_p, _numba_cuda_call_lowering, platform="cuda")
 mlir.register_lowering(numba_cuda_call_p, _numba_cuda_call_cpu_lowering, platform="cpu")

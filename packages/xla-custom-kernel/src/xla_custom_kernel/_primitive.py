@@ -17,7 +17,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax._src import dispatch  # eager calls compile the primitive once, like jax's own
+from ffi_core import def_eager_impl
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
@@ -167,7 +167,7 @@ def new_primitive(
     of JAX's platforms and the given transformation rules."""
     prim = Primitive(name)
     prim.multiple_results = True
-    prim.def_impl(functools.partial(dispatch.apply_primitive, prim))
+    def_eager_impl(prim)
     prim.def_abstract_eval(abstract_eval)
     for lowering_platform in LOWERING_PLATFORMS:
         mlir.register_lowering(

@@ -1,0 +1,64 @@
+"""The JAX API that the bridges use without a public, stable equivalent: one place.
+
+Every use of JAX internals by ffi-core, numba-cpu-ffi and numba-cuda-ffi goes
+through a function here, so a JAX release that moves one is fixed in one file,
+and so each can be swapped for public API the day JAX offers it.
+
+``def_eager_impl(prim)``
+    Gives a primitive the eager implementation JAX's own primitives have: the
+    primitive alone, compiled with XLA once per parameters and input
+    shapes/dtypes, then cached. It is ``jax._src.dispatch.apply_primitive``
+    (what ``jax._src.dispatch.simple_impl`` installs), reached through its
+    re-export ``jax.interpreters.xla.apply_primitive``, the same function
+    object in jax 0.10.2 and 0.12.0.1. Neither is covered by JAX's API
+    compatibility policy: ``jax._src`` and ``jax.interpreters`` are both listed
+    under "What is not covered". JAX has no public equivalent: neither
+    ``jax.extend.core`` nor ``jax.ffi`` offers one. Built from public API
+    instead, ``jax.jit(lambda *a: prim.bind(*a, **params))`` made per call
+    traces and lowers on every call (a fresh function never hits jit's cache);
+    caching that jit per ``params`` avoids the retrace but recurses without end
+    under ``jax.disable_jit()``, which ``apply_primitive`` switches off for the
+    primitive's own call. Replace with the public API when JAX offers one.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from jax.extend.core import Primitive
+from jax.interpreters import xla
+
+__all__ = ["def_eager_impl"]
+
+
+def def_eager_impl(prim: Primitive) -> None:
+    """Make eager calls of ``prim`` compile it with XLA once and run it.
+
+    The compiled primitive is cached per parameters and input shapes/dtypes, as
+    for JAX's own primitives: a second eager call with the same ones neither
+    retraces nor lowers again. Under ``jax.jit`` the primitive is lowered with
+    the rest of the computation and this implementation is not used.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from jax.extend.core import Primitive
+        >>> from jax.interpreters import mlir
+        >>> twice_p = Primitive("ffi_core_doc_twice")
+        >>> _ = twice_p.def_abstract_eval(lambda x: x)
+        >>> mlir.register_lowering(twice_p, mlir.lower_fun(lambda x: 2 * x, False))
+        >>> def_eager_impl(twice_p)
+        >>> twice_p.bind(jnp.arange(3.0))
+        Array([0., 2., 4.], dtype=float32)
+
+    Raises:
+        TypeError: ``prim`` is not a ``jax.extend.core.Primitive``.
+    """
+    # Private JAX API, see the module docstring: jax.interpreters.xla re-exports
+    # jax._src.dispatch.apply_primitive. Swap for a public equivalent once JAX
+    # has one; jax.jit of a bind lambda is not one (retraces, or recurses under
+    # jax.disable_jit()).
+    if not isinstance(prim, Primitive):
+        raise TypeError(
+            f"`prim` must be a jax.extend.core.Primitive, got {type(prim).__name__}: {prim!r}"
+        )
+    prim.def_impl(functools.partial(xla.apply_primitive, prim))

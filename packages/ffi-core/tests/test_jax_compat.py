@@ -1,0 +1,126 @@
+"""ffi_core._jax_compat on the installed JAX: each CI leg runs these against its own
+jax, so a release that moves the private API behind them fails here first."""
+
+from __future__ import annotations
+
+import itertools
+
+import ffi_core
+import jax
+import jax.numpy as jnp
+import jaxlib
+import numpy as np
+import pytest
+from jax.extend.core import Primitive
+from jax.interpreters import mlir
+
+_names = itertools.count()
+
+
+def _toy(*, eager: bool = True) -> tuple[Primitive, list[int]]:
+    """A fresh primitive ``(x + k, x * k)`` shaped like the bridges' (multiple
+    results, a static parameter), and a list that counts its lowerings."""
+    prim = Primitive(f"ffi_core_test_toy_{next(_names)}")
+    prim.multiple_results = True
+    lowerings = [0]
+    prim.def_abstract_eval(lambda x, *, k: [x, x])
+    lower = mlir.lower_fun(lambda x, *, k: [x + k, x * k], multiple_results=True)
+
+    def lowering(ctx, x, *, k):
+        lowerings[0] += 1
+        return lower(ctx, x, k=k)
+
+    mlir.register_lowering(prim, lowering)
+    if eager:
+        ffi_core.def_eager_impl(prim)
+    return prim, lowerings
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:2])
+
+
+@pytest.mark.parametrize("version", [jax.__version__], ids=lambda v: f"jax-{v}")
+def test_records_jax_version(version: str, record_property) -> None:
+    # The test id carries the version, so every leg's report says which jax it ran on.
+    record_property("jax_version", version)
+    record_property("jaxlib_version", jaxlib.__version__)
+    # ffi-core requires jax>=0.10 and jaxlib>=0.10.
+    assert _release(version) >= (0, 10)
+    assert _release(jaxlib.__version__) >= (0, 10)
+
+
+def test_eager_impl_is_jax_dispatch() -> None:
+    # The module docstring says the re-export is JAX's own eager path; hold it to that.
+    from jax._src import dispatch
+    from jax.interpreters import xla
+
+    assert xla.apply_primitive is dispatch.apply_primitive
+
+
+def test_eager_call_runs() -> None:
+    prim, _ = _toy()
+    x = jnp.arange(4, dtype=jnp.float32)
+    plus, times = prim.bind(x, k=3)
+    np.testing.assert_array_equal(plus, x + 3)
+    np.testing.assert_array_equal(times, x * 3)
+
+
+def test_without_eager_impl_eager_call_fails() -> None:
+    # What def_eager_impl supplies: JAX has no eager rule for a new primitive.
+    prim, _ = _toy(eager=False)
+    with pytest.raises(NotImplementedError, match=prim.name):
+        prim.bind(jnp.arange(4, dtype=jnp.float32), k=3)
+
+
+def test_eager_call_compiles_once_per_shape_and_dtype() -> None:
+    prim, lowerings = _toy()
+    f32_3 = jnp.arange(3, dtype=jnp.float32)
+    prim.bind(f32_3, k=2)
+    prim.bind(f32_3 + 1, k=2)
+    assert lowerings[0] == 1
+    prim.bind(jnp.arange(4, dtype=jnp.float32), k=2)
+    assert lowerings[0] == 2
+    prim.bind(jnp.arange(3, dtype=jnp.int32), k=2)
+    assert lowerings[0] == 3
+    prim.bind(f32_3, k=2)
+    assert lowerings[0] == 3
+
+
+def test_eager_call_compiles_once_per_parameters() -> None:
+    prim, lowerings = _toy()
+    x = jnp.arange(3, dtype=jnp.float32)
+    prim.bind(x, k=2)
+    prim.bind(x, k=5)
+    assert lowerings[0] == 2
+    (plus, _) = prim.bind(x, k=5)
+    assert lowerings[0] == 2
+    np.testing.assert_array_equal(plus, x + 5)
+
+
+def test_works_under_jit() -> None:
+    prim, lowerings = _toy()
+    x = jnp.arange(3, dtype=jnp.float32)
+    f = jax.jit(lambda x: prim.bind(2 * x, k=1))
+    plus, times = f(x)
+    f(x)
+    np.testing.assert_array_equal(plus, 2 * x + 1)
+    np.testing.assert_array_equal(times, 2 * x)
+    assert lowerings[0] == 1
+
+
+def test_works_under_disable_jit() -> None:
+    # A public-only stand-in (a cached jax.jit of a bind lambda) recurses here:
+    # with jit disabled the jitted function calls bind, which calls the impl again.
+    prim, _ = _toy()
+    x = jnp.arange(3, dtype=jnp.float32)
+    with jax.disable_jit():
+        plus, times = prim.bind(x, k=4)
+    np.testing.assert_array_equal(plus, x + 4)
+    np.testing.assert_array_equal(times, x * 4)
+
+
+@pytest.mark.parametrize("prim", [None, "numba_kernel_call", jax.jit])
+def test_rejects_non_primitive(prim: object) -> None:
+    with pytest.raises(TypeError, match=r"`prim` must be a jax\.extend\.core\.Primitive"):
+        ffi_core.def_eager_impl(prim)  # type: ignore[arg-type]
