@@ -131,6 +131,7 @@ class EmulatedGPU:
 
 
 _GPU = EmulatedGPU()  # one per process: the handlers compile its entry points in
+_EMULATED_HANDLERS: dict[Any, Any] = {}  # _target's handler cache while emulated
 
 
 def _with_emulated_stream(handler_cfunc: Any) -> Any:
@@ -217,6 +218,11 @@ def emulated(monkeypatch):
         return _register_on_cpu(name, handler, **kwargs)
 
     monkeypatch.setattr(_runtime, "_jax_cuda_devices", lambda: (_Device(),))
+    # Handlers built here call the emulated driver: keep them apart from those of
+    # real-GPU runs in the same process, which share their keys (same kernel,
+    # signature and launch) and would otherwise get a handler that launches
+    # into the simulator with device pointers.
+    monkeypatch.setattr(_target, "_handlers", _EMULATED_HANDLERS)
     monkeypatch.setattr(_target, "driver", lambda: _GPU)
     monkeypatch.setattr(_target, "compile_kernel", compile_and_note)
     monkeypatch.setattr(_target, "register_target", register_on_cpu)
@@ -692,3 +698,14 @@ def test_cpu_placement_is_refused(real_gpu):
         RuntimeError, match=re.escape("numba cuda kernel 'axpy' runs on NVIDIA GPUs only")
     ):
         jax.jit(f)(jax.device_put(np.float32(1), cpu), x, x)
+
+
+def test_real_handler_cache_holds_no_emulated_handler():
+    # After the emulated tests above (same kernels, signatures and launches as
+    # the real-GPU runs), the module's own cache holds none of their handlers:
+    # a real run reusing one would launch into the simulator with device
+    # pointers, which crashed a GPU machine.
+    from numba_cuda_ffi import _target as real_target
+
+    assert real_target._handlers is not _EMULATED_HANDLERS
+    assert not any(entry in _EMULATED_HANDLERS.values() for entry in real_target._handlers.values())

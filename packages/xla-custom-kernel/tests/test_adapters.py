@@ -50,7 +50,7 @@ def test_a_new_backend_gets_a_def_method_and_runs(name, adapter_name):
         (adapter_name, "gpu", "loop"),
     ]
     assert op.defaults == {"cpu": adapter_name, "gpu": adapter_name}
-    x = jnp.arange(3.0)
+    x = jax.device_put(jnp.arange(3.0), jax.devices("cpu")[0])  # also where a GPU is the default
     out = jax.jit(lambda x: op(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype)))(x)
     np.testing.assert_array_equal(out, (np.arange(3.0) + 1) * 10)
     assert seen == [(name, adapter_name, "cpu", jax.ShapeDtypeStruct((3,), jnp.float32))]
