@@ -20,6 +20,11 @@ __all__ = ["SCALES", "main"]
 SCALES: dict[str, tuple[int, int]] = {"quick": (1, 5), "default": (3, 10), "full": (5, 30)}
 DEFAULT_STEM = "kernel-bench-results"
 REFERENCE_BACKEND = "jax"
+# The bundled suite: a module whose example_kernels() reads its registry (the
+# operations, in run order) and whose set_scale sizes their data. Imported by
+# name when a command needs it: `list` and the suite share the one name, and
+# `compare` never imports Numba.
+_SUITE_MODULE = "kernel_bench.examples"
 
 _DESCRIPTION = """\
 Time every backend of XLACustomKernel operations and see which wins.
@@ -272,10 +277,9 @@ def _check_output(parser: argparse.ArgumentParser, output: pathlib.Path | None) 
 
 def _run_suite(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     _check_output(parser, args.output)
-    from . import examples
-
-    examples.set_scale(args.scale)
-    result = _benchmark_all(examples.example_kernels(), args)
+    suite = importlib.import_module(_SUITE_MODULE)
+    suite.set_scale(args.scale)
+    result = _benchmark_all(suite.example_kernels(), args)
     json_path = args.output or args.output_dir / f"{DEFAULT_STEM}.json"
     png_path = None if args.no_plot else json_path.with_suffix(".png")
     return _report(result, REFERENCE_BACKEND, json_path, png_path)
@@ -299,7 +303,7 @@ def _run_targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
 
 
 def _list(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    for module in args.modules or ["kernel_bench.examples"]:
+    for module in args.modules or [_SUITE_MODULE]:
         _import(parser, module)
     from xla_custom_kernel import registered_kernels
 

@@ -1,0 +1,47 @@
+"""``axpy``: ``a * x + y``, the smallest elementwise example."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import jax
+import numba
+import numpy as np
+from xla_custom_kernel import XLACustomKernel
+
+from .._config import BenchmarkConfig
+from ._common import config, stable_ffi_name
+from ._scale import sizes
+
+__all__ = ["axpy"]
+
+
+@numba.njit(parallel=True, fastmath=True)
+@stable_ffi_name
+def _axpy_numba(x, y, a, out):
+    for i in numba.prange(x.size):
+        out[i] = a[0] * x[i] + y[i]
+
+
+axpy = XLACustomKernel("axpy", doc="a * x + y for vectors x, y and a scalar a (shape (1,)).")
+axpy.def_tags("example", "elementwise")
+axpy.def_numba_kernel(lambda outs: _axpy_numba)
+axpy.def_jax_kernel(lambda outs: lambda x, y, a: a[0] * x + y)
+axpy.def_jvp_rule2(
+    lambda t, x, y, a, outs: a[0] * t,
+    lambda t, x, y, a, outs: t,
+    lambda t, x, y, a, outs: t[0] * x,
+)
+
+
+@axpy.def_call
+def _axpy_call(x: jax.Array, y: jax.Array, a: jax.Array) -> jax.Array:
+    return axpy(x, y, a, outs=jax.ShapeDtypeStruct(x.shape, x.dtype))
+
+
+@axpy.def_benchmark_data
+def _axpy_data(*, platform: str) -> Iterator[BenchmarkConfig]:
+    rng = np.random.default_rng(0)
+    for n in sizes([10_000], [10_000, 1_000_000], [10_000, 1_000_000, 10_000_000]):
+        x, y = (rng.standard_normal(n, dtype=np.float32) for _ in range(2))
+        yield config(f"n={n:.0e}", (x, y, np.float32([0.5])), {}, n=n)
