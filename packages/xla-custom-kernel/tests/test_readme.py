@@ -1,19 +1,29 @@
 import pathlib
-import re
 import subprocess
 import sys
 
-README = pathlib.Path(__file__).parents[1] / "README.md"
+import pytest
+from ffi_core.testing import readme_python_blocks
+
+PACKAGE = pathlib.Path(__file__).parents[1]
+# What each example of the README must leave true, appended to its code.
+CHECKS = [
+    "\nassert scale.defaults == {'cpu': 'jax', 'gpu': 'jax', 'tpu': 'jax'}"
+    "\nassert (f(x) == 2 * x).all()",
+    "\nassert (op(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype)) == x + 1).all()"
+    "\nassert op.available_backends('gpu') == ('my_lang',)",
+]
 
 
-def test_readme_example_runs():
-    (code,) = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+def test_readme_has_the_examples_checked_here():
+    assert len(readme_python_blocks(PACKAGE)) == len(CHECKS)
+
+
+@pytest.mark.parametrize("index", range(len(CHECKS)))
+def test_readme_example_runs(index):
+    code = readme_python_blocks(PACKAGE)[index]
     # A fresh process: the example's kernel name is global to the process.
-    check = (
-        "\nassert scale.defaults == {'cpu': 'jax', 'gpu': 'jax', 'tpu': 'jax'}"
-        "\nassert (f(x) == 2 * x).all()"
-    )
     result = subprocess.run(
-        [sys.executable, "-c", code + check], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", code + CHECKS[index]], capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr
