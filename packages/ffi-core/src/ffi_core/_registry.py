@@ -39,9 +39,13 @@ PLATFORMS = ("cpu", "cuda", "rocm")
 #: ("No FFI handler registered ... on a platform CUDA" at the first call).
 XLA_PLATFORM_NAMES = {"cpu": "cpu", "cuda": "CUDA", "rocm": "ROCM"}
 
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+# A private prototype of PyCapsule_New. Setting argtypes/restype on
+# ctypes.pythonapi.PyCapsule_New would change one object that every library in
+# the process shares: a neighbour that gives it another prototype (brainevent
+# does) made our calls fail, or crash the process, and ours would break theirs.
+_capsule_new = ctypes.PYFUNCTYPE(
+    ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p
+)(("PyCapsule_New", ctypes.pythonapi))
 
 
 class TargetConflictError(ValueError):

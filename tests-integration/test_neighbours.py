@@ -1,0 +1,88 @@
+"""Beside a neighbour library that changes process-wide ctypes state.
+
+A library in the user's process may give ``ctypes.pythonapi.PyCapsule_New``
+its own prototype (brainevent does). That object is shared by every library in
+the process, so nothing here may rely on, or change, its prototype: with a
+neighbour's prototype set after our import every call raised ArgumentError, and
+set before, the process crashed at the first default-vmap call. Each order runs
+in a fresh process, since the crash took the process down.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+_PROGRAM = r"""
+import ctypes, sys
+
+def neighbour():
+    # What another library does: its own prototype on the shared object.
+    f = ctypes.pythonapi.PyCapsule_New
+    f.restype = ctypes.py_object
+    f.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.CFUNCTYPE(None, ctypes.py_object)]
+
+if sys.argv[1] == "before":
+    neighbour()
+import jax, jax.numpy as jnp, numba, numpy as np
+import xla_custom_kernel as xck
+from numba_cpu_ffi import numba_kernel
+from numba_cpu_ffi._spec import VMAP_METHODS
+if sys.argv[1] == "after":
+    neighbour()
+
+@numba.njit
+def add(x, y, out):  # any rank: expand_dims and broadcast_all pass the batch axis
+    out[:] = x + y
+
+x = np.arange(64 * 1000, dtype=np.float32).reshape(64, 1000)
+y = np.ones((64, 1000), np.float32)
+for method in VMAP_METHODS:
+    op = numba_kernel(add, jax.ShapeDtypeStruct((1000,), jnp.float32), vmap_method=method)
+    np.testing.assert_array_equal(jax.jit(op)(x[0], y[0]), x[0] + 1)
+    np.testing.assert_array_equal(op(x[0], y[0]), x[0] + 1)
+    np.testing.assert_array_equal(jax.jit(jax.vmap(op))(x, y), x + 1)
+
+@numba.njit
+def scale(x, out):
+    for i in range(x.size):
+        out[i] = 3 * x[i]
+
+k = xck.XLACustomKernel("neighbour_scale")
+k.def_numba_kernel(lambda outs: scale)
+k.def_jvp_rule2(lambda t, x, outs: k(t, outs=outs))
+k.def_transpose_rule(lambda cts, x, outs: [k(cts[0], outs=outs)])
+call = lambda v: k(v, outs=jax.ShapeDtypeStruct(v.shape, v.dtype))
+np.testing.assert_array_equal(jax.jit(jax.grad(lambda v: call(v).sum()))(x[0]), np.full(1000, 3.0))
+
+devices = jax.devices("cpu")[:4]
+mesh = jax.sharding.Mesh(np.array(devices), ("d",))
+spec = jax.sharding.PartitionSpec("d")
+op = numba_kernel(add, jax.ShapeDtypeStruct((250,), jnp.float32))
+f = jax.jit(jax.shard_map(op, mesh=mesh, in_specs=(spec, spec), out_specs=spec))
+np.testing.assert_array_equal(f(x[0], y[0]), x[0] + 1)
+
+# The neighbour's own calls still work with its prototype.
+destructor = ctypes.CFUNCTYPE(None, ctypes.py_object)(0)  # none, as jax.ffi.pycapsule does
+buffer = ctypes.create_string_buffer(8)
+capsule = ctypes.pythonapi.PyCapsule_New(ctypes.addressof(buffer), b"neighbour", destructor)
+assert type(capsule).__name__ == "PyCapsule"
+del capsule
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("order", ["before", "after"])
+def test_a_neighbour_that_sets_the_shared_capsule_prototype(order):
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    result = subprocess.run(
+        [sys.executable, "-c", _PROGRAM, order],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert result.stdout.strip().endswith("ok")
