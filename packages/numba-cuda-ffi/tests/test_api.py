@@ -123,9 +123,12 @@ def test_outs_refused(api, outs, error, message):
 
 
 def test_vmap_method_refused():
-    message = "`vmap_method` must be one of None, 'sequential', 'sequential_unrolled', 'fold', got 'expand_dims'"
+    message = (
+        "`vmap_method` must be one of None, 'sequential', 'sequential_unrolled', 'expand_dims', "
+        "'broadcast_all', 'fold', got 'legacy_vectorized'"
+    )
     with pytest.raises(ValueError, match=whole(message)):
-        numba_cuda_kernel(copy, F4, launch_dims=4, vmap_method="expand_dims")
+        numba_cuda_kernel(copy, F4, launch_dims=4, vmap_method="legacy_vectorized")
     message = (
         "`vmap_method` must be one of None, 'sequential', 'sequential_unrolled', 'expand_dims', "
         "'broadcast_all', got 'fold'"

@@ -418,6 +418,30 @@ def test_vmap(device, method, in_axes):
         assert grids == [(2, 1, 1)] * b
 
 
+@cuda.jit
+def add_batched(x, y, out):
+    # For vmap_method "expand_dims"/"broadcast_all": every array has the batch
+    # in front; an unbatched input has an axis of 1 there (expand_dims).
+    i = cuda.grid(1)
+    if i < out.shape[1]:
+        for b in range(out.shape[0]):
+            out[b, i] = x[min(b, x.shape[0] - 1), i] + y[min(b, y.shape[0] - 1), i]
+
+
+@pytest.mark.parametrize("method", ["expand_dims", "broadcast_all"])
+@pytest.mark.parametrize("in_axes", [(0, 0), (0, None), (None, 1)])
+def test_vmap_methods_that_pass_the_batch_axis(device, method, in_axes):
+    n, b = 10, 3
+    op = numba_cuda_kernel(add_batched, S((n,), jnp.float32), launch_dims=n, vmap_method=method)
+    shapes = {None: (n,), 0: (b, n), 1: (n, b)}
+    x, y = _rand(*shapes[in_axes[0]]), _rand(*shapes[in_axes[1]], seed=1)
+    out = jax.jit(jax.vmap(op, in_axes=in_axes))(x, y)
+    expected = [_take(x, in_axes[0], i) + _take(y, in_axes[1], i) for i in range(b)]
+    np.testing.assert_allclose(out, np.stack(expected), rtol=1e-6)
+    if device.emulated:  # one launch for the whole batch, with the launch given
+        assert [launch[0] for launch in device.launches] == [(1, 1, 1)]
+
+
 def test_vmap_with_a_batched_scalar(device):
     op = numba_cuda_kernel(axpy, S((5,), jnp.float32), launch_dims=5)
     a, x, y = np.arange(1, 4, dtype=F32), _rand(5), _rand(3, 5, seed=1)

@@ -5,6 +5,7 @@ from . import _capi as capi
 from ._api_version import api_version as api_version
 from ._api_version import c_api_header as c_api_header
 from ._batching import batch_to_front as batch_to_front
+from ._batching import expand_batch as expand_batch
 from ._batching import leading_batch as leading_batch
 from ._batching import scan_batch as scan_batch
 from ._capi import DataType as DataType
@@ -74,6 +75,7 @@ __all__ = [
     "destroy_error",
     "dtype_from_code",
     "error_message",
+    "expand_batch",
     "function_digest",
     "handler_address",
     "leading_batch",

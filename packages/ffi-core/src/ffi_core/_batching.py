@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-__all__ = ["batch_to_front", "leading_batch", "scan_batch"]
+__all__ = ["batch_to_front", "expand_batch", "leading_batch", "scan_batch"]
 
 
 def batch_to_front(x: jax.Array, dim: int | None, size: int) -> jax.Array:
@@ -33,6 +33,44 @@ def batch_to_front(x: jax.Array, dim: int | None, size: int) -> jax.Array:
     if dim is None:
         return jnp.broadcast_to(x, (size, *x.shape))
     return jnp.moveaxis(x, dim, 0)
+
+
+def expand_batch(
+    args: Sequence[jax.Array],
+    dims: Sequence[int | None],
+    size: int,
+    aliased_inputs: Collection[int],
+    out_avals: Sequence[Any],
+    *,
+    broadcast_all: bool,
+) -> tuple[list[jax.Array], tuple[Any, ...]]:
+    """The arguments and output avals of ``vmap_method="expand_dims"`` /
+    ``"broadcast_all"``: the kernel sees the batch as a leading axis of every
+    array and must handle it itself.
+
+    Batched inputs get their batch axis first. Unbatched ones get a leading
+    axis of size 1 (``expand_dims``) or are broadcast to ``size``
+    (``broadcast_all``, and always for inputs aliased to an output, whose
+    buffer must have the output's shape). Every output gains the axis.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> args, outs = expand_batch(
+        ...     [jnp.ones((3, 2)), jnp.ones(3)], [1, None], 2, (),
+        ...     [jax.core.ShapedArray((3,), jnp.float32)], broadcast_all=False)
+        >>> [a.shape for a in args], [o.shape for o in outs]
+        ([(2, 3), (1, 3)], [(2, 3)])
+    """
+    new_args = []
+    for i, (x, d) in enumerate(zip(args, dims, strict=True)):
+        if d is None and (broadcast_all or i in aliased_inputs):
+            x = jnp.broadcast_to(x, (size, *x.shape))
+        elif d is None:
+            x = x[None]
+        else:
+            x = jnp.moveaxis(x, d, 0)
+        new_args.append(x)
+    return new_args, tuple(a.update(shape=(size, *a.shape)) for a in out_avals)
 
 
 def scan_batch(

@@ -12,8 +12,7 @@ from __future__ import annotations
 import functools
 
 import jax
-import jax.numpy as jnp
-from ffi_core import array_sig, def_eager_impl, leading_batch, scan_batch
+from ffi_core import array_sig, def_eager_impl, expand_batch, leading_batch, scan_batch
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
@@ -68,16 +67,14 @@ def _numba_kernel_call_batching(
 
     if vmap_method in ("expand_dims", "broadcast_all"):
         # The kernel sees batched shapes: it must handle the extra leading axis.
-        new_args = []
-        for i, (x, d) in enumerate(zip(args, dims, strict=True)):
-            if d is None and (vmap_method == "broadcast_all" or i in aliased_inputs):
-                x = jnp.broadcast_to(x, (size, *x.shape))
-            elif d is None:
-                x = x[None]
-            else:
-                x = jnp.moveaxis(x, d, 0)
-            new_args.append(x)
-        new_out = tuple(a.update(shape=(size, *a.shape)) for a in out_avals)
+        new_args, new_out = expand_batch(
+            args,
+            dims,
+            size,
+            aliased_inputs,
+            out_avals,
+            broadcast_all=vmap_method == "broadcast_all",
+        )
         outs = numba_kernel_call_p.bind(*new_args, out_avals=new_out, batched=batched, **params)
         return list(outs), [0] * len(outs)
 

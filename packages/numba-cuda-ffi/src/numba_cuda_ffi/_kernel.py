@@ -58,6 +58,10 @@ def numba_cuda_kernel(
             an XLA loop of calls. ``"fold"``: declare the kernel row-independent
             along axis 0 (launch axis x maps to axis 0 of every array); the batch
             is folded into axis 0 and launch axis x scaled by the batch size.
+            ``"expand_dims"`` / ``"broadcast_all"`` (as ``jax.ffi.ffi_call``):
+            the kernel gets each array with the batch as a leading axis
+            (unbatched inputs with an axis of 1, or broadcast to the batch) and
+            handles it itself; the launch is the one given.
         input_output_aliases: ``{input index: output index}``; the output reuses
             the input's buffer (same shape and dtype).
 

@@ -11,7 +11,14 @@ from __future__ import annotations
 import functools
 
 import jax
-from ffi_core import array_sig, batch_to_front, def_eager_impl, leading_batch, scan_batch
+from ffi_core import (
+    array_sig,
+    batch_to_front,
+    def_eager_impl,
+    expand_batch,
+    leading_batch,
+    scan_batch,
+)
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
@@ -96,6 +103,20 @@ def _numba_cuda_call_batching(
             unroll=vmap_method == "sequential_unrolled",
         )
         return outs, [0] * len(outs)
+
+    if vmap_method in ("expand_dims", "broadcast_all"):
+        # The kernel sees batched shapes (one more axis in front of every array)
+        # and must handle that axis itself; the launch stays as given.
+        new_args, new_out = expand_batch(
+            args,
+            dims,
+            size,
+            aliased_inputs,
+            out_avals,
+            broadcast_all=vmap_method == "broadcast_all",
+        )
+        outs = numba_cuda_call_p.bind(*new_args, out_avals=new_out, batched=batched, **params)
+        return list(outs), [0] * len(outs)
 
     if vmap_method == "fold":
         outs = _fold(

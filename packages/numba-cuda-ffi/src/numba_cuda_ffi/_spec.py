@@ -52,7 +52,17 @@ KIND = "numba CUDA"
 #: ``"sequential_unrolled"``: an XLA loop of calls. ``"fold"``: the caller
 #: declares the kernel row-independent along axis 0, and one launch covers the
 #: batch folded into axis 0 with launch axis x scaled by the batch size.
-VMAP_METHODS: tuple[str | None, ...] = (None, "sequential", "sequential_unrolled", "fold")
+#: ``"expand_dims"`` / ``"broadcast_all"`` (as in ``jax.ffi.ffi_call``): the
+#: kernel gets every array with the batch as a leading axis (unbatched inputs
+#: with an axis of 1, or broadcast) and must handle it; the launch is unchanged.
+VMAP_METHODS: tuple[str | None, ...] = (
+    None,
+    "sequential",
+    "sequential_unrolled",
+    "expand_dims",
+    "broadcast_all",
+    "fold",
+)
 
 #: ``vmap_method`` of ``numba_cuda_callable`` (jax.ffi's methods; None is
 #: ``"sequential"``: the function sees one batch element per call).
