@@ -62,9 +62,9 @@ spmv.def_numba_kernel(lambda outs, shape, transpose: spmv_t_numba if transpose e
 spmv.def_jax_kernel(
     lambda outs, shape, transpose: lambda *args: spmv_jax(*args, shape=shape, transpose=transpose)
 )
-assert spmv.available_backends("cpu") == ("numba", "jax")
+assert spmv.available_backends("cpu") == ["numba", "jax"]
 assert spmv.get_default("cpu") == "numba"  # the first registered is the default
-assert spmv.available_backends("gpu") == ("jax",)  # def_jax_kernel covers every platform
+assert spmv.available_backends("gpu") == ["jax"]  # def_jax_kernel covers every platform
 
 # --- 2. Calling -------------------------------------------------------------
 # kernel(*inputs, outs=..., backend=None, **static_kwargs). Static keywords are

@@ -1,8 +1,11 @@
+import re
+
 import jax
 import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
+import xla_custom_kernel as xck
 from xla_custom_kernel import XLACustomKernel
 
 
@@ -260,3 +263,27 @@ def test_custom_batching_rule_returning_not_implemented(name):
     np.testing.assert_array_equal(jax.vmap(f, in_axes=1)(x), 2 * x.T)
     # The default rule's batched call, batched again, goes to the default rule too.
     np.testing.assert_array_equal(jax.vmap(jax.vmap(f, in_axes=1))(x[None]), 2 * x.T[None])
+
+
+def test_module_level_general_batching_rule_from_a_custom_rule(name):
+    # The seed API's module-level form: a rule of one's own falls back to it.
+    k = XLACustomKernel(name)
+    k.def_jax_kernel(lambda outs, factor: lambda x: x * factor)
+
+    @k.def_batching_rule
+    def rule(args, dims, *, outs, factor):
+        if dims[0] == 0:
+            return xck.general_batching_rule(k, args, dims, outs=outs, factor=factor)
+        return [jnp.moveaxis(args[0], dims[0], 0) * factor + 1], [0]
+
+    def f(x):
+        return k(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype), factor=2.0)
+
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(jax.jit(jax.vmap(f))(x), 2 * x)
+    np.testing.assert_array_equal(jax.vmap(f, in_axes=1)(x), 2 * x.T + 1)
+    with pytest.raises(
+        TypeError,
+        match=re.escape("`kernel` must be an XLACustomKernel or the primitive of one, got 3"),
+    ):
+        xck.general_batching_rule(3, [x], [0], outs=jax.ShapeDtypeStruct((3,), jnp.float32))

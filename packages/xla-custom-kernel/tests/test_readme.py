@@ -11,7 +11,7 @@ CHECKS = [
     "\nassert scale.defaults == {'cpu': 'jax', 'gpu': 'jax', 'tpu': 'jax'}"
     "\nassert (f(x) == 2 * x).all()",
     "\nassert (op(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype)) == x + 1).all()"
-    "\nassert op.available_backends('gpu') == ('my_lang',)",
+    "\nassert op.available_backends('gpu') == ['my_lang']",
 ]
 
 

@@ -20,8 +20,8 @@ def test_def_kernel_returns_entry(name):
         "loop",
         None,
     )
-    assert k.available_backends("cpu") == ("mine",)
-    assert k.available_backends("gpu") == ()
+    assert k.available_backends("cpu") == ["mine"]
+    assert k.available_backends("gpu") == []
 
 
 def test_def_numba_kernel_records_cpu_entry_with_adapter(name):
@@ -63,8 +63,8 @@ def test_gpu_shorthands_record_gpu_entries(name, method, backend, batching):
     k = XLACustomKernel(name)
     entry = getattr(k, method)(_kg)
     assert (entry.backend, entry.platform, entry.batching) == (backend, "gpu", batching)
-    assert k.available_backends("gpu") == (backend,)
-    assert k.available_backends("cpu") == ()
+    assert k.available_backends("gpu") == [backend]
+    assert k.available_backends("cpu") == []
     assert k.defaults == {"gpu": backend}
 
 
@@ -85,7 +85,7 @@ def test_def_pallas_kernel_refuses_cpu(name):
         ),
     ):
         k.def_pallas_kernel("cpu", _kg)
-    assert k.available_backends("cpu") == ()
+    assert k.available_backends("cpu") == []
 
 
 def test_first_registered_is_default_and_asdefault_overrides(name):
@@ -95,7 +95,7 @@ def test_first_registered_is_default_and_asdefault_overrides(name):
     assert k.get_default("cpu") == "a"
     k.def_kernel("c", "cpu", _kg, asdefault=True)
     assert k.get_default("cpu") == "c"
-    assert k.available_backends("cpu") == ("a", "b", "c")
+    assert k.available_backends("cpu") == ["a", "b", "c"]
     assert k.get_default("gpu") is None
 
 
@@ -228,7 +228,7 @@ def test_def_kernel_bad_arguments(name, args, kwargs, error, message):
     k = XLACustomKernel(name)
     with pytest.raises(error, match=re.escape(message)):
         k.def_kernel(*args, **kwargs)
-    assert k.available_backends("cpu") == ()
+    assert k.available_backends("cpu") == []
     assert k.defaults == {}
 
 

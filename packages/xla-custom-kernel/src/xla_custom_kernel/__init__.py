@@ -14,6 +14,7 @@ from ._kernel import XLACustomKernel as XLACustomKernel
 from ._platforms import PLATFORMS as PLATFORMS
 from ._registry import get_kernel as get_kernel
 from ._registry import registered_kernels as registered_kernels
+from ._rules import general_batching_rule as general_batching_rule
 from ._selection import get_backend as get_backend
 from ._selection import set_backend as set_backend
 from ._version import __version__ as __version__
@@ -31,6 +32,7 @@ __all__ = [
     "__version__",
     "backend_adapters",
     "defjvp",
+    "general_batching_rule",
     "get_backend",
     "get_kernel",
     "register_backend_adapter",

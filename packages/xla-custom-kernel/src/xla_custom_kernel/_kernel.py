@@ -216,9 +216,10 @@ class XLACustomKernel:
         """A copy of ``{platform: default backend}``."""
         return self._table.defaults
 
-    def available_backends(self, platform: str) -> tuple[str, ...]:
-        """The backends registered for ``platform``, in registration order."""
-        return self._table.available(platform)
+    def available_backends(self, platform: str) -> list[str]:
+        """The backends registered for ``platform``, in registration order (a
+        list, as the seed API returns)."""
+        return list(self._table.available(platform))
 
     set_backend = staticmethod(set_backend)
     get_backend = staticmethod(get_backend)

@@ -12,12 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from jax import core as jax_core
+
 from . import _autodiff
-from ._primitive import user_outs
-from ._selection import forced_backend
+from ._primitive import out_structs, user_outs
+from ._registry import registered_kernels
+from ._selection import current_forced, forced_backend
 from ._transforms import move_batch_axes
 
-__all__ = ["Rules"]
+__all__ = ["Rules", "general_batching_rule"]
 
 
 class Rules:
@@ -88,3 +91,29 @@ class Rules:
                 dict(static),
                 batch,
             )
+
+
+def general_batching_rule(
+    kernel: Any, args: Sequence[Any], axes: Sequence[int | None], *, outs: Any, **static: Any
+) -> tuple[list[Any], list[int]]:
+    """The default batching of ``kernel`` (an XLACustomKernel or its primitive),
+    callable from a batching rule of your own with the arguments it gets.
+
+    In a rule ``def rule(args, dims, *, outs, **static)`` registered with
+    ``def_batching_rule``, ``return general_batching_rule(op, args, dims,
+    outs=outs, **static)`` batches as if no rule were registered (as returning
+    ``NotImplemented`` does).
+    """
+    for candidate in registered_kernels().values():
+        if kernel is candidate or kernel is candidate.primitive:
+            structs, multiple = out_structs(outs)
+            return candidate.general_batching_rule(
+                args,
+                axes,
+                outs=tuple(jax_core.ShapedArray(o.shape, o.dtype) for o in structs),
+                multiple=multiple,
+                static=tuple(sorted(static.items())),
+                backend=current_forced(),
+                batch=(),
+            )
+    raise TypeError(f"`kernel` must be an XLACustomKernel or the primitive of one, got {kernel!r}")
