@@ -1,0 +1,122 @@
+"""Tutorial 4: numba kernels in a program that spans several processes.
+
+Run it: ``uv run python docs/multi_process.py``. It starts two copies of itself
+on this machine, each a JAX process with two CPU devices, joined by JAX's own
+distribution (``jax.distributed.initialize``, CPU collectives over gloo): one
+program over four devices in two processes. Every step asserts its result, so
+this file doubles as a test (CI runs it); the processes stop by themselves, or
+are killed after ``TIMEOUT_S``.
+
+Nothing here is specific to this project: a numba kernel is an XLA operation
+like any other, so ``shard_map`` runs it on each process's shards and JAX's
+collectives (``psum`` below) cross the process boundary. On several machines,
+give every process the coordinator's address, the number of processes and its
+own id, exactly as here.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+
+N_PROCESSES = 2
+DEVICES_PER_PROCESS = 2
+TIMEOUT_S = 240
+
+
+def worker(process_id: int, port: int) -> None:
+    # Before jax is imported: this process's own CPU devices.
+    os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={DEVICES_PER_PROCESS}"
+    import jax
+
+    try:  # gloo: JAX's cross-process collectives on CPU (the default on newer jax)
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    except AttributeError:
+        pass
+    jax.distributed.initialize(
+        coordinator_address=f"127.0.0.1:{port}",
+        num_processes=N_PROCESSES,
+        process_id=process_id,
+        initialization_timeout=TIMEOUT_S // 2,
+    )
+    import jax.numpy as jnp
+    import numba
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+    from numba_cpu_ffi import numba_kernel
+
+    # --- 1. Every process sees every device; it owns two ------------------
+    n_devices = N_PROCESSES * DEVICES_PER_PROCESS
+    assert len(jax.devices()) == n_devices
+    assert len(jax.local_devices()) == DEVICES_PER_PROCESS
+
+    # --- 2. A numba kernel on each shard, a sum across processes ---------
+
+    @numba.njit
+    def square(x, out):
+        for i in range(x.size):
+            out[i] = x[i] * x[i]
+
+    n = 16
+    per_shard = n // n_devices
+    square_op = numba_kernel(square, jax.ShapeDtypeStruct((per_shard,), jnp.float32))
+    mesh = Mesh(np.array(jax.devices()), ("d",))
+
+    def sum_of_squares(x):
+        # square_op runs where the shard lives; psum adds the four partial sums,
+        # two of them from the other process.
+        return jax.lax.psum(square_op(x).sum(), "d")
+
+    f = jax.jit(jax.shard_map(sum_of_squares, mesh=mesh, in_specs=P("d"), out_specs=P()))
+    host = np.arange(n, dtype=np.float32)
+    # Each process supplies only its own shards of the global array.
+    x = jax.make_array_from_callback((n,), NamedSharding(mesh, P("d")), lambda i: host[i])
+    total = float(f(x).addressable_data(0))
+    assert total == float((host**2).sum()), total
+
+    # --- 3. The same array, squared in place of its shards ----------------
+    g = jax.jit(jax.shard_map(square_op, mesh=mesh, in_specs=P("d"), out_specs=P("d")))
+    squared = g(x)
+    for shard in squared.addressable_shards:
+        np.testing.assert_array_equal(shard.data, host[shard.index] ** 2)
+
+    print(f"process {process_id}: sum of squares {total:.0f}, shards checked", flush=True)
+    jax.distributed.shutdown()
+
+
+def main() -> None:
+    with socket.socket() as s:  # a free port for the coordinator
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, __file__, "worker", str(i), str(port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for i in range(N_PROCESSES)
+    ]
+    outputs = []
+    try:
+        for proc in procs:
+            out, _ = proc.communicate(timeout=TIMEOUT_S)
+            outputs.append(out)
+    finally:
+        for proc in procs:
+            proc.kill()
+    for i, (proc, out) in enumerate(zip(procs, outputs, strict=True)):
+        assert proc.returncode == 0, f"process {i} failed:\n{out}"
+        assert f"process {i}: sum of squares 1240, shards checked" in out, out
+        print(out.strip().splitlines()[-1])
+    print("all steps passed")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["worker"]:
+        worker(int(sys.argv[2]), int(sys.argv[3]))
+    else:
+        main()
