@@ -8,7 +8,7 @@ import sys
 import types
 
 import numpy as np
-from ffi_core import function_digest
+from ffi_core import address_bound_values, function_digest
 
 
 def _factory(value):
@@ -97,7 +97,7 @@ def test_empty_cell():
 
 _IN_A_PROCESS = """
 import numpy as np
-from ffi_core import function_digest
+from ffi_core import address_bound_values, function_digest
 
 TABLE = np.arange(3)
 
@@ -116,3 +116,29 @@ def test_same_in_every_process():
         for _ in range(2)
     }
     assert len(runs) == 1
+
+
+class _Opaque:
+    """An object whose repr holds its address (object's default repr)."""
+
+
+def test_address_bound_values_name_the_capture():
+    marker = _Opaque()
+    assert address_bound_values(_factory(2)) == []
+    assert address_bound_values(_factory(np.arange(3))) == []
+    found = address_bound_values(_factory(marker))
+    assert found == [
+        f"closure value read by '_factory.<locals>.kernel' = <{__name__}._Opaque object at 0x...>"
+    ]
+
+
+def test_address_bound_values_follow_globals():
+    module = _module_with("import ctypes\nLIB = object()\ndef kernel(x):\n    return LIB\n")
+    assert address_bound_values(module.kernel) == [
+        "global 'LIB' read by 'kernel' = <object object at 0x...>"
+    ]
+
+
+def test_address_bound_values_still_tell_objects_apart():
+    # Within a process two such objects must never share a digest.
+    assert function_digest(_factory(_Opaque())) != function_digest(_factory(_Opaque()))

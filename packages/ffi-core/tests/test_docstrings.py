@@ -25,6 +25,7 @@ WITH_EXAMPLES = {
     "ffi_core._capi",
     "ffi_core._digest",
     "ffi_core._dtypes",
+    "ffi_core._export",
     "ffi_core._jax_compat",
     "ffi_core._registry",
     "ffi_core._spec",

@@ -12,11 +12,23 @@ from ._capi import DataType as DataType
 from ._capi import ErrorCode as ErrorCode
 from ._capi import ExecutionStage as ExecutionStage
 from ._capi import HandlerTraits as HandlerTraits
+from ._digest import address_bound_values as address_bound_values
 from ._digest import function_digest as function_digest
 from ._dtypes import SUPPORTED_DTYPES as SUPPORTED_DTYPES
 from ._dtypes import UnsupportedDTypeError as UnsupportedDTypeError
 from ._dtypes import code_from_dtype as code_from_dtype
 from ._dtypes import dtype_from_code as dtype_from_code
+from ._export import ExportError as ExportError
+from ._export import MissingKernelError as MissingKernelError
+from ._export import Unexportable as Unexportable
+from ._export import custom_call_targets as custom_call_targets
+from ._export import deserialize as deserialize
+from ._export import export as export
+from ._export import recipe_context as recipe_context
+from ._export import record_recipe as record_recipe
+from ._export import register_kernel_acceptor as register_kernel_acceptor
+from ._export import register_rebuilder as register_rebuilder
+from ._export import serialize as serialize
 from ._frame import BufferView as BufferView
 from ._frame import CallFrame as CallFrame
 from ._frame import FFIError as FFIError
@@ -55,11 +67,15 @@ __all__ = [
     "DataType",
     "ErrorCode",
     "ExecutionStage",
+    "ExportError",
     "FFIError",
     "HandlerTraits",
+    "MissingKernelError",
     "TargetConflictError",
+    "Unexportable",
     "UnsupportedDTypeError",
     "__version__",
+    "address_bound_values",
     "api_version",
     "array_sig",
     "batch_to_front",
@@ -71,11 +87,14 @@ __all__ = [
     "check_inputs",
     "code_from_dtype",
     "create_error",
+    "custom_call_targets",
     "def_eager_impl",
+    "deserialize",
     "destroy_error",
     "dtype_from_code",
     "error_message",
     "expand_batch",
+    "export",
     "function_digest",
     "handler_address",
     "leading_batch",
@@ -83,8 +102,13 @@ __all__ = [
     "output_avals",
     "positional_count",
     "python_handler",
+    "recipe_context",
+    "record_recipe",
+    "register_kernel_acceptor",
+    "register_rebuilder",
     "register_target",
     "registered_targets",
     "scan_batch",
+    "serialize",
     "target_name",
 ]

@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import re
 import types
 from typing import Any
 
 import numpy as np
 
-__all__ = ["function_digest"]
+__all__ = ["address_bound_values", "function_digest"]
+
+# "<Foo object at 0x7f...>", "<cdata 'double(*)(double)' 0x55...>": a repr
+# holding a memory address, different in every process.
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 
 
 def function_digest(fn: Any) -> str:
@@ -44,11 +49,31 @@ def function_digest(fn: Any) -> str:
         False
     """
     h = hashlib.sha256()
-    _function(fn, h, set())
+    _function(fn, h, set(), [])
     return h.hexdigest()
 
 
-def _function(fn: Any, h: Any, seen: set[int]) -> None:
+def address_bound_values(fn: Any) -> list[str]:
+    """The values ``fn`` captures (as :func:`function_digest` follows them)
+    that count by a ``repr`` holding a memory address, described.
+
+    Their digest differs in every process, so a target named from it cannot be
+    found again by ``jax.export`` or a persistent cache. Within one process it
+    is still right: two such objects never share a digest.
+
+    Example:
+        >>> marker = object()
+        >>> def kernel(x):
+        ...     return marker
+        >>> address_bound_values(kernel)
+        ["global 'marker' read by 'kernel' = <object object at 0x...>"]
+    """
+    found: list[str] = []
+    _function(fn, hashlib.sha256(), set(), found)
+    return found
+
+
+def _function(fn: Any, h: Any, seen: set[int], found: list[str]) -> None:
     h.update(f"function:{fn.__module__}.{fn.__qualname__}".encode())
     if id(fn) in seen:  # recursion: the name stands for it
         return
@@ -61,12 +86,12 @@ def _function(fn: Any, h: Any, seen: set[int]) -> None:
         except ValueError:  # a cell not yet filled
             h.update(b"<empty cell>")
             continue
-        _value(value, h, seen)
+        _value(value, h, seen, found, f"closure value read by {fn.__qualname__!r}")
     scope = getattr(fn, "__globals__", {})
     for name in sorted(_names(code)):
         if name in scope:
             h.update(f"global:{name}=".encode())
-            _value(scope[name], h, seen)
+            _value(scope[name], h, seen, found, f"global {name!r} read by {fn.__qualname__!r}")
 
 
 def _names(code: types.CodeType) -> set[str]:
@@ -87,7 +112,7 @@ def _code(code: types.CodeType, h: Any) -> None:
     h.update(repr(code.co_names).encode())
 
 
-def _value(value: Any, h: Any, seen: set[int]) -> None:
+def _value(value: Any, h: Any, seen: set[int], found: list[str], where: str) -> None:
     if isinstance(value, types.ModuleType):
         h.update(f"module:{value.__name__}".encode())  # not repr: it holds a path
     elif isinstance(value, np.ndarray):
@@ -95,10 +120,13 @@ def _value(value: Any, h: Any, seen: set[int]) -> None:
         h.update(np.ascontiguousarray(value).tobytes())
     elif inspect.isfunction(getattr(value, "py_func", None)):
         h.update(f"dispatcher:{type(value).__name__}".encode())
-        _function(value.py_func, h, seen)
+        _function(value.py_func, h, seen, found)
     elif inspect.isfunction(value):
-        _function(value, h, seen)
+        _function(value, h, seen, found)
     elif isinstance(value, type):
         h.update(f"type:{value.__module__}.{value.__qualname__}".encode())
     else:
-        h.update(f"{type(value).__qualname__}:{value!r}".encode())
+        text = repr(value)
+        if _ADDRESS.search(text):
+            found.append(f"{where} = {_ADDRESS.sub('0x...', text)}")
+        h.update(f"{type(value).__qualname__}:{text}".encode())

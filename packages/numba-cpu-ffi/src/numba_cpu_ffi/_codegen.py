@@ -27,7 +27,14 @@ from typing import Any
 import jaxlib
 import numba
 import numpy as np
-from ffi_core import api_version, code_from_dtype, register_target, target_name
+from ffi_core import (
+    Unexportable,
+    api_version,
+    code_from_dtype,
+    record_recipe,
+    register_target,
+    target_name,
+)
 from numba.core.errors import NumbaError
 from numba.np.ufunc.parallel import _launch_threads
 
@@ -156,10 +163,12 @@ def _digest(info: KernelInfo, sig: CallSig) -> str:
     return h.hexdigest()[:24]
 
 
-def _load_module(name: str, source: str, namespace: dict[str, Any]) -> pytypes.ModuleType:
+def _load_module(
+    name: str, source: str, namespace: dict[str, Any], *, cache: bool = True
+) -> pytypes.ModuleType:
     """Import ``source`` as module ``name`` with ``namespace`` preset, from a
     file in the cache directory when there is one (so Numba can cache it)."""
-    directory = cache_dir()
+    directory = cache_dir() if cache else None
     if directory is None:
         module = pytypes.ModuleType(name)
         module.__dict__.update(namespace, CACHE=False)
@@ -209,7 +218,11 @@ def compiled_handler(info: KernelInfo, sig: CallSig) -> tuple[str, Any]:
     source = _source(info, sig, label)
     with _lock:
         try:
-            module = _load_module(f"h_{info.name}_{digest}", source, namespace)
+            # A kernel reading ctypes/cffi functions (address-bound values) has
+            # code Numba cannot cache; it would warn at every compile.
+            module = _load_module(
+                f"h_{info.name}_{digest}", source, namespace, cache=not info.address_bound
+            )
         except NumbaError as exc:
             raise KernelCompileError(
                 f"kernel '{info.name}' does not compile for {sig.describe()}:\n{exc}"
@@ -221,4 +234,26 @@ def ensure_target(info: KernelInfo, sig: CallSig) -> str:
     """Compile (or load) and register the handler; returns the target name."""
     name, handler = compiled_handler(info, sig)
     register_target(name, handler, content=f"{info.qualname}:{info.digest}:{sig!r}", platform="cpu")
+    record_recipe(name, _recipe(info, sig))
     return name
+
+
+def _recipe(info: KernelInfo, sig: CallSig) -> dict[str, Any] | Unexportable:
+    """How ``ffi_core.deserialize`` makes this target again (``_catalog``)."""
+    if info.address_bound:
+        return Unexportable(
+            f"numba kernel {info.qualname!r} captures values whose repr holds a memory "
+            f"address ({'; '.join(info.address_bound)}), so its digest differs in every "
+            "process; make them module constants of a stable repr (numbers, strings, "
+            "tuples, arrays) or pass them as arguments"
+        )
+    return {
+        "kind": "numba_cpu",
+        "module": "numba_cpu_ffi",
+        "kernel": info.qualname,
+        "digest": info.digest,
+        "inputs": [[a.dtype, a.rank] for a in sig.inputs],
+        "outputs": [[a.dtype, a.rank] for a in sig.outputs],
+        "batched": None if sig.batched is None else list(sig.batched),
+        "context": sig.context,
+    }

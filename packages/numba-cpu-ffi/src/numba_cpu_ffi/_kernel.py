@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
 from ffi_core import check_aliases, check_arity, check_inputs, output_avals
 
+from ._catalog import kernel_info
 from ._primitive import numba_kernel_call_p
-from ._spec import KIND, SUPPORTED_DTYPES, VMAP_METHODS, KernelInfo
+from ._spec import KIND, SUPPORTED_DTYPES, VMAP_METHODS
 
 __all__ = ["numba_kernel"]
-
-
-@functools.cache
-def _kernel_info(kernel: Any) -> KernelInfo:
-    return KernelInfo(kernel)
 
 
 def numba_kernel(
@@ -67,7 +62,7 @@ def numba_kernel(
         >>> jax.jit(f)(x, x)
         Array([0., 2., 4., 6.], dtype=float32)
     """
-    info = _kernel_info(kernel)
+    info = kernel_info(kernel)
     out_avals, rebuild = output_avals(outs, accepted=SUPPORTED_DTYPES, kind=KIND)
     if vmap_method not in VMAP_METHODS:
         raise ValueError(

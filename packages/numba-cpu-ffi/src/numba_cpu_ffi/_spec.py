@@ -11,9 +11,10 @@ import dataclasses
 import hashlib
 
 import ffi_core
+from ffi_core import ArraySig
 from numba.core.registry import CPUDispatcher
 
-__all__ = ["KIND", "SUPPORTED_DTYPES", "VMAP_METHODS", "CallSig", "KernelInfo"]
+__all__ = ["KIND", "SUPPORTED_DTYPES", "VMAP_METHODS", "ArraySig", "CallSig", "KernelInfo"]
 
 #: Dtypes a numba CPU kernel can take, by name. Not float16: Numba has no
 #: float16 on CPU (any array of it fails inside Numba's lowering).
@@ -85,4 +86,6 @@ class KernelInfo:
         h = hashlib.sha256(ffi_core.function_digest(py_func).encode())
         h.update(repr(sorted((k, repr(v)) for k, v in kernel.targetoptions.items())).encode())
         self.digest = h.hexdigest()[:24]
+        #: captured values that make the digest differ per process (no export)
+        self.address_bound = ffi_core.address_bound_values(py_func)
         self.n_params = ffi_core.positional_count(py_func)

@@ -17,7 +17,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from ffi_core import def_eager_impl
+from ffi_core import def_eager_impl, recipe_context
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
@@ -25,6 +25,7 @@ from ._adapters import install_hint
 from ._autodiff import as_outputs
 from ._entry import KernelEntry
 from ._errors import BackendError, NoKernelError, UnknownBackendError
+from ._export import recipe_step
 from ._platforms import LOWERING_PLATFORMS
 from ._table import BackendTable
 from ._transforms import apply_levels
@@ -140,7 +141,8 @@ def _lowering(
         if batch and mode == "auto":
             mode = _batching_mode(fn, batch, ctx.avals_in)
         f = apply_levels(fn, batch, mode) if batch else fn
-        return mlir.lower_fun(f, multiple_results=True)(ctx, *args)
+        with recipe_context(recipe_step(name, entry, outs, multiple, static)):
+            return mlir.lower_fun(f, multiple_results=True)(ctx, *args)
     except (NoKernelError, UnknownBackendError):
         raise
     except Exception as exc:

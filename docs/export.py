@@ -1,0 +1,112 @@
+"""Tutorial 5: export a function that calls numba kernels; call it in another process.
+
+Run it: ``uv run python docs/export.py``. It exports and serializes three
+functions, then starts a fresh copy of itself that reads them back and calls
+them. Every step asserts its result, so this file doubles as a test (CI runs it).
+
+``jax.export`` writes a function as StableHLO; a numba kernel appears in it only
+as an FFI target name. The process that calls it must have registered the
+kernel's handler first. ``ffi_core.export`` / ``ffi_core.serialize`` record,
+beside JAX's bytes, how each target was made (the kernel's digest and its
+dtype/rank signature; for an ``XLACustomKernel``, also the generator call);
+``ffi_core.deserialize`` makes the targets again from the kernels the new
+process defines (by importing the module that wraps them, or given in
+``kernels=``), and names any kernel it cannot find.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import ffi_core
+import jax
+import jax.numpy as jnp
+import numba
+import numpy as np
+import xla_custom_kernel as xck
+from numba_cpu_ffi import numba_kernel
+
+# --- The kernels: in a real program, a module both processes import ---------
+
+
+@numba.njit
+def axpy(x, y, out):
+    for i in range(x.size):
+        out[i] = 2.0 * x[i] + y[i]
+
+
+axpy_op = numba_kernel(axpy, jax.ShapeDtypeStruct((8,), jnp.float32))
+
+
+def clip_generator(outs, limit):
+    @numba.njit
+    def clip(x, out):
+        for i in range(x.size):
+            out[i] = min(x[i], limit)
+
+    return clip
+
+
+clip = xck.XLACustomKernel("tutorial_clip")
+clip.def_numba_kernel(clip_generator)
+
+X = np.arange(8, dtype=np.float32)
+XB = np.arange(24, dtype=np.float32).reshape(3, 8)
+EXPECTED = {
+    "axpy": 3 * X,
+    "axpy_vmap": 3 * XB,
+    "clip": np.minimum(X, 5),
+}
+
+
+def export_all(folder: str) -> None:
+    # --- 1. Export: ffi_core.export is jax.export.export with our targets allowed
+    cases = {
+        "axpy": (lambda x: axpy_op(x, x), X),
+        "axpy_vmap": (jax.vmap(lambda x: axpy_op(x, x)), XB),
+        "clip": (lambda x: clip(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype), limit=5.0), X),
+    }
+    for name, (fn, arg) in cases.items():
+        exported = ffi_core.export(fn)(arg)
+        (target,) = ffi_core.custom_call_targets(exported)  # one numba target each
+        assert target.startswith("numba_cpu.")
+        # --- 2. Serialize: JAX's bytes and how to make each target again
+        with open(os.path.join(folder, f"{name}.bin"), "wb") as f:
+            f.write(ffi_core.serialize(exported))
+    print("exported: " + ", ".join(cases))
+
+
+def call_all(folder: str) -> None:
+    # --- 3. In a new process: deserialize registers the kernels, then call
+    for name, want in EXPECTED.items():
+        with open(os.path.join(folder, f"{name}.bin"), "rb") as f:
+            restored = ffi_core.deserialize(f.read())
+        arg = XB if name.endswith("vmap") else X
+        np.testing.assert_array_equal(restored.call(arg), want)
+        np.testing.assert_array_equal(jax.jit(restored.call)(arg), want)
+    print("called in a new process: " + ", ".join(EXPECTED))
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        export_all(folder)
+        out = subprocess.run(
+            [sys.executable, __file__, "call", folder],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        print(out.stdout.strip())
+    print("all steps passed")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["call"]:
+        call_all(sys.argv[2])
+    else:
+        main()

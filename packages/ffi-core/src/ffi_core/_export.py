@@ -1,0 +1,361 @@
+"""``jax.export`` round trips for functions that call this project's kernels.
+
+An exported function names its kernels only by FFI target; a process that
+deserializes it must register the same handlers before the first call. Every
+bridge therefore gives each target a *recipe* when it registers it: a small
+JSON description of how to make the handler again (the kernel's digest and the
+dtype/rank signature), preceded by the steps of any library that produced the
+kernel (``xla-custom-kernel`` re-runs the kernel generator with the recorded
+outputs and static keywords). :func:`serialize` stores the recipes of the
+targets a function calls beside JAX's bytes; :func:`deserialize` runs them in
+the new process, which finds each kernel by digest among the kernels it has
+imported (or was given), and raises :class:`MissingKernelError` naming the
+kernel when one is absent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import importlib
+import json
+import re
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+import jax
+import numpy as np
+
+from ._registry import registered_targets
+
+__all__ = [
+    "ExportError",
+    "MissingKernelError",
+    "Unexportable",
+    "custom_call_targets",
+    "deserialize",
+    "export",
+    "recipe_context",
+    "record_recipe",
+    "register_kernel_acceptor",
+    "register_rebuilder",
+    "serialize",
+]
+
+#: The first bytes of what :func:`serialize` writes, then the manifest's length.
+MAGIC = b"ffi-core export 1\n"
+
+
+class ExportError(ValueError):
+    """A function whose kernels cannot be made again in another process."""
+
+
+class MissingKernelError(LookupError):
+    """A target of an exported function whose kernel this process does not have."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Unexportable:
+    """A recipe step that cannot be written down, and why (said on export)."""
+
+    reason: str
+
+
+_lock = threading.Lock()
+_steps: contextvars.ContextVar[tuple[str | Unexportable, ...]] = contextvars.ContextVar(
+    "ffi_core_export_steps", default=()
+)
+# target name -> the chains of steps seen to produce it, each step JSON text
+_recipes: dict[str, dict[tuple[str | Unexportable, ...], None]] = {}
+_rebuilders: dict[str, Callable[[Mapping[str, Any]], None]] = {}
+_acceptors: list[Callable[[object], bool]] = []
+
+
+# -- values in recipes --------------------------------------------------------------
+
+
+def to_json(value: Any) -> Any:
+    """``value`` as JSON data that :func:`from_json` turns back into an equal
+    value: None, bool, int, float, str, tuple, list, dict with str keys, NumPy
+    dtypes and scalars. Anything else raises TypeError."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, tuple):
+        return {"tuple": [to_json(v) for v in value]}
+    if isinstance(value, list):
+        return [to_json(v) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"dict": [[k, to_json(v)] for k, v in value.items()]}
+    if isinstance(value, np.dtype):
+        return {"dtype": value.str}
+    if isinstance(value, np.generic):
+        return {"scalar": value.dtype.str, "value": value.item()}
+    raise TypeError(f"{type(value).__qualname__} value {value!r}")
+
+
+def from_json(data: Any) -> Any:
+    """The value :func:`to_json` wrote."""
+    if isinstance(data, list):
+        return [from_json(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    if "tuple" in data:
+        return tuple(from_json(v) for v in data["tuple"])
+    if "dict" in data:
+        return {k: from_json(v) for k, v in data["dict"]}
+    if "dtype" in data:
+        return np.dtype(data["dtype"])
+    return np.dtype(data["scalar"]).type(data["value"])
+
+
+# -- recording ----------------------------------------------------------------------
+
+
+def _encode(step: Mapping[str, Any] | Unexportable) -> str | Unexportable:
+    if isinstance(step, Unexportable):
+        return step
+    if not isinstance(step.get("kind"), str):
+        raise ValueError(f"a recipe step needs a str 'kind', got {dict(step)!r}")
+    try:
+        return json.dumps({k: to_json(v) for k, v in step.items()}, sort_keys=True)
+    except TypeError as exc:
+        return Unexportable(f"{step['kind']} step holds a {exc} that JSON cannot keep")
+
+
+@contextlib.contextmanager
+def recipe_context(step: Mapping[str, Any] | Unexportable) -> Iterator[None]:
+    """Within this block, recipes recorded with :func:`record_recipe` start
+    with ``step``: a library that makes kernels (``xla-custom-kernel`` running
+    a generator) says how to make them again.
+
+    ``step`` is a dict with a str ``"kind"`` naming a rebuilder (see
+    :func:`register_rebuilder`) and a ``"module"`` to import for it; values are
+    what :func:`to_json` keeps. A step holding anything else is kept as
+    unexportable, and a recipe is then written from the steps after it.
+    """
+    token = _steps.set((*_steps.get(), _encode(step)))
+    try:
+        yield
+    finally:
+        _steps.reset(token)
+
+
+def record_recipe(target: str, step: Mapping[str, Any] | Unexportable) -> None:
+    """Note how ``target`` is made: ``step`` (the bridge's own, e.g. kernel
+    digest and signature) after the steps of the enclosing
+    :func:`recipe_context` blocks. Called by a bridge at every lowering."""
+    chain = (*_steps.get(), _encode(step))
+    with _lock:
+        _recipes.setdefault(target, {})[chain] = None
+
+
+def register_rebuilder(kind: str, rebuild: Callable[[Mapping[str, Any]], None]) -> None:
+    """``rebuild(step)`` makes again what a recipe step of ``kind`` made, in a
+    new process; it raises :class:`MissingKernelError` when the kernel is not
+    known there. A bridge registers its rebuilder when it is imported."""
+    with _lock:
+        _rebuilders[kind] = rebuild
+
+
+def register_kernel_acceptor(accept: Callable[[object], bool]) -> None:
+    """``accept(obj)`` makes ``obj`` known to a bridge (a kernel passed in
+    :func:`deserialize`'s ``kernels``) and returns True, or returns False when
+    the object is not the bridge's."""
+    with _lock:
+        _acceptors.append(accept)
+
+
+# -- export -------------------------------------------------------------------------
+
+_TARGET = re.compile(r"custom_call @([\w.$-]+)\(")
+
+
+def custom_call_targets(exported: jax.export.Exported | str) -> list[str]:
+    """The custom-call targets a function calls, sorted: of an
+    ``Exported`` or of lowered text (``jax.jit(f).lower(x).as_text()``).
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> custom_call_targets(jax.export.export(jax.jit(jnp.sin))(1.0))
+        []
+    """
+    text = exported if isinstance(exported, str) else exported.mlir_module()
+    return sorted(set(_TARGET.findall(text)))
+
+
+def _known(targets: Iterable[str]) -> list[str]:
+    with _lock:
+        return [t for t in targets if t in _recipes]
+
+
+def export(
+    fun: Callable[..., Any],
+    *,
+    platforms: Iterable[str] | None = None,
+    disabled_checks: Iterable[Any] = (),
+) -> Callable[..., jax.export.Exported]:
+    """``jax.export.export`` for a function that calls this project's kernels.
+
+    JAX refuses to export custom calls it does not know to be stable; this
+    lowers ``fun`` once to find the targets our bridges made and passes
+    ``jax.export.DisabledSafetyCheck.custom_call`` for each (their names derive
+    from content, so they are the same in every process). Other custom calls
+    still need the user's ``disabled_checks``.
+
+    Args:
+        fun: a function, or a ``jax.jit`` of one.
+        platforms: as ``jax.export.export``'s (default: the default backend).
+        disabled_checks: further checks to disable, as for ``jax.export.export``.
+
+    Returns:
+        A function of the arguments (arrays or ``jax.ShapeDtypeStruct``) returning
+        the ``jax.export.Exported``; write it with :func:`serialize`.
+    """
+    if not callable(fun):
+        raise TypeError(f"`fun` must be callable, got {type(fun)!r}")
+    jitted = fun if hasattr(fun, "trace") and hasattr(fun, "lower") else jax.jit(fun)
+    platforms = None if platforms is None else tuple(platforms)
+    extra = tuple(disabled_checks)
+
+    def do(*args: Any, **kwargs: Any) -> jax.export.Exported:
+        lowered = jitted.trace(*args, **kwargs).lower(lowering_platforms=platforms)
+        ours = _known(custom_call_targets(lowered.as_text()))
+        checks = [*extra, *(jax.export.DisabledSafetyCheck.custom_call(t) for t in ours)]
+        return jax.export.export(jitted, platforms=platforms, disabled_checks=checks)(
+            *args, **kwargs
+        )
+
+    return do
+
+
+def _manifest(exported: jax.export.Exported) -> dict[str, list[list[dict[str, Any]]]]:
+    manifest: dict[str, list[list[dict[str, Any]]]] = {}
+    for target in custom_call_targets(exported):
+        with _lock:
+            chains = list(_recipes.get(target, ()))
+        if not chains:
+            continue  # not ours: JAX's own, or another library's
+        written, reasons = [], []
+        for chain in chains:
+            if isinstance(chain[-1], Unexportable):
+                reasons.append(chain[-1].reason)
+                continue
+            start = max(
+                (k + 1 for k, s in enumerate(chain) if isinstance(s, Unexportable)), default=0
+            )
+            steps = [json.loads(s) for s in chain[start:]]  # type: ignore[arg-type]
+            if steps not in written:
+                written.append(steps)
+        if not written:
+            raise ExportError(
+                f"FFI target {target!r} cannot be made again in another process: "
+                + "; ".join(dict.fromkeys(reasons))
+            )
+        manifest[target] = written
+    return manifest
+
+
+def serialize(exported: jax.export.Exported) -> bytes:
+    """``exported``'s bytes with the recipes of the kernels it calls.
+
+    Read them with :func:`deserialize` (``jax.export.deserialize`` cannot read
+    them). Raises :class:`ExportError` when a kernel cannot be made again in
+    another process (see the message for the value that prevents it).
+
+    Example:
+        >>> import jax, jax.numpy as jnp, numpy as np
+        >>> blob = serialize(export(jnp.sin)(np.float32(1)))
+        >>> float(deserialize(blob).call(np.float32(0)))
+        0.0
+    """
+    if not isinstance(exported, jax.export.Exported):
+        raise TypeError(f"`exported` must be a jax.export.Exported, got {type(exported)!r}")
+    manifest = json.dumps({"targets": _manifest(exported)}, sort_keys=True).encode()
+    return MAGIC + len(manifest).to_bytes(8, "little") + manifest + bytes(exported.serialize())
+
+
+def deserialize(blob: bytes | bytearray, *, kernels: Iterable[object] = ()) -> jax.export.Exported:
+    """The ``jax.export.Exported`` that :func:`serialize` wrote, with every
+    kernel it calls registered in this process.
+
+    Each kernel is found by the digest of its code among those this process
+    knows: wrapped (``numba_kernel(...)``, an ``XLACustomKernel``) in a module it
+    imported, or passed in ``kernels``. Bytes from ``jax.export``'s own
+    ``serialize`` are read too; their kernels must then be registered already.
+
+    Args:
+        blob: what :func:`serialize` returned.
+        kernels: kernels to make known first: ``@numba.njit`` functions and any
+            other kernel objects the installed bridges accept.
+
+    Raises:
+        MissingKernelError: a kernel the function calls is not known here; the
+            message names it and says what to import.
+    """
+    if not isinstance(blob, bytes | bytearray):
+        raise TypeError(f"`blob` must be bytes from ffi_core.serialize, got {type(blob)!r}")
+    for k, obj in enumerate(kernels):
+        with _lock:
+            acceptors = list(_acceptors)
+        if not any(accept(obj) for accept in acceptors):
+            raise TypeError(
+                f"`kernels[{k}]` is not a kernel any imported bridge knows: got {type(obj)!r} "
+                "(pass @numba.njit functions, or import the bridge of the kernel first)"
+            )
+    manifest: dict[str, Any] = {"targets": {}}
+    if bytes(blob[: len(MAGIC)]) == MAGIC:
+        size = int.from_bytes(blob[len(MAGIC) : len(MAGIC) + 8], "little")
+        start = len(MAGIC) + 8
+        manifest = json.loads(bytes(blob[start : start + size]))
+        blob = blob[start + size :]
+    exported = jax.export.deserialize(bytearray(blob))
+    for target in custom_call_targets(exported):
+        chains = manifest["targets"].get(target)
+        if chains:
+            _rebuild(target, chains)
+    return exported
+
+
+def _registered(target: str) -> bool:
+    return any(name == target for name, _ in registered_targets())
+
+
+def _rebuild(target: str, chains: list[list[dict[str, Any]]]) -> None:
+    if _registered(target):
+        return
+    missing: list[str] = []
+    for chain in chains:
+        try:
+            for step in chain:
+                _rebuilder(step)({k: from_json(v) for k, v in step.items()})
+        except MissingKernelError as exc:
+            missing.append(str(exc))
+            continue
+        if _registered(target):
+            return
+        missing.append(f"its recipe ran but did not register {target!r}")
+    raise MissingKernelError(
+        f"the exported function calls FFI target {target!r}, which this process cannot "
+        f"make: {' Or: '.join(dict.fromkeys(missing))}"
+    )
+
+
+def _rebuilder(step: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], None]:
+    kind = step["kind"]
+    with _lock:
+        rebuild = _rebuilders.get(kind)
+    if rebuild is None:
+        module = step.get("module", "")
+        try:
+            importlib.import_module(module)  # a bridge registers its rebuilder on import
+        except ImportError as exc:
+            raise MissingKernelError(
+                f"its kernel was made by {module or kind!r}, which is not installed ({exc})"
+            ) from None
+        with _lock:
+            rebuild = _rebuilders.get(kind)
+        if rebuild is None:
+            raise MissingKernelError(f"no rebuilder for recipe steps of kind {kind!r}")
+    return rebuild

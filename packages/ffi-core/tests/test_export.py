@@ -1,0 +1,188 @@
+"""ffi_core.export / serialize / deserialize: recipes recorded with targets,
+written beside JAX's bytes, and run again to register the targets.
+
+Targets here are made by a test rebuilder registering a Python handler, so
+the whole path runs in one process; the bridges' own rebuilders are tested
+across processes in tests-integration/test_export.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+import ffi_core
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from ffi_core import CallFrame, ExportError, MissingKernelError, Unexportable
+from ffi_core._export import MAGIC, from_json, to_json
+
+X = np.arange(4, dtype=np.float32)
+
+
+def _double(frame: CallFrame) -> None:
+    (x,), (out,) = frame.args, frame.rets
+    out.as_numpy()[...] = x.as_numpy() * 2
+
+
+def _calls(target: str):
+    return lambda x: jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+
+def _fresh_target(request: pytest.FixtureRequest) -> str:
+    # The registry is process-wide: a name of this test's own.
+    return ffi_core.target_name("ffi_core_tests.export", request.node.nodeid)
+
+
+def _rebuilder(made: list[dict]):
+    def rebuild(step):
+        made.append(dict(step))
+        if step.get("missing"):
+            raise MissingKernelError(f"kernel {step['kernel']!r} is not here")
+        name = step["target"]
+        handler = ffi_core.python_handler(_double, name=name)
+        ffi_core.register_target(name, handler, content="double")
+
+    return rebuild
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        3,
+        2.5,
+        float("inf"),
+        "s",
+        (1, (2.0, "a")),
+        [1, (2,)],
+        {"a": (1,)},
+        np.dtype("float32"),
+        np.float32(1.5),
+        np.int64(-3),
+    ],
+    ids=repr,
+)
+def test_json_round_trip(value):
+    back = from_json(to_json(value))
+    assert back == value and type(back) is type(value)
+
+
+def test_json_refuses_other_values():
+    with pytest.raises(TypeError, match=re.escape("object value <object object at")):
+        to_json(object())
+
+
+def test_custom_call_targets_of_text_and_exported(request):
+    target = _fresh_target(request)
+    text = jax.jit(_calls(target)).lower(X).as_text()
+    assert ffi_core.custom_call_targets(text) == [target]
+    assert ffi_core.custom_call_targets(jax.export.export(jax.jit(jnp.sin))(X)) == []
+
+
+def test_round_trip_runs_the_recipe(request):
+    target = _fresh_target(request)
+    made: list[dict] = []
+    ffi_core.register_rebuilder("ffi_core_tests.double", _rebuilder(made))
+    step = {"kind": "ffi_core_tests.double", "target": target, "shape": (4,)}
+    with ffi_core.recipe_context({"kind": "ffi_core_tests.outer", "note": object()}):
+        ffi_core.record_recipe(target, step)  # the outer step cannot be written
+    exported = ffi_core.export(_calls(target))(X)
+    blob = ffi_core.serialize(exported)
+    assert blob.startswith(MAGIC)
+    assert made == []
+    restored = ffi_core.deserialize(blob)
+    assert made == [step]  # only the writable suffix ran, values as recorded
+    np.testing.assert_array_equal(restored.call(X), 2 * X)
+    ffi_core.deserialize(blob)  # registered now: the recipe does not run again
+    assert len(made) == 1
+
+
+def test_export_needs_no_disabled_checks_for_our_targets(request):
+    target = _fresh_target(request)
+    with pytest.raises(ValueError, match="Cannot serialize code with custom calls"):
+        ffi_core.export(_calls(target))(X)  # no recipe: not ours
+    ffi_core.record_recipe(target, {"kind": "ffi_core_tests.double", "target": target})
+    assert ffi_core.custom_call_targets(ffi_core.export(_calls(target))(X)) == [target]
+    assert ffi_core.custom_call_targets(ffi_core.export(jax.jit(_calls(target)))(X)) == [target]
+
+
+def test_missing_kernel_names_every_recipe_tried(request):
+    target = _fresh_target(request)
+    made: list[dict] = []
+    ffi_core.register_rebuilder("ffi_core_tests.double", _rebuilder(made))
+    for kernel in ("pkg.first", "pkg.second"):
+        ffi_core.record_recipe(
+            target,
+            {"kind": "ffi_core_tests.double", "target": target, "missing": True, "kernel": kernel},
+        )
+    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X))
+    with pytest.raises(
+        MissingKernelError,
+        match=re.escape(
+            f"the exported function calls FFI target {target!r}, which this process cannot "
+            "make: kernel 'pkg.first' is not here Or: kernel 'pkg.second' is not here"
+        ),
+    ):
+        ffi_core.deserialize(blob)
+
+
+def test_missing_bridge_is_named(request):
+    target = _fresh_target(request)
+    step = {"kind": "ffi_core_tests.absent", "module": "ffi_core_tests_no_such_bridge"}
+    ffi_core.record_recipe(target, step)
+    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X))
+    with pytest.raises(
+        MissingKernelError,
+        match=re.escape(
+            "cannot make: its kernel was made by 'ffi_core_tests_no_such_bridge', which is not "
+            "installed (No module named 'ffi_core_tests_no_such_bridge')"
+        ),
+    ):
+        ffi_core.deserialize(blob)
+
+
+def test_unexportable_target_is_refused_with_the_reason(request):
+    target = _fresh_target(request)
+    ffi_core.record_recipe(target, Unexportable("kernel 'k' captures <object at 0x...>"))
+    exported = ffi_core.export(_calls(target))(X)
+    with pytest.raises(
+        ExportError,
+        match=re.escape(
+            f"FFI target {target!r} cannot be made again in another process: "
+            "kernel 'k' captures <object at 0x...>"
+        ),
+    ):
+        ffi_core.serialize(exported)
+
+
+def test_plain_jax_bytes_are_read():
+    exported = jax.export.export(jax.jit(jnp.cos))(X)
+    restored = ffi_core.deserialize(exported.serialize())
+    np.testing.assert_allclose(restored.call(X), np.cos(X), rtol=1e-6)
+
+
+def test_bad_arguments():
+    with pytest.raises(
+        TypeError,
+        match=re.escape("`blob` must be bytes from ffi_core.serialize, got <class 'str'>"),
+    ):
+        ffi_core.deserialize("x")
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "`kernels[0]` is not a kernel any imported bridge knows: got <class 'int'> (pass "
+            "@numba.njit functions, or import the bridge of the kernel first)"
+        ),
+    ):
+        ffi_core.deserialize(b"", kernels=[3])
+    with pytest.raises(
+        TypeError, match=re.escape("`exported` must be a jax.export.Exported, got <class 'int'>")
+    ):
+        ffi_core.serialize(3)
+    with pytest.raises(TypeError, match=re.escape("`fun` must be callable, got <class 'int'>")):
+        ffi_core.export(3)
+    with pytest.raises(ValueError, match=re.escape("a recipe step needs a str 'kind', got {}")):
+        ffi_core.record_recipe("t", {})
