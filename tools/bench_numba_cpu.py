@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -25,6 +26,7 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 from numba_cpu_ffi import numba_kernel
+from numba_cpu_ffi._codegen import parallel_min_elements
 
 
 @numba.njit
@@ -92,22 +94,80 @@ def bench_chain(rounds: int, n: int = 1000) -> dict:
     return res
 
 
+@numba.njit(parallel=True)
+def add_parallel(x, y, out):
+    for i in numba.prange(x.size):
+        out[i] = x[i] + y[i]
+
+
+def _faults_per_call(fn: Callable[[], object], calls: int = 50) -> float:
+    """Minor page faults per call: a fresh output buffer is paid page by page."""
+    jax.block_until_ready(fn())
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(calls):
+        jax.block_until_ready(fn())
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
+
+
 def bench_large(rounds: int) -> dict:
     x = jnp.asarray(np.random.default_rng(0).random(2**20, dtype=np.float32))
     y = x + 1
-    f = jax.jit(numba_kernel(add, jax.ShapeDtypeStruct(x.shape, x.dtype)))
+    out = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    cands = {
+        "numba": jax.jit(numba_kernel(add, out)),
+        "jnp": jax.jit(jnp.add),
+        "numba_prange": jax.jit(numba_kernel(add_parallel, out)),
+    }
+    res = interleaved({k: (lambda f=f: f(x, y)) for k, f in cands.items()}, rounds, 20)
+    for k, f in cands.items():
+        res[f"{k}_page_faults_per_call"] = _faults_per_call(lambda f=f: f(x, y))
+    return res
+
+
+def bench_parallel_small(rounds: int, n: int = 10_000) -> dict:
+    """A ``prange`` kernel on a small array: it must not pay thread wake-up."""
+    x = jnp.asarray(np.random.default_rng(0).random(n, dtype=np.float32))
+    out = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    f = jax.jit(numba_kernel(add_parallel, out))
     g = jax.jit(jnp.add)
-    return interleaved({"numba": lambda: f(x, y), "jnp": lambda: g(x, y)}, rounds, 20)
+    return interleaved({"numba_prange": lambda: f(x, x), "jnp": lambda: g(x, x)}, rounds, 200)
 
 
-def bench_vmap(rounds: int) -> dict:
-    x = jnp.asarray(np.random.default_rng(0).random((64, 1000), dtype=np.float32))
-    row = jax.ShapeDtypeStruct((1000,), jnp.float32)
-    flat = jax.ShapeDtypeStruct((64000,), jnp.float32)
+def bench_vmap(rounds: int, rows: int, cols: int) -> dict:
+    x = jnp.asarray(np.random.default_rng(0).random((rows, cols), dtype=np.float32))
+    row = jax.ShapeDtypeStruct((cols,), jnp.float32)
+    flat = jax.ShapeDtypeStruct((rows * cols,), jnp.float32)
     fv = jax.jit(jax.vmap(numba_kernel(add_rows, row)))
     ff = jax.jit(numba_kernel(add_rows, flat))
     xf = x.reshape(-1)
-    return interleaved({"vmap": lambda: fv(x, x), "flat": lambda: ff(xf, xf)}, rounds, 200)
+    inner = max(10, 2_000_000 // (rows * cols))
+    return interleaved({"vmap": lambda: fv(x, x), "flat": lambda: ff(xf, xf)}, rounds, inner)
+
+
+def bench_wake(rounds: int) -> dict:
+    """Numba alone: a prange kernel against its serial twin, by size (the cost of
+    waking threads that ``parallel_min_elements`` is derived from)."""
+
+    @numba.njit
+    def serial(x, y, out):
+        for i in range(x.size):
+            out[i] = x[i] + y[i]
+
+    res = {}
+    for n in (10_000, 100_000, 300_000, 1_000_000):
+        x = np.random.default_rng(0).random(n, dtype=np.float32)
+        o = np.empty_like(x)
+        r = interleaved(
+            {
+                "prange": lambda x=x, o=o: add_parallel(x, x, o),
+                "serial": lambda x=x, o=o: serial(x, x, o),
+            },
+            rounds,
+            max(10, 10_000_000 // n),
+        )
+        res[f"n={n}_prange_us"] = r["prange_us"]
+        res[f"n={n}_serial_us"] = r["serial_us"]
+    return res
 
 
 _COMPILE_SCRIPT = textwrap.dedent(
@@ -149,15 +209,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--reverse", action="store_true", help="run the groups in reverse order")
     args = parser.parse_args()
     rounds = 5 if args.quick else 21
-    results = {
-        "tiny_16_floats": bench_tiny(rounds),
-        "chain_1000_tiny_calls": bench_chain(max(3, rounds // 3)),
-        "add_2pow20_float32": bench_large(rounds),
-        "vmap_64x1000_vs_flat": bench_vmap(rounds),
+    groups: dict[str, Callable[[], dict]] = {
+        "tiny_16_floats": lambda: bench_tiny(rounds),
+        "chain_1000_tiny_calls": lambda: bench_chain(max(3, rounds // 3)),
+        "add_2pow20_float32": lambda: bench_large(rounds),
+        "prange_kernel_10k_vs_jnp": lambda: bench_parallel_small(rounds),
+        "vmap_64x1000_vs_flat": lambda: bench_vmap(rounds, 64, 1000),
+        "vmap_4096x16_vs_flat": lambda: bench_vmap(rounds, 4096, 16),
+        "vmap_8x100000_vs_flat": lambda: bench_vmap(rounds, 8, 100_000),
+        "vmap_64x8192_vs_flat": lambda: bench_vmap(rounds, 64, 8192),
+        "parallel_threshold": lambda: bench_wake(rounds),
+    }
+    order = list(groups)[::-1] if args.reverse else list(groups)
+    results = {name: groups[name]() for name in order}
+    results |= {
         "compile_first_call": bench_compile(),
-        "machine": {"cpus": os.cpu_count(), "jax": jax.__version__, "numba": numba.__version__},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "numba_threads": numba.config.NUMBA_NUM_THREADS,
+            "parallel_min_elements": parallel_min_elements(),
+            "jax": jax.__version__,
+            "numba": numba.__version__,
+        },
     }
     for name, res in results.items():
         print(f"{name}:")

@@ -41,7 +41,13 @@ from numba.np.ufunc.parallel import _launch_threads
 from ._spec import CallSig, KernelInfo
 from ._version import __version__
 
-__all__ = ["KernelCompileError", "cache_dir", "compiled_handler", "ensure_target"]
+__all__ = [
+    "KernelCompileError",
+    "cache_dir",
+    "compiled_handler",
+    "ensure_target",
+    "parallel_min_elements",
+]
 
 _CACHE_ENV = "NUMBA_CPU_FFI_CACHE_DIR"
 
@@ -98,18 +104,33 @@ def _source(info: KernelInfo, sig: CallSig, label: str) -> str:
         "",
     ]
     names = [f"a_{i}" for i in range(n_in)] + [f"o_{j}" for j in range(n_out)]
+    threshold = parallel_min_elements()
     if sig.batched is not None:
-        par = not info.parallel
-        loop = "prange" if par else "range"
+        # The batch loop runs in threads only when there is enough work to pay
+        # for waking them (serial below the threshold), and every row runs the
+        # serial kernel: a parallel kernel per row would wake threads per row.
         sliced = [f"a_{i}[b]" if sig.batched[i] else f"a_{i}" for i in range(n_in)]
         sliced += [f"o_{j}[b]" for j in range(n_out)]
+        call = f"call_guarded(serial, api, name, ({', '.join(sliced)},))"
         lines += [
-            f"@njit(parallel={par}, cache=CACHE)",
-            f"def batch_loop(api, name, {', '.join(names)}):",
+            "@njit(parallel=True, cache=CACHE)",
+            f"def batch_loop(api, name, work, {', '.join(names)}):",
             "    n = o_0.shape[0]",
-            "    errors = np.zeros(n, np.uintp)",
-            f"    for b in {loop}(n):",
-            f"        errors[b] = call_guarded(kernel, api, name, ({', '.join(sliced)},))",
+            "    errors = np.empty(n, np.uintp)",
+            f"    if work >= {threshold} and n > 1:",
+            "        for b in prange(n):",
+            f"            errors[b] = {call}",
+        ]
+        if info.parallel:  # one row: the kernel's own threads
+            lines += [
+                f"    elif work >= {threshold}:",
+                "        for b in range(n):",
+                f"            errors[b] = {call.replace('serial', 'kernel', 1)}",
+            ]
+        lines += [
+            "    else:",
+            "        for b in range(n):",
+            f"            errors[b] = {call}",
             "    return first_error(api, errors)",
             "",
         ]
@@ -135,11 +156,54 @@ def _source(info: KernelInfo, sig: CallSig, label: str) -> str:
             _carray(var, buf, arr.rank, k),
         ]
     name_c = f"cstring({_literal(label)})"
-    if sig.batched is None:
-        lines.append(f"    return call_guarded(kernel, api, {name_c}, ({', '.join(names)},))")
+    # The work of a call: the elements of its largest buffer.
+    lines.append("    work = 0")
+    lines += [f"    work = max(work, {var}.size)" for var in names]
+    if sig.batched is not None:
+        lines.append(f"    return batch_loop(api, {name_c}, work, {', '.join(names)})")
+    elif info.parallel:
+        # A parallel kernel wakes its threads only for enough work.
+        args = ", ".join(names)
+        lines += [
+            f"    if work >= {threshold}:",
+            f"        return call_guarded(kernel, api, {name_c}, ({args},))",
+            f"    return call_guarded(serial, api, {name_c}, ({args},))",
+        ]
     else:
-        lines.append(f"    return batch_loop(api, {name_c}, {', '.join(names)})")
+        lines.append(f"    return call_guarded(kernel, api, {name_c}, ({', '.join(names)},))")
     return "\n".join(lines) + "\n"
+
+
+#: Waking a parallel kernel's threads costs about this much (measured with
+#: tools/bench_numba_cpu.py's ``parallel_threshold`` group: 14 µs on 2 cores
+#: when the workers are warm, several times that under XLA, where they sleep).
+_WAKE_S = 30e-6
+#: What one element of a simple kernel costs on one core (a memory-bound
+#: elementwise loop: 0.2 ns per float32).
+_ELEMENT_S = 0.2e-9
+
+
+@functools.cache
+def parallel_min_elements() -> int:
+    """The fewest elements (of a call's largest buffer) for which a parallel
+    kernel, or the batch loop of a vmapped call, runs in threads.
+
+    Threads pay when the time they save, ``n * element * (1 - 1/threads)``,
+    exceeds the time to wake them: about 300,000 elements on 2 threads,
+    160,000 on 16. With one thread, never.
+    """
+    threads = numba.config.NUMBA_NUM_THREADS
+    if threads <= 1:
+        return 2**62
+    return int(_WAKE_S / (_ELEMENT_S * (1 - 1 / threads)))
+
+
+def _serial(kernel: Any) -> Any:
+    """``kernel`` compiled without ``parallel``: ``prange`` runs as ``range``."""
+    if not kernel.targetoptions.get("parallel"):
+        return kernel
+    options = {k: v for k, v in kernel.targetoptions.items() if k not in ("parallel", "nopython")}
+    return numba.njit(**options)(kernel.py_func)
 
 
 def _literal(text: str) -> str:
@@ -153,6 +217,7 @@ def _digest(info: KernelInfo, sig: CallSig) -> str:
     for part in (
         info.digest,
         repr(sig),
+        repr(parallel_min_elements()),
         numba.__version__,
         jaxlib.__version__,
         repr(api_version()),
@@ -212,7 +277,7 @@ def compiled_handler(info: KernelInfo, sig: CallSig) -> tuple[str, Any]:
     label = f"numba kernel '{info.name}'"
     if sig.context:
         label += f" ({sig.context})"
-    namespace: dict[str, Any] = {"kernel": info.kernel}
+    namespace: dict[str, Any] = {"kernel": info.kernel, "serial": _serial(info.kernel)}
     for k, arr in enumerate(sig.inputs + sig.outputs):
         namespace[f"dtype_{k}"] = np.dtype(arr.dtype).type
     source = _source(info, sig, label)

@@ -20,22 +20,18 @@ from ._scale import sizes
 __all__ = ["exp_trace"]
 
 
-@numba.njit(parallel=True, fastmath=True)
-@stable_ffi_name
-def _exp_trace_numba(trace, spikes, out, decay):
-    for i in numba.prange(trace.size):
-        out[i] = trace[i] * decay + spikes[i]
-
-
 def _exp_trace_numba_kg(outs: Any, *, dt: float, tau: float) -> Any:
     # dt and tau are static: the decay is computed once, here, and captured as a
-    # constant of the compiled handler (one handler per (dt, tau)).
+    # constant of the compiled handler (one handler per (dt, tau)). The kernel
+    # itself is parallel=True, so small calls run it serially (a serial kernel
+    # calling a parallel one would wake threads at every call).
     decay = np.float32(math.exp(-dt / tau))
 
-    @numba.njit
+    @numba.njit(parallel=True, fastmath=True)
     @stable_ffi_name
     def kernel(trace, spikes, out):
-        _exp_trace_numba(trace, spikes, out, decay)
+        for i in numba.prange(trace.size):
+            out[i] = trace[i] * decay + spikes[i]
 
     return numba_kernel(kernel, outs)
 
