@@ -17,8 +17,7 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
-from numba_cpu_ffi import numba_kernel
-from numba_cpu_ffi._codegen import parallel_min_elements
+from numba_cpu_ffi import numba_kernel, parallel_min_elements
 
 needs_threads = pytest.mark.skipif(
     numba.config.NUMBA_NUM_THREADS < 2, reason="needs at least two Numba threads"

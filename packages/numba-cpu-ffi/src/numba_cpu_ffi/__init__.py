@@ -4,6 +4,7 @@
 from . import _threads  # noqa: F401
 from ._codegen import KernelCompileError as KernelCompileError
 from ._codegen import cache_dir as cache_dir
+from ._codegen import parallel_min_elements as parallel_min_elements
 from ._kernel import numba_kernel as numba_kernel
 from ._primitive import numba_kernel_call_p as numba_kernel_call_p
 from ._spec import SUPPORTED_DTYPES as SUPPORTED_DTYPES
@@ -18,4 +19,5 @@ __all__ = [
     "cache_dir",
     "numba_kernel",
     "numba_kernel_call_p",
+    "parallel_min_elements",
 ]

@@ -191,6 +191,10 @@ def parallel_min_elements() -> int:
     Threads pay when the time they save, ``n * element * (1 - 1/threads)``,
     exceeds the time to wake them: about 300,000 elements on 2 threads,
     160,000 on 16. With one thread, never.
+
+    Example:
+        >>> parallel_min_elements() >= 100_000
+        True
     """
     threads = numba.config.NUMBA_NUM_THREADS
     if threads <= 1:

@@ -35,8 +35,8 @@ def numba_kernel(
             pytree (dict, dataclass) of them. The call returns one array, a tuple
             or the same pytree respectively.
         vmap_method: how ``jax.vmap`` runs the kernel. None (default): one native
-            call that loops over the batch (in parallel threads unless the kernel
-            is itself parallel). ``"sequential"`` / ``"sequential_unrolled"``: one
+            call that loops over the batch (in threads when the batch holds
+            enough work to pay for them). ``"sequential"`` / ``"sequential_unrolled"``: one
             kernel call per batch element in an XLA loop. ``"expand_dims"`` /
             ``"broadcast_all"``: the kernel gets the batched arrays (inputs with a
             leading axis of size 1 or the batch size, outputs with the batch
