@@ -114,12 +114,18 @@ def bench_large(rounds: int) -> dict:
     x = jnp.asarray(np.random.default_rng(0).random(2**20, dtype=np.float32))
     y = x + 1
     out = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    op = numba_kernel(add, out)
     cands = {
-        "numba": jax.jit(numba_kernel(add, out)),
+        "numba": jax.jit(op),
         "jnp": jax.jit(jnp.add),
         "numba_prange": jax.jit(numba_kernel(add_parallel, out)),
+        # The same add in a program with 1,000+ flops of other work: XLA then
+        # runs it off the calling thread (see docs/performance.md).
+        "numba_in_program": jax.jit(lambda x, y: (op(x, y), jnp.sum(x[:1024]))),
+        "jnp_in_program": jax.jit(lambda x, y: (x + y, jnp.sum(x[:1024]))),
     }
     res = interleaved({k: (lambda f=f: f(x, y)) for k, f in cands.items()}, rounds, 20)
+    res["ratio_of_medians_in_program"] = res["numba_in_program_us"] / res["jnp_in_program_us"]
     for k, f in cands.items():
         res[f"{k}_page_faults_per_call"] = _faults_per_call(lambda f=f: f(x, y))
     return res
