@@ -34,6 +34,7 @@ def add(x, y, out):
         out[i] = x[i] + y[i]
 
 add_op = numba_kernel(add, jax.ShapeDtypeStruct((8,), jnp.float32))
+add_big = numba_kernel(add, jax.ShapeDtypeStruct((2**16,), jnp.float32))  # with a cost hint
 
 def make_scale(outs, factor):
     @numba.njit
@@ -70,6 +71,7 @@ cases = {
     "op": (lambda a: kernels.scale(a, outs=s8, factor=3.0, backend="numba"), x),
     "op_vmap": (jax.vmap(lambda a: kernels.scale(a, outs=s8, factor=0.5)), xb),
     "sub": (lambda a: kernels.sub_op(a, 1 + a), x),
+    "big": (lambda a: kernels.add_big(a, a), jnp.arange(2**16, dtype=jnp.float32)),
 }
 for name, (f, arg) in cases.items():
     with open(f"{name}.bin", "wb") as file:
@@ -89,6 +91,7 @@ xb = np.arange(24, dtype=np.float32).reshape(3, 8)
 expect = {
     "plain": (x, 2 * x), "vmap": (xb, 2 * xb + 1), "op": (x, 3 * x),
     "op_vmap": (xb, 0.5 * xb), "sub": (x, np.full(8, -1, np.float32)),
+    "big": (np.arange(2**16, dtype=np.float32), 2 * np.arange(2**16, dtype=np.float32)),
 }
 for name in names:
     with open(f"{name}.bin", "rb") as file:
@@ -121,7 +124,7 @@ def _run(cwd, program, *args):
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    """A folder with the kernels module and the five serialized functions."""
+    """A folder with the kernels module and the serialized functions."""
     cwd = tmp_path_factory.mktemp("export")
     (cwd / "kernels.py").write_text(KERNELS)
     assert _run(cwd, EXPORT) == ["exported"]
@@ -129,8 +132,8 @@ def exported(tmp_path_factory):
 
 
 def test_a_new_process_calls_what_another_exported(exported):
-    lines = _run(exported, CALL, "import", "plain,vmap,op,op_vmap")
-    assert lines == ["plain: ok", "vmap: ok", "op: ok", "op_vmap: ok"]
+    lines = _run(exported, CALL, "import", "plain,vmap,op,op_vmap,big")
+    assert lines == ["plain: ok", "vmap: ok", "op: ok", "op_vmap: ok", "big: ok"]
 
 
 def test_a_kernel_wrapped_later_is_passed_in_kernels(exported):

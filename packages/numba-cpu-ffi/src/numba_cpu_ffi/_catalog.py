@@ -44,6 +44,7 @@ def _sig(step: Mapping[str, Any]) -> CallSig:
         arrays(step["outputs"]),
         None if batched is None else tuple(batched),
         step["context"],
+        step.get("hint", False),
     )
 
 

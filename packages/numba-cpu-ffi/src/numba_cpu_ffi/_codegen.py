@@ -140,7 +140,7 @@ def _source(info: KernelInfo, sig: CallSig, label: str) -> str:
         "    if is_metadata_query(frame):",
         "        return answer_metadata(frame, 0)",
         "    api = frame_api(frame)",
-        f"    if num_args(frame) != {n_in} or num_rets(frame) != {n_out}:",
+        f"    if num_args(frame) != {n_in + sig.hint} or num_rets(frame) != {n_out}:",
         f"        return error_create(api, cstring({_literal(f'{label}: called with a wrong number of buffers; expected {n_in} inputs and {n_out} outputs')}), 3)",
     ]
     for k, arr in enumerate(arrays):
@@ -220,7 +220,7 @@ def _digest(info: KernelInfo, sig: CallSig) -> str:
     h = hashlib.sha256()
     for part in (
         info.digest,
-        repr(sig),
+        *sig.name_parts(),
         repr(parallel_min_elements()),
         numba.__version__,
         jaxlib.__version__,
@@ -296,13 +296,18 @@ def compiled_handler(info: KernelInfo, sig: CallSig) -> tuple[str, Any]:
             raise KernelCompileError(
                 f"kernel '{info.name}' does not compile for {sig.describe()}:\n{exc}"
             ) from None
-    return target_name(f"numba_cpu.{info.name}", info.digest, repr(sig)), module.handler
+    return target_name(f"numba_cpu.{info.name}", info.digest, *sig.name_parts()), module.handler
 
 
 def ensure_target(info: KernelInfo, sig: CallSig) -> str:
     """Compile (or load) and register the handler; returns the target name."""
     name, handler = compiled_handler(info, sig)
-    register_target(name, handler, content=f"{info.qualname}:{info.digest}:{sig!r}", platform="cpu")
+    register_target(
+        name,
+        handler,
+        content=f"{info.qualname}:{info.digest}:{':'.join(sig.name_parts())}",
+        platform="cpu",
+    )
     record_recipe(name, _recipe(info, sig))
     return name
 
@@ -325,4 +330,5 @@ def _recipe(info: KernelInfo, sig: CallSig) -> dict[str, Any] | Unexportable:
         "outputs": [[a.dtype, a.rank] for a in sig.outputs],
         "batched": None if sig.batched is None else list(sig.batched),
         "context": sig.context,
+        "hint": sig.hint,
     }

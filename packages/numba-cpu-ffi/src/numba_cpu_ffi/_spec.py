@@ -58,6 +58,14 @@ class CallSig(ffi_core.CallSig):
     """
 
     context: str = ""
+    #: The call carries one more input, a float32 scalar the handler ignores:
+    #: the cost hint of large calls (``_primitive``). Not in the ``repr``, so
+    #: the names of calls without it stay as they were; ``name_parts`` adds it.
+    hint: bool = dataclasses.field(default=False, repr=False)
+
+    def name_parts(self) -> tuple[str, ...]:
+        """What names this signature's target and handler."""
+        return (repr(self), "cost_hint") if self.hint else (repr(self),)
 
 
 class KernelInfo:
