@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numba
 import numpy as np
+from numba_cpu_ffi import _primitive as numba_primitive
 from numba_cpu_ffi import numba_kernel, parallel_min_elements
 
 
@@ -218,8 +219,15 @@ def main() -> None:
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--reverse", action="store_true", help="run the groups in reverse order")
     parser.add_argument("--only", nargs="+", metavar="GROUP", help="run only these groups")
+    parser.add_argument(
+        "--no-cost-hint",
+        action="store_true",
+        help="lower large calls without their cost hint, to see what the hint removes",
+    )
     args = parser.parse_args()
     rounds = 5 if args.quick else 21
+    if args.no_cost_hint:
+        numba_primitive.HINT_MIN_ELEMENTS = 2**62  # read at each lowering
     groups: dict[str, Callable[[], dict]] = {
         "tiny_16_floats": lambda: bench_tiny(rounds),
         "chain_1000_tiny_calls": lambda: bench_chain(max(3, rounds // 3)),
@@ -246,6 +254,7 @@ def main() -> None:
             "parallel_min_elements": parallel_min_elements(),
             "jax": jax.__version__,
             "numba": numba.__version__,
+            "cost_hint": not args.no_cost_hint,
         },
     }
     for name, res in results.items():
