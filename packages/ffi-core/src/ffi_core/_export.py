@@ -296,9 +296,9 @@ def deserialize(blob: bytes | bytearray, *, kernels: Iterable[object] = ()) -> j
     """
     if not isinstance(blob, bytes | bytearray):
         raise TypeError(f"`blob` must be bytes from ffi_core.serialize, got {type(blob)!r}")
+    with _lock:
+        acceptors = list(_acceptors)
     for k, obj in enumerate(kernels):
-        with _lock:
-            acceptors = list(_acceptors)
         if not any(accept(obj) for accept in acceptors):
             raise TypeError(
                 f"`kernels[{k}]` is not a kernel any imported bridge knows: got {type(obj)!r} "

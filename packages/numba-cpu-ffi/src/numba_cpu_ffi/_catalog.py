@@ -17,7 +17,7 @@ import ffi_core
 from numba.core.registry import CPUDispatcher
 
 from ._codegen import ensure_target
-from ._spec import ArraySig, CallSig, KernelInfo
+from ._spec import CallSig, KernelInfo
 
 __all__ = ["kernel_info"]
 
@@ -34,20 +34,6 @@ def kernel_info(kernel: Any) -> KernelInfo:
     return info
 
 
-def _sig(step: Mapping[str, Any]) -> CallSig:
-    def arrays(items: Any) -> tuple[ArraySig, ...]:
-        return tuple(ArraySig(dtype, rank) for dtype, rank in items)
-
-    batched = step["batched"]
-    return CallSig(
-        arrays(step["inputs"]),
-        arrays(step["outputs"]),
-        None if batched is None else tuple(batched),
-        step["context"],
-        step.get("hint", False),
-    )
-
-
 def _rebuild(step: Mapping[str, Any]) -> None:
     with _lock:
         info = _known.get(step["digest"])
@@ -62,7 +48,7 @@ def _rebuild(step: Mapping[str, Any]) -> None:
             f"numba kernel {step['kernel']!r} is not known here: import the module that wraps "
             "it with numba_kernel, or pass the @numba.njit function in `kernels`"
         )
-    ensure_target(info, _sig(step))
+    ensure_target(info, CallSig.from_step(step))
 
 
 def _accept(obj: object) -> bool:

@@ -111,7 +111,7 @@ def _source(info: KernelInfo, sig: CallSig, label: str) -> str:
         # serial kernel: a parallel kernel per row would wake threads per row.
         sliced = [f"a_{i}[b]" if sig.batched[i] else f"a_{i}" for i in range(n_in)]
         sliced += [f"o_{j}[b]" for j in range(n_out)]
-        call = f"call_guarded(serial, api, name, ({', '.join(sliced)},))"
+        row = f"api, name, ({', '.join(sliced)},))"
         lines += [
             "@njit(parallel=True, cache=CACHE)",
             f"def batch_loop(api, name, work, {', '.join(names)}):",
@@ -119,18 +119,18 @@ def _source(info: KernelInfo, sig: CallSig, label: str) -> str:
             "    errors = np.empty(n, np.uintp)",
             f"    if work >= {threshold} and n > 1:",
             "        for b in prange(n):",
-            f"            errors[b] = {call}",
+            f"            errors[b] = call_guarded(serial, {row}",
         ]
         if info.parallel:  # one row: the kernel's own threads
             lines += [
                 f"    elif work >= {threshold}:",
                 "        for b in range(n):",
-                f"            errors[b] = {call.replace('serial', 'kernel', 1)}",
+                f"            errors[b] = call_guarded(kernel, {row}",
             ]
         lines += [
             "    else:",
             "        for b in range(n):",
-            f"            errors[b] = {call}",
+            f"            errors[b] = call_guarded(serial, {row}",
             "    return first_error(api, errors)",
             "",
         ]
@@ -156,9 +156,10 @@ def _source(info: KernelInfo, sig: CallSig, label: str) -> str:
             _carray(var, buf, arr.rank, k),
         ]
     name_c = f"cstring({_literal(label)})"
-    # The work of a call: the elements of its largest buffer.
-    lines.append("    work = 0")
-    lines += [f"    work = max(work, {var}.size)" for var in names]
+    if sig.batched is not None or info.parallel:
+        # The work of a call, which decides on threads: its largest buffer.
+        lines.append("    work = 0")
+        lines += [f"    work = max(work, {var}.size)" for var in names]
     if sig.batched is not None:
         lines.append(f"    return batch_loop(api, {name_c}, work, {', '.join(names)})")
     elif info.parallel:
@@ -326,9 +327,5 @@ def _recipe(info: KernelInfo, sig: CallSig) -> dict[str, Any] | Unexportable:
         "module": "numba_cpu_ffi",
         "kernel": info.qualname,
         "digest": info.digest,
-        "inputs": [[a.dtype, a.rank] for a in sig.inputs],
-        "outputs": [[a.dtype, a.rank] for a in sig.outputs],
-        "batched": None if sig.batched is None else list(sig.batched),
-        "context": sig.context,
-        "hint": sig.hint,
+        **sig.to_step(),
     }

@@ -41,8 +41,9 @@ HINT_MIN_ELEMENTS = 2**16
 _HINT_ELEMENTS = 2048
 
 
-def _hint_source(avals) -> int | None:
-    """The input a cost hint can be read from, or None when the call is small.
+def _hint_source(avals_in, avals_out) -> int | None:
+    """The input a cost hint is read from, or None: a small call, or no input
+    large enough to read it from.
 
     XLA's CPU client runs a program it estimates at under 1,000 flops inline on
     the calling thread, and counts a custom call as -1 flops: a program made of
@@ -52,8 +53,8 @@ def _hint_source(avals) -> int | None:
     an input, passed to the handler as one more (ignored) operand, makes XLA
     run such a program on its worker threads, as it runs its own large ops.
     """
-    sizes = [math.prod(a.shape) for a in avals]
-    if max(sizes, default=0) < HINT_MIN_ELEMENTS:
+    sizes = [math.prod(a.shape) for a in avals_in]
+    if max(sizes + [math.prod(a.shape) for a in avals_out]) < HINT_MIN_ELEMENTS:
         return None
     return next((i for i, n in enumerate(sizes) if n >= _HINT_ELEMENTS), None)
 
@@ -69,8 +70,7 @@ def _numba_kernel_call_lowering(
     ctx, *operands, info: KernelInfo, out_avals, aliases, vmap_method, batched, context
 ):
     del vmap_method
-    source = _hint_source([*ctx.avals_in, *ctx.avals_out])
-    source = source if source is not None and source < len(ctx.avals_in) else None
+    source = _hint_source(ctx.avals_in, ctx.avals_out)
     sig = CallSig(
         tuple(array_sig(a) for a in ctx.avals_in),
         tuple(array_sig(a) for a in ctx.avals_out),

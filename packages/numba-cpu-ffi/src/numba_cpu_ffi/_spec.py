@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Mapping
+from typing import Any
 
 import ffi_core
 from ffi_core import ArraySig
 from numba.core.registry import CPUDispatcher
 
-__all__ = ["KIND", "SUPPORTED_DTYPES", "VMAP_METHODS", "ArraySig", "CallSig", "KernelInfo"]
+__all__ = ["KIND", "SUPPORTED_DTYPES", "VMAP_METHODS", "CallSig", "KernelInfo"]
 
 #: Dtypes a numba CPU kernel can take, by name. Not float16: Numba has no
 #: float16 on CPU (any array of it fails inside Numba's lowering).
@@ -66,6 +68,32 @@ class CallSig(ffi_core.CallSig):
     def name_parts(self) -> tuple[str, ...]:
         """What names this signature's target and handler."""
         return (repr(self), "cost_hint") if self.hint else (repr(self),)
+
+    def to_step(self) -> dict[str, Any]:
+        """The signature as the JSON fields of an export recipe step."""
+        return {
+            "inputs": [[a.dtype, a.rank] for a in self.inputs],
+            "outputs": [[a.dtype, a.rank] for a in self.outputs],
+            "batched": None if self.batched is None else list(self.batched),
+            "context": self.context,
+            "hint": self.hint,
+        }
+
+    @classmethod
+    def from_step(cls, step: Mapping[str, Any]) -> CallSig:
+        """The signature :meth:`to_step` wrote."""
+
+        def arrays(items: Any) -> tuple[ArraySig, ...]:
+            return tuple(ArraySig(dtype, rank) for dtype, rank in items)
+
+        batched = step["batched"]
+        return cls(
+            arrays(step["inputs"]),
+            arrays(step["outputs"]),
+            None if batched is None else tuple(batched),
+            step["context"],
+            step["hint"],
+        )
 
 
 class KernelInfo:
