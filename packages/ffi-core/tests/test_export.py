@@ -182,6 +182,13 @@ def test_bad_arguments():
         TypeError, match=re.escape("`exported` must be a jax.export.Exported, got <class 'int'>")
     ):
         ffi_core.serialize(3)
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "`exported` must be a jax.export.Exported or lowered text (str), got <class 'int'>"
+        ),
+    ):
+        ffi_core.custom_call_targets(3)
     with pytest.raises(TypeError, match=re.escape("`fun` must be callable, got <class 'int'>")):
         ffi_core.export(3)
     with pytest.raises(ValueError, match=re.escape("a recipe step needs a str 'kind', got {}")):

@@ -181,7 +181,15 @@ def custom_call_targets(exported: jax.export.Exported | str) -> list[str]:
         >>> custom_call_targets(jax.export.export(jax.jit(jnp.sin))(1.0))
         []
     """
-    text = exported if isinstance(exported, str) else exported.mlir_module()
+    if isinstance(exported, str):
+        text = exported
+    elif isinstance(exported, jax.export.Exported):
+        text = exported.mlir_module()
+    else:
+        raise TypeError(
+            "`exported` must be a jax.export.Exported or lowered text (str), "
+            f"got {type(exported)!r}"
+        )
     return sorted(set(_TARGET.findall(text)))
 
 
