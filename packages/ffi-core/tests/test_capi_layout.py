@@ -40,6 +40,7 @@ RENAMED = {
 
 # Python enum -> prefix of its C enumerator names.
 ENUMS: dict[type[enum.IntEnum], str] = {
+    C.AttrType: "XLA_FFI_AttrType_",
     C.DataType: "XLA_FFI_DataType_",
     C.ErrorCode: "XLA_FFI_Error_Code_",
     C.ExecutionStage: "XLA_FFI_ExecutionStage_",

@@ -175,6 +175,47 @@ def test_stack_buffer_is_zeroed_and_writable() -> None:
     assert scratch() == (0, 99)
 
 
+_void2 = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+_void3 = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+
+@_void2
+def _record2(a, b):
+    ctypes.c_int64.from_address(a).value = b - a
+
+
+@_void3
+def _record3(a, b, c):
+    ctypes.c_int64.from_address(a).value = b + c
+
+
+def test_call_void_fn_passes_each_pointer() -> None:
+    f2 = ctypes.cast(_record2, ctypes.c_void_p).value
+    f3 = ctypes.cast(_record3, ctypes.c_void_p).value
+
+    @numba.njit
+    def call(f2, f3):
+        slot = N.stack_buffer(8)
+        N.call_void_fn(f2, (slot, slot + 40))
+        first = N.load(slot, types.int64)
+        N.call_void_fn(f3, (slot, 5, 9))
+        return first, N.load(slot, types.int64)
+
+    assert call(f2, f3) == (40, 14)
+
+
+def test_call_void_fn_typing_error() -> None:
+    @numba.njit
+    def call():
+        N.call_void_fn(1, (2.0,))
+
+    with pytest.raises(
+        numba.core.errors.TypingError,
+        match=re.escape("call_void_fn(fn: int, args: tuple of int)"),
+    ):
+        call()
+
+
 # --- native handlers ---------------------------------------------------------
 
 
@@ -280,6 +321,44 @@ def error_code_handler(frame):
         return N.answer_metadata(frame, 0)
     code = N.load(N.buffer_data(N.arg_buffer(frame, 0)), types.int32)
     return N.error_create(N.frame_api(frame), N.cstring("native error"), code)
+
+
+@numba.cfunc(types.uintp(types.uintp))
+def attrs_handler(frame):
+    """Writes, per attribute: its type, name length, scalar dtype and the
+    scalar's value as float64 (for the float32/int64/int32 scalars it is sent)."""
+    if N.is_metadata_query(frame):
+        return N.answer_metadata(frame, 0)
+    r0 = N.ret_buffer(frame, 0)
+    out = numba.carray(N.voidptr(N.buffer_data(r0)), (N.buffer_dim(r0, 0),), np.float64)
+    out[0] = N.num_attrs(frame)
+    for i in range(N.num_attrs(frame)):
+        dtype = N.attr_scalar_dtype(frame, i)
+        value = N.attr_scalar_value(frame, i)
+        out[1 + 4 * i] = N.attr_type(frame, i)
+        out[2 + 4 * i] = N.attr_name_size(frame, i)
+        out[3 + 4 * i] = dtype
+        if dtype == 11:
+            out[4 + 4 * i] = N.load(value, types.float32)
+        elif dtype == 5:
+            out[4 + 4 * i] = N.load(value, types.int64)
+        else:
+            out[4 + 4 * i] = N.load(value, types.int32)
+    return 0
+
+
+def test_native_scalar_attributes_arrive_sorted_by_name(cpu: jax.Device) -> None:
+    name = _register("ffi_core_tests.native_attrs", attrs_handler)
+    f = jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((13,), jnp.float64))
+    with jax.enable_x64(True) if hasattr(jax, "enable_x64") else jax.experimental.enable_x64():
+        out = jax.jit(lambda: f(zeta=np.float32(1.5), alpha=np.int64(-3), mid=np.int32(7)))()
+    scalar = float(ffi_core.capi.AttrType.SCALAR)
+    assert np.asarray(out).tolist() == [
+        3.0,
+        *(scalar, 5.0, 5.0, -3.0),  # alpha: int64 (S64 = 5)
+        *(scalar, 3.0, 4.0, 7.0),  # mid: int32 (S32 = 4)
+        *(scalar, 4.0, 11.0, 1.5),  # zeta: float32 (F32 = 11)
+    ]
 
 
 def _register(prefix: str, handler: object) -> str:

@@ -12,6 +12,7 @@ import ctypes
 import enum
 
 __all__ = [
+    "AttrType",
     "DataType",
     "ErrorCode",
     "ExecutionStage",
@@ -32,6 +33,7 @@ __all__ = [
     "XLA_FFI_Metadata",
     "XLA_FFI_Metadata_Extension",
     "XLA_FFI_Rets",
+    "XLA_FFI_Scalar",
     "XLA_FFI_Stream_Get_Args",
     "XLA_FFI_TypeId",
     "offset_of",
@@ -64,6 +66,13 @@ class ErrorCode(enum.IntEnum):
     UNAVAILABLE = 14
     DATA_LOSS = 15
     UNAUTHENTICATED = 16
+
+
+class AttrType(enum.IntEnum):
+    ARRAY = 1
+    DICTIONARY = 2
+    SCALAR = 3
+    STRING = 4
 
 
 class DataType(enum.IntEnum):
@@ -174,6 +183,10 @@ class XLA_FFI_Buffer(ctypes.Structure):
 
 class XLA_FFI_ByteSpan(ctypes.Structure):
     _fields_ = [("ptr", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+
+class XLA_FFI_Scalar(ctypes.Structure):
+    _fields_ = [("dtype", _c_enum), ("value", ctypes.c_void_p)]
 
 
 class XLA_FFI_TypeId(ctypes.Structure):

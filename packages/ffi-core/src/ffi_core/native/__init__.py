@@ -15,6 +15,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from ._frame import answer_metadata as answer_metadata
 from ._frame import arg_buffer as arg_buffer
+from ._frame import attr_name_size as attr_name_size
+from ._frame import attr_scalar_dtype as attr_scalar_dtype
+from ._frame import attr_scalar_value as attr_scalar_value
+from ._frame import attr_type as attr_type
 from ._frame import buffer_data as buffer_data
 from ._frame import buffer_dim as buffer_dim
 from ._frame import buffer_dtype as buffer_dtype
@@ -28,12 +32,14 @@ from ._frame import frame_ctx as frame_ctx
 from ._frame import frame_stage as frame_stage
 from ._frame import is_metadata_query as is_metadata_query
 from ._frame import num_args as num_args
+from ._frame import num_attrs as num_attrs
 from ._frame import num_rets as num_rets
 from ._frame import ret_buffer as ret_buffer
 from ._frame import stream_get as stream_get
 from ._guarded import call_guarded as call_guarded
 from ._guarded import error_from_exception as error_from_exception
 from ._intrinsics import call_api_fn as call_api_fn
+from ._intrinsics import call_void_fn as call_void_fn
 from ._intrinsics import cstring as cstring
 from ._intrinsics import load as load
 from ._intrinsics import stack_buffer as stack_buffer
@@ -43,12 +49,17 @@ from ._intrinsics import voidptr as voidptr
 __all__ = [
     "answer_metadata",
     "arg_buffer",
+    "attr_name_size",
+    "attr_scalar_dtype",
+    "attr_scalar_value",
+    "attr_type",
     "buffer_data",
     "buffer_dim",
     "buffer_dtype",
     "buffer_rank",
     "call_api_fn",
     "call_guarded",
+    "call_void_fn",
     "cstring",
     "device_ordinal_get",
     "error_create",
@@ -61,6 +72,7 @@ __all__ = [
     "is_metadata_query",
     "load",
     "num_args",
+    "num_attrs",
     "num_rets",
     "ret_buffer",
     "stack_buffer",

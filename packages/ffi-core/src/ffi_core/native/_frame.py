@@ -19,6 +19,10 @@ from ._intrinsics import call_api_fn, load, stack_buffer, store
 __all__ = [
     "answer_metadata",
     "arg_buffer",
+    "attr_name_size",
+    "attr_scalar_dtype",
+    "attr_scalar_value",
+    "attr_type",
     "buffer_data",
     "buffer_dim",
     "buffer_dtype",
@@ -32,6 +36,7 @@ __all__ = [
     "frame_stage",
     "is_metadata_query",
     "num_args",
+    "num_attrs",
     "num_rets",
     "ret_buffer",
     "stream_get",
@@ -53,6 +58,14 @@ _FRAME_ARGS_SIZE = C.offset_of(C.XLA_FFI_CallFrame, "args.size")
 _FRAME_ARGS = C.offset_of(C.XLA_FFI_CallFrame, "args.args")
 _FRAME_RETS_SIZE = C.offset_of(C.XLA_FFI_CallFrame, "rets.size")
 _FRAME_RETS = C.offset_of(C.XLA_FFI_CallFrame, "rets.rets")
+_FRAME_ATTRS_SIZE = C.offset_of(C.XLA_FFI_CallFrame, "attrs.size")
+_FRAME_ATTRS_TYPES = C.offset_of(C.XLA_FFI_CallFrame, "attrs.types")
+_FRAME_ATTRS_NAMES = C.offset_of(C.XLA_FFI_CallFrame, "attrs.names")
+_FRAME_ATTRS = C.offset_of(C.XLA_FFI_CallFrame, "attrs.attrs")
+_SPAN_LEN = C.offset_of(C.XLA_FFI_ByteSpan, "len")
+_SCALAR_DTYPE = C.offset_of(C.XLA_FFI_Scalar, "dtype")
+_SCALAR_VALUE = C.offset_of(C.XLA_FFI_Scalar, "value")
+_ENUM = ctypes.sizeof(ctypes.c_int)
 _EXT_TYPE = C.offset_of(C.XLA_FFI_Extension_Base, "type")
 _EXT_METADATA = C.offset_of(C.XLA_FFI_Metadata_Extension, "metadata")
 _META_SIZE = C.offset_of(C.XLA_FFI_Metadata, "struct_size")
@@ -158,6 +171,37 @@ def arg_buffer(frame, i):
 def ret_buffer(frame, i):
     """The ``XLA_FFI_Buffer*`` of result ``i``."""
     return load(load(frame + _FRAME_RETS, _u) + i * _PTR, _u)
+
+
+@_inline
+def num_attrs(frame):
+    """How many attributes the call carries (XLA passes them sorted by name)."""
+    return load(frame + _FRAME_ATTRS_SIZE, _i64)
+
+
+@_inline
+def attr_type(frame, i):
+    """The ``XLA_FFI_AttrType`` of attribute ``i`` (3 for a scalar)."""
+    return load(load(frame + _FRAME_ATTRS_TYPES, _u) + i * _ENUM, _i32)
+
+
+@_inline
+def attr_name_size(frame, i):
+    """The length in bytes of attribute ``i``'s name."""
+    span = load(load(frame + _FRAME_ATTRS_NAMES, _u) + i * _PTR, _u)
+    return load(span + _SPAN_LEN, _size_t)
+
+
+@_inline
+def attr_scalar_dtype(frame, i):
+    """The ``XLA_FFI_DataType`` of scalar attribute ``i``."""
+    return load(load(load(frame + _FRAME_ATTRS, _u) + i * _PTR, _u) + _SCALAR_DTYPE, _i32)
+
+
+@_inline
+def attr_scalar_value(frame, i):
+    """The address of scalar attribute ``i``'s value."""
+    return load(load(load(frame + _FRAME_ATTRS, _u) + i * _PTR, _u) + _SCALAR_VALUE, _u)
 
 
 @_inline

@@ -13,7 +13,7 @@ from numba.core import cgutils, types
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
-__all__ = ["call_api_fn", "cstring", "load", "stack_buffer", "store", "voidptr"]
+__all__ = ["call_api_fn", "call_void_fn", "cstring", "load", "stack_buffer", "store", "voidptr"]
 
 
 def _as_pointer(builder: ir.IRBuilder, address: ir.Value, pointee: ir.Type) -> ir.Value:
@@ -94,6 +94,29 @@ def call_api_fn(typingctx, fn, arg):
         callee = builder.inttoptr(args[0], fnty.as_pointer())
         result = builder.call(callee, [builder.inttoptr(args[1], i8p)])
         return builder.ptrtoint(result, context.get_value_type(types.uintp))
+
+    return sig, codegen
+
+
+@intrinsic
+def call_void_fn(typingctx, fn, args):
+    """``((void (*)(void*, ...))fn)(args[0], ...)``: call a C function that
+    takes pointers (given as integer addresses in a tuple) and returns nothing,
+    such as a compiled kernel's entry point."""
+    if not isinstance(fn, types.Integer) or not (
+        isinstance(args, types.BaseTuple) and all(isinstance(a, types.Integer) for a in args)
+    ):
+        raise TypingError("call_void_fn(fn: int, args: tuple of int)")
+    sig = types.void(fn, args)
+
+    def codegen(context, builder, sig, llargs):
+        i8p = ir.IntType(8).as_pointer()
+        count = len(sig.args[1])
+        fnty = ir.FunctionType(ir.VoidType(), [i8p] * count)
+        callee = builder.inttoptr(llargs[0], fnty.as_pointer())
+        values = cgutils.unpack_tuple(builder, llargs[1], count)
+        builder.call(callee, [builder.inttoptr(v, i8p) for v in values])
+        return context.get_dummy_value()
 
     return sig, codegen
 
