@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
+from ffi_core import HINT_MIN_ELEMENTS
 from numba_cpu_ffi import numba_kernel
-from numba_cpu_ffi._primitive import HINT_MIN_ELEMENTS
 
 
 @numba.njit

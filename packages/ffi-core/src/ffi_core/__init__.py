@@ -12,6 +12,9 @@ from ._capi import DataType as DataType
 from ._capi import ErrorCode as ErrorCode
 from ._capi import ExecutionStage as ExecutionStage
 from ._capi import HandlerTraits as HandlerTraits
+from ._cost_hint import HINT_MIN_ELEMENTS as HINT_MIN_ELEMENTS
+from ._cost_hint import hint_source as hint_source
+from ._cost_hint import lower_with_hint as lower_with_hint
 from ._digest import address_bound_values as address_bound_values
 from ._digest import function_digest as function_digest
 from ._dtypes import SUPPORTED_DTYPES as SUPPORTED_DTYPES
@@ -57,6 +60,7 @@ from ._spec import positional_count as positional_count
 from ._version import __version__ as __version__
 
 __all__ = [
+    "HINT_MIN_ELEMENTS",
     "PLATFORMS",
     "SUPPORTED_DTYPES",
     "XLA_PLATFORM_NAMES",
@@ -97,7 +101,9 @@ __all__ = [
     "export",
     "function_digest",
     "handler_address",
+    "hint_source",
     "leading_batch",
+    "lower_with_hint",
     "normalize_outs",
     "output_avals",
     "positional_count",

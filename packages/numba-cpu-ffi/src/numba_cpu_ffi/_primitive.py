@@ -10,12 +10,17 @@ buffers it was not compiled for.
 from __future__ import annotations
 
 import functools
-import math
 
 import jax
-import jax.numpy as jnp
-import numpy as np
-from ffi_core import array_sig, def_eager_impl, expand_batch, leading_batch, scan_batch
+from ffi_core import (
+    array_sig,
+    def_eager_impl,
+    expand_batch,
+    hint_source,
+    leading_batch,
+    lower_with_hint,
+    scan_batch,
+)
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
@@ -35,42 +40,11 @@ def _numba_kernel_call_abstract_eval(
     return list(out_avals)
 
 
-#: Calls whose largest buffer has at least this many elements carry a cost hint.
-HINT_MIN_ELEMENTS = 2**16
-#: Elements the hint sums: XLA's cost analysis counts about one flop each.
-_HINT_ELEMENTS = 2048
-
-
-def _hint_source(avals_in, avals_out) -> int | None:
-    """The input a cost hint is read from, or None: a small call, or no input
-    large enough to read it from.
-
-    XLA's CPU client runs a program it estimates at under 1,000 flops inline on
-    the calling thread, and counts a custom call as -1 flops: a program made of
-    one large kernel call ran inline, and its output, allocated from the main
-    thread's heap that the C library trims on every free, was faulted in page
-    by page at every call (docs/performance.md). A sum over 2,048 elements of
-    an input, passed to the handler as one more (ignored) operand, makes XLA
-    run such a program on its worker threads, as it runs its own large ops.
-    """
-    sizes = [math.prod(a.shape) for a in avals_in]
-    if max(sizes + [math.prod(a.shape) for a in avals_out]) < HINT_MIN_ELEMENTS:
-        return None
-    return next((i for i, n in enumerate(sizes) if n >= _HINT_ELEMENTS), None)
-
-
-def _hint(x):
-    flat = x.reshape(-1)[:_HINT_ELEMENTS]
-    if jnp.iscomplexobj(flat):
-        flat = jnp.real(flat)
-    return jnp.sum(flat.astype(jnp.float32))
-
-
 def _numba_kernel_call_lowering(
     ctx, *operands, info: KernelInfo, out_avals, aliases, vmap_method, batched, context
 ):
     del vmap_method
-    source = _hint_source(ctx.avals_in, ctx.avals_out)
+    source = hint_source(ctx.avals_in, ctx.avals_out)
     sig = CallSig(
         tuple(array_sig(a) for a in ctx.avals_in),
         tuple(array_sig(a) for a in ctx.avals_out),
@@ -82,14 +56,7 @@ def _numba_kernel_call_lowering(
     lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=dict(aliases) if aliases else None)
     if source is None:
         return lowering(ctx, *operands)
-    scalar = jax.core.ShapedArray((), np.float32)
-    (hint,) = mlir.lower_fun(lambda x: [_hint(x)], multiple_results=True)(
-        ctx.replace(avals_in=[ctx.avals_in[source]], avals_out=[scalar]), operands[source]
-    )
-    if isinstance(hint, list | tuple):  # one value per result, or a list of one
-        (hint,) = hint
-    hinted = ctx.replace(avals_in=[*ctx.avals_in, scalar])
-    return lowering(hinted, *operands, hint)
+    return lower_with_hint(lowering, ctx, operands, source)
 
 
 def _numba_kernel_call_batching(
