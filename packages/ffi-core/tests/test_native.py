@@ -347,6 +347,29 @@ def attrs_handler(frame):
     return 0
 
 
+@numba.cfunc(types.uintp(types.uintp))
+def array_attr_handler(frame):
+    """Writes the one attribute's type, dtype, size and int64 elements."""
+    if N.is_metadata_query(frame):
+        return N.answer_metadata(frame, 0)
+    r0 = N.ret_buffer(frame, 0)
+    out = numba.carray(N.voidptr(N.buffer_data(r0)), (N.buffer_dim(r0, 0),), np.int32)
+    out[0] = N.attr_type(frame, 0)
+    out[1] = N.attr_scalar_dtype(frame, 0)
+    out[2] = N.attr_array_size(frame, 0)
+    for i in range(N.attr_array_size(frame, 0)):
+        out[3 + i] = N.load(N.attr_array_data(frame, 0) + 8 * i, types.int64)
+    return 0
+
+
+def test_native_array_attribute(cpu: jax.Device) -> None:
+    name = _register("ffi_core_tests.native_array_attr", array_attr_handler)
+    f = jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((6,), jnp.int32))
+    out = jax.jit(lambda: f(dims=np.array([4, 0, 2**31 - 1], np.int64)))()
+    array, s64 = int(ffi_core.capi.AttrType.ARRAY), int(ffi_core.DataType.S64)
+    assert np.asarray(out).tolist() == [array, s64, 3, 4, 0, 2**31 - 1]
+
+
 def test_native_scalar_attributes_arrive_sorted_by_name(cpu: jax.Device) -> None:
     name = _register("ffi_core_tests.native_attrs", attrs_handler)
     f = jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((13,), jnp.float64))

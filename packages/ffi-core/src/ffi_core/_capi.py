@@ -21,6 +21,7 @@ __all__ = [
     "XLA_FFI_Api",
     "XLA_FFI_Api_Version",
     "XLA_FFI_Args",
+    "XLA_FFI_Array",
     "XLA_FFI_Attrs",
     "XLA_FFI_Buffer",
     "XLA_FFI_ByteSpan",
@@ -187,6 +188,10 @@ class XLA_FFI_ByteSpan(ctypes.Structure):
 
 class XLA_FFI_Scalar(ctypes.Structure):
     _fields_ = [("dtype", _c_enum), ("value", ctypes.c_void_p)]
+
+
+class XLA_FFI_Array(ctypes.Structure):
+    _fields_ = [("dtype", _c_enum), ("size", ctypes.c_size_t), ("data", ctypes.c_void_p)]
 
 
 class XLA_FFI_TypeId(ctypes.Structure):

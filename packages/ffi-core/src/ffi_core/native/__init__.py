@@ -15,6 +15,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from ._frame import answer_metadata as answer_metadata
 from ._frame import arg_buffer as arg_buffer
+from ._frame import attr_array_data as attr_array_data
+from ._frame import attr_array_size as attr_array_size
 from ._frame import attr_name_size as attr_name_size
 from ._frame import attr_scalar_dtype as attr_scalar_dtype
 from ._frame import attr_scalar_value as attr_scalar_value
@@ -49,6 +51,8 @@ from ._intrinsics import voidptr as voidptr
 __all__ = [
     "answer_metadata",
     "arg_buffer",
+    "attr_array_data",
+    "attr_array_size",
     "attr_name_size",
     "attr_scalar_dtype",
     "attr_scalar_value",

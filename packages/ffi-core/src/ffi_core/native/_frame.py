@@ -19,6 +19,8 @@ from ._intrinsics import call_api_fn, load, stack_buffer, store
 __all__ = [
     "answer_metadata",
     "arg_buffer",
+    "attr_array_data",
+    "attr_array_size",
     "attr_name_size",
     "attr_scalar_dtype",
     "attr_scalar_value",
@@ -65,6 +67,8 @@ _FRAME_ATTRS = C.offset_of(C.XLA_FFI_CallFrame, "attrs.attrs")
 _SPAN_LEN = C.offset_of(C.XLA_FFI_ByteSpan, "len")
 _SCALAR_DTYPE = C.offset_of(C.XLA_FFI_Scalar, "dtype")
 _SCALAR_VALUE = C.offset_of(C.XLA_FFI_Scalar, "value")
+_ARRAY_SIZE = C.offset_of(C.XLA_FFI_Array, "size")
+_ARRAY_DATA = C.offset_of(C.XLA_FFI_Array, "data")
 _ENUM = ctypes.sizeof(ctypes.c_int)
 _EXT_TYPE = C.offset_of(C.XLA_FFI_Extension_Base, "type")
 _EXT_METADATA = C.offset_of(C.XLA_FFI_Metadata_Extension, "metadata")
@@ -194,7 +198,7 @@ def attr_name_size(frame, i):
 
 @_inline
 def attr_scalar_dtype(frame, i):
-    """The ``XLA_FFI_DataType`` of scalar attribute ``i``."""
+    """The ``XLA_FFI_DataType`` of scalar (or array) attribute ``i``."""
     return load(load(load(frame + _FRAME_ATTRS, _u) + i * _PTR, _u) + _SCALAR_DTYPE, _i32)
 
 
@@ -202,6 +206,19 @@ def attr_scalar_dtype(frame, i):
 def attr_scalar_value(frame, i):
     """The address of scalar attribute ``i``'s value."""
     return load(load(load(frame + _FRAME_ATTRS, _u) + i * _PTR, _u) + _SCALAR_VALUE, _u)
+
+
+@_inline
+def attr_array_size(frame, i):
+    """The element count of array attribute ``i`` (its dtype is read like a
+    scalar's, with ``attr_scalar_dtype``)."""
+    return load(load(load(frame + _FRAME_ATTRS, _u) + i * _PTR, _u) + _ARRAY_SIZE, _size_t)
+
+
+@_inline
+def attr_array_data(frame, i):
+    """The address of array attribute ``i``'s first element."""
+    return load(load(load(frame + _FRAME_ATTRS, _u) + i * _PTR, _u) + _ARRAY_DATA, _u)
 
 
 @_inline

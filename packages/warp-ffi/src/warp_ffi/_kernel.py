@@ -1,0 +1,196 @@
+"""``warp_kernel``: a ``@wp.kernel`` as a JAX operation, differentiable
+through Warp's adjoint kernel."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from ffi_core import check_aliases, check_inputs, output_avals
+
+from ._primitive import backward_unavailable, warp_kernel_call_p
+from ._spec import KIND, KernelInfo, check_launch_dims
+from ._warp import SUPPORTED_DTYPES
+
+__all__ = ["VMAP_METHODS", "kernel_info", "warp_kernel"]
+
+#: Accepted ``vmap_method`` values; None is the default, one native call over the batch.
+VMAP_METHODS: tuple[str | None, ...] = (
+    None,
+    "sequential",
+    "sequential_unrolled",
+    "expand_dims",
+    "broadcast_all",
+)
+
+_infos: weakref.WeakKeyDictionary[Any, KernelInfo] = weakref.WeakKeyDictionary()
+
+
+def kernel_info(kernel: Any) -> KernelInfo:
+    """The validated ``KernelInfo`` of ``kernel``, made once per kernel."""
+    try:
+        return _infos[kernel]
+    except (KeyError, TypeError):
+        info = KernelInfo(kernel)
+        _infos[kernel] = info
+        return info
+
+
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """Everything static about one call: the primitive's parameters."""
+
+    info: KernelInfo
+    out_avals: tuple[Any, ...]
+    aliases: tuple[tuple[int, int], ...]
+    scalars: tuple[tuple[str, Any], ...]
+    launch: Any
+    vmap_method: str | None
+
+    def bind(self, *args: Any, out_avals: Any = None, backward: bool = False) -> list[Any]:
+        return warp_kernel_call_p.bind(
+            *args,
+            info=self.info,
+            out_avals=self.out_avals if out_avals is None else out_avals,
+            aliases=() if backward else self.aliases,
+            scalars=self.scalars,
+            launch=self.launch,
+            vmap_method=self.vmap_method,
+            batched=None,
+            backward=backward,
+        )
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _call(call: _Call, *args: Any) -> tuple[Any, ...]:
+    return tuple(call.bind(*args))
+
+
+def _call_fwd(call: _Call, *args: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    return _call(call, *args), args
+
+
+def _call_bwd(call: _Call, args: tuple[Any, ...], cts: tuple[Any, ...]) -> tuple[Any, ...]:
+    info = call.info
+    if call.aliases:
+        raise NotImplementedError(
+            f"warp kernel '{info.name}' is called with input_output_aliases; its gradient "
+            "is not available (an aliased output's starting value would need its own "
+            "adjoint): pass the starting value as a separate input instead"
+        )
+    options = info.kernel.module.options | info.kernel.options
+    if not options.get("enable_backward", True):
+        raise NotImplementedError(backward_unavailable(info))
+    # Integer outputs have float0 cotangents: Warp reads zeros of the output's dtype.
+    cts = tuple(
+        jnp.zeros(a.shape, a.dtype) if ct.dtype == jax.dtypes.float0 else ct
+        for ct, a in zip(cts, call.out_avals, strict=True)
+    )
+    grads_avals = tuple(jax.core.ShapedArray(np.shape(x), np.result_type(x)) for x in args)
+    out_avals = grads_avals + call.out_avals + call.out_avals
+    results = call.bind(*args, *cts, out_avals=out_avals, backward=True)
+    return tuple(g if jnp.issubdtype(g.dtype, jnp.inexact) else None for g in results[: len(args)])
+
+
+_call.defvjp(_call_fwd, _call_bwd)
+
+
+def warp_kernel(
+    kernel: Any,
+    outs: Any,
+    *,
+    launch_dims: Any = None,
+    vmap_method: str | None = None,
+    input_output_aliases: dict[int, int] | None = None,
+) -> Callable[..., Any]:
+    """Wrap a ``@wp.kernel`` as a JAX operation.
+
+    The kernel's array parameters are the inputs then the outputs (its other
+    parameters, scalars, may sit anywhere and are given as keywords). XLA calls
+    a native handler that fills Warp's argument structs from the call frame and
+    calls the kernel's compiled CPU entry point: no Python and no GIL per call,
+    and one registration serves every shape.
+
+    Args:
+        kernel: a ``@wp.kernel``. Array parameters: ``wp.array`` of a scalar
+            dtype (``float16/32/64``, ``int8``-``int64``, ``uint8``-``uint64``,
+            ``bool``) or of ``Any`` (specialized per dtype, once). Scalar
+            parameters: those dtypes, ``float`` or ``int``.
+        outs: the outputs, as a ``jax.ShapeDtypeStruct``, a sequence or a pytree
+            of them. The call returns one array, a tuple or the same pytree.
+            Outputs start uninitialized: a kernel that accumulates (``+=``,
+            ``wp.atomic_add``) needs its starting values as an input aliased to
+            the output (``input_output_aliases``).
+        launch_dims: the ``wp.tid()`` grid: an int, a tuple of up to 4 ints, or
+            a callable of the input shapes returning one. Default: the shape of
+            the first output.
+        vmap_method: how ``jax.vmap`` runs the kernel. None (default): one
+            native call that launches the kernel once per batch row, each on
+            its row's slices with the unbatched grid. ``"sequential"`` /
+            ``"sequential_unrolled"``: one call per row in an XLA loop.
+            ``"expand_dims"`` / ``"broadcast_all"``: the kernel gets the batched
+            arrays and must declare their extra axis.
+        input_output_aliases: ``{input index: output index}``; the output
+            starts as (and reuses the buffer of) that input.
+
+    Returns:
+        A function ``op(*inputs, **scalars)`` taking and returning JAX arrays.
+        ``jax.grad``/``jax.vjp`` through it run Warp's adjoint kernel natively.
+
+    Example:
+        >>> import jax, jax.numpy as jnp, warp as wp
+        >>> @wp.kernel
+        ... def axpy(x: wp.array(dtype=float), y: wp.array(dtype=float), alpha: float,
+        ...          out: wp.array(dtype=float)):
+        ...     i = wp.tid()
+        ...     out[i] = alpha * x[i] + y[i]
+        >>> x = jnp.arange(4.0, dtype=jnp.float32)
+        >>> f = warp_kernel(axpy, jax.ShapeDtypeStruct(x.shape, x.dtype))
+        >>> jax.jit(lambda x, y: f(x, y, alpha=2.0))(x, x)
+        Array([0., 3., 6., 9.], dtype=float32)
+    """
+    info = kernel_info(kernel)
+    out_avals, rebuild = output_avals(outs, accepted=SUPPORTED_DTYPES, kind=KIND)
+    if vmap_method not in VMAP_METHODS:
+        raise ValueError(
+            f"`vmap_method` must be one of {', '.join(map(repr, VMAP_METHODS))}, "
+            f"got {vmap_method!r}"
+        )
+    aliases = check_aliases(input_output_aliases, len(out_avals))
+    launch = check_launch_dims(launch_dims)
+    n_out = len(out_avals)
+    if n_out > len(info.arrays):
+        raise TypeError(
+            f"`outs` holds {n_out} outputs, but warp kernel '{info.name}' has "
+            f"{len(info.arrays)} array parameters"
+        )
+    for j, (p, aval) in enumerate(zip(info.arrays[-n_out:], out_avals, strict=True)):
+        dtype = np.dtype(aval.dtype).name
+        if (p.dtype is not None and p.dtype != dtype) or p.ndim != len(aval.shape):
+            raise TypeError(
+                f"`outs` entry {j} is {dtype}{list(aval.shape)}, but warp kernel "
+                f"'{info.name}' declares its output parameter '{p.name}' as "
+                f"wp.array({p.dtype or 'any dtype'}, {p.ndim}-d)"
+            )
+    name = f"warp kernel '{info.name}'"
+
+    def call(*args: Any, **scalars: Any) -> Any:
+        check_inputs(args, out_avals, aliases, name=name, accepted=SUPPORTED_DTYPES, kind=KIND)
+        dtypes = [np.dtype(x.dtype).name for x in args] + [
+            np.dtype(a.dtype).name for a in out_avals
+        ]
+        ranks = [np.ndim(x) for x in args] + [len(a.shape) for a in out_avals]
+        info.check_call(dtypes, ranks, len(args))
+        spec = _Call(info, out_avals, aliases, info.scalar_values(scalars), launch, vmap_method)
+        return rebuild(_call(spec, *args))
+
+    call.__name__ = info.name
+    call.__qualname__ = info.name
+    call.__doc__ = f"warp kernel '{info.name}' as a JAX operation."
+    return call

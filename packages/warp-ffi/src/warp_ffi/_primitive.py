@@ -1,0 +1,164 @@
+"""``warp_kernel_call_p``: the JAX primitive behind every Warp kernel call.
+
+One primitive for all kernels, forward and backward; its parameters name the
+kernel, the output avals, the aliases, the scalar values, the launch grid, the
+batching form and the direction. Lowering compiles (or loads) the Warp module
+and generates the native handler for the exact dtypes and ranks it sees.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+from ffi_core import (
+    array_sig,
+    def_eager_impl,
+    expand_batch,
+    hint_source,
+    leading_batch,
+    lower_with_hint,
+    scan_batch,
+)
+from jax.extend.core import Primitive
+from jax.interpreters import batching, mlir
+
+from ._codegen import ensure_target, load_kernel
+from ._spec import DIMS_ATTR, CallSig, bounds, launch_shape
+
+__all__ = ["warp_kernel_call_p"]
+
+warp_kernel_call_p = Primitive("warp_kernel_call")
+warp_kernel_call_p.multiple_results = True
+
+#: Warp's array_t holds shapes and byte strides as 32-bit ints.
+_INT32_MAX = 2**31 - 1
+
+
+def _abstract_eval(*avals, out_avals, **params):
+    del avals, params
+    return list(out_avals)
+
+
+def _primal_avals(info, avals_in, avals_out, backward):
+    """The primal inputs and outputs among a call's avals (``n_in``, ins, outs)."""
+    if not backward:
+        return len(avals_in), list(avals_in), list(avals_out)
+    n_out = len(avals_out) - len(avals_in)
+    n_in = len(info.arrays) - n_out
+    return n_in, list(avals_in[:n_in]), list(avals_out[n_in : n_in + n_out])
+
+
+def _check_int32(info, shapes, dtypes):
+    for p, shape, dtype in zip(info.arrays, shapes, dtypes, strict=True):
+        nbytes = np.dtype(dtype).itemsize
+        for d in shape:
+            nbytes *= d
+        if nbytes > _INT32_MAX:
+            raise ValueError(
+                f"parameter '{p.name}' of warp kernel '{info.name}' would get {shape} "
+                f"({nbytes} bytes); Warp arrays hold shapes and byte strides as 32-bit ints, "
+                "so one array (one batch row) is limited to 2**31 - 1 bytes"
+            )
+
+
+def _lowering(
+    ctx, *operands, info, out_avals, aliases, scalars, launch, vmap_method, batched, backward
+):
+    del out_avals, vmap_method
+    n_in, ins, outs = _primal_avals(info, ctx.avals_in, ctx.avals_out, backward)
+
+    def row(aval, is_batched):
+        return tuple(aval.shape[1:] if is_batched else aval.shape)
+
+    in_rows = [row(a, batched is not None and batched[i]) for i, a in enumerate(ins)]
+    out_rows = [row(a, batched is not None) for a in outs]
+    dtypes = tuple(np.dtype(a.dtype).name for a in (*ins, *outs))
+    info.check_call(dtypes, [len(s) for s in (*in_rows, *out_rows)], n_in)
+    _check_int32(info, in_rows + out_rows, dtypes)
+    loaded = load_kernel(info, dtypes)
+    if backward and loaded.backward is None:
+        raise NotImplementedError(backward_unavailable(info))
+    grid, mult = bounds(launch_shape(launch, in_rows, out_rows), loaded.kernel_dim)
+    source = hint_source(ctx.avals_in, ctx.avals_out)
+    sig = CallSig(
+        tuple(array_sig(a) for a in ctx.avals_in),
+        tuple(array_sig(a) for a in ctx.avals_out),
+        batched,
+        backward,
+        source is not None,
+    )
+    name = ensure_target(info, sig, loaded)
+    op_aliases = dict(aliases)
+    if backward:  # the cotangents, copied into buffers Warp may change
+        n_out = len(outs)
+        op_aliases = {n_in + k: len(info.arrays) + k for k in range(n_out)}
+    lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=op_aliases or None)
+    attrs = {DIMS_ATTR: np.array([*grid, mult], np.int64), **dict(scalars)}
+    if source is None:
+        return lowering(ctx, *operands, **attrs)
+    return lower_with_hint(lowering, ctx, operands, source, **attrs)
+
+
+def backward_unavailable(info) -> str:
+    return (
+        f"warp kernel '{info.name}' has no adjoint: its module or kernel was compiled with "
+        "enable_backward=False; set it to True (wp.set_module_options or "
+        "@wp.kernel(enable_backward=True)) to differentiate through it"
+    )
+
+
+def _gpu_lowering(ctx, *operands, info, **params):
+    raise NotImplementedError(
+        f"warp kernel '{info.name}' was called on a GPU: warp-ffi runs Warp kernels on the "
+        "CPU for now; put the inputs on a CPU device (jax.device_put(x, jax.devices('cpu')[0]))"
+    )
+
+
+def _batching(args, dims, *, out_avals, aliases, vmap_method, batched, **params):
+    size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
+    params = dict(params, aliases=aliases, vmap_method=vmap_method)
+    aliased_inputs = {i for i, _ in aliases}
+    if params["backward"]:  # the cotangents are aliased to outputs
+        n_out = len(out_avals) - len(args)
+        aliased_inputs |= set(range(len(args) - n_out, len(args)))
+
+    if vmap_method in ("sequential", "sequential_unrolled"):
+        outs = scan_batch(
+            functools.partial(
+                warp_kernel_call_p.bind, out_avals=out_avals, batched=batched, **params
+            ),
+            args,
+            dims,
+            unroll=vmap_method == "sequential_unrolled",
+        )
+        return outs, [0] * len(outs)
+
+    if vmap_method in ("expand_dims", "broadcast_all"):
+        new_args, new_out = expand_batch(
+            args,
+            dims,
+            size,
+            aliased_inputs,
+            out_avals,
+            broadcast_all=vmap_method == "broadcast_all",
+        )
+        outs = warp_kernel_call_p.bind(*new_args, out_avals=new_out, batched=batched, **params)
+        return list(outs), [0] * len(outs)
+
+    # Default: one native call looping over the batch, each row launched with
+    # the unbatched grid on its own slices.
+    new_args, flags, new_out, unbatch = leading_batch(
+        args, dims, size, batched, aliased_inputs, out_avals
+    )
+    outs = unbatch(warp_kernel_call_p.bind(*new_args, out_avals=new_out, batched=flags, **params))
+    return outs, [0] * len(outs)
+
+
+def_eager_impl(warp_kernel_call_p)
+warp_kernel_call_p.def_abstract_eval(_abstract_eval)
+mlir.register_lowering(warp_kernel_call_p, _lowering, platform="cpu")
+for _platform in ("cuda", "rocm"):
+    mlir.register_lowering(warp_kernel_call_p, _gpu_lowering, platform=_platform)
+batching.primitive_batchers[warp_kernel_call_p] = _batching

@@ -1,0 +1,291 @@
+"""What a Warp kernel call is: the kernel's parameters, its specializations,
+the launch dimensions and the dtype/rank signature one handler serves.
+
+Everything here runs at wrap or trace time, before anything is bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import operator
+import threading
+import typing
+from collections.abc import Sequence
+from typing import Any
+
+import ffi_core
+import numpy as np
+
+from ._warp import SUPPORTED_DTYPES, dtype_name_of, wp, wp_types
+
+__all__ = [
+    "DIMS_ATTR",
+    "KIND",
+    "CallSig",
+    "KernelInfo",
+    "Param",
+    "attribute_order",
+    "bounds",
+    "check_launch_dims",
+    "launch_shape",
+]
+
+#: The kernels, as dtype errors name them.
+KIND = "Warp"
+
+#: ``wp.tid()`` grids and Warp arrays have at most this many dimensions.
+MAX_DIMS = wp_types.LAUNCH_MAX_DIMS
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """One parameter of a Warp kernel.
+
+    ``dtype`` is a name from ``SUPPORTED_DTYPES``, or None for a generic
+    (``Any``) array; ``ndim`` is None for scalars.
+    """
+
+    name: str
+    dtype: str | None
+    ndim: int | None
+
+    @property
+    def is_array(self) -> bool:
+        return self.ndim is not None
+
+
+def _param(kernel_name: str, arg: Any) -> Param:
+    where = f"parameter '{arg.label}' of warp kernel '{kernel_name}'"
+    t = arg.type
+    if isinstance(t, wp.array):
+        if type(t) is not wp_types.array:
+            raise TypeError(
+                f"{where} is a {type(t).__name__}; warp-ffi passes plain wp.array parameters"
+            )
+        if t.dtype is typing.Any:
+            return Param(arg.label, None, t.ndim)
+        name = dtype_name_of(t.dtype)
+        if name is None:
+            raise TypeError(
+                f"{where} is an array of {wp_types.type_repr(t.dtype)}; warp-ffi passes arrays "
+                f"of scalars ({', '.join(SUPPORTED_DTYPES)}): give vectors and matrices a "
+                "trailing axis instead"
+            )
+        return Param(arg.label, name, t.ndim)
+    name = dtype_name_of(t)
+    if name is None:
+        raise TypeError(
+            f"{where} has type {wp_types.type_repr(t)}; warp-ffi passes wp.array parameters "
+            f"and scalars ({', '.join(SUPPORTED_DTYPES)})"
+        )
+    return Param(arg.label, name, None)
+
+
+class KernelInfo:
+    """A validated ``@wp.kernel``: its parameters and a digest of its code.
+
+    The digest (the Python function's code, constants, closure values and
+    globals, see ``ffi_core.function_digest``, and the kernel's options) names
+    its FFI targets, so they are the same in every process.
+    """
+
+    def __init__(self, kernel: object) -> None:
+        if not isinstance(kernel, wp.Kernel):
+            raise TypeError(
+                f"`kernel` must be a @wp.kernel function (a warp Kernel), got {type(kernel)!r}"
+            )
+        self.kernel = kernel
+        self.name: str = kernel.key
+        self.qualname = f"{kernel.func.__module__}.{kernel.func.__qualname__}"
+        self.params: tuple[Param, ...] = tuple(_param(self.name, a) for a in kernel.adj.args)
+        self.arrays = tuple(p for p in self.params if p.is_array)
+        self.scalars = tuple(p for p in self.params if not p.is_array)
+        h = hashlib.sha256(ffi_core.function_digest(kernel.func).encode())
+        h.update(repr(sorted((k, repr(v)) for k, v in kernel.options.items())).encode())
+        self.digest = h.hexdigest()[:24]
+        self.address_bound = ffi_core.address_bound_values(kernel.func)
+        self._lock = threading.Lock()
+        self._overloads: dict[tuple[str, ...], Any] = {}
+
+    def __repr__(self) -> str:
+        return f"KernelInfo({self.qualname})"
+
+    @property
+    def generic(self) -> bool:
+        return any(p.dtype is None for p in self.arrays)
+
+    def check_call(self, dtypes: Sequence[str], ranks: Sequence[int], n_in: int) -> None:
+        """Check arrays (inputs then outputs) against the kernel's annotations."""
+        n = len(dtypes)
+        if n != len(self.arrays):
+            scalars = ", ".join(p.name for p in self.scalars)
+            extra = f" and scalar parameters ({scalars}) given as keywords" if scalars else ""
+            raise TypeError(
+                f"warp kernel '{self.name}' has {len(self.arrays)} array parameters "
+                f"({', '.join(p.name for p in self.arrays)}){extra}, but is called with "
+                f"{n_in} inputs and {n - n_in} outputs ({n} arrays); the convention is "
+                "kernel(in_1, ..., in_n, out_1, ..., out_m) with scalars anywhere"
+            )
+        for k, (p, dtype, rank) in enumerate(zip(self.arrays, dtypes, ranks, strict=True)):
+            what = f"input {k}" if k < n_in else f"output {k - n_in}"
+            if (p.dtype is not None and p.dtype != dtype) or p.ndim != rank:
+                declared = f"{p.dtype or 'any dtype'}, {p.ndim}-d"
+                raise TypeError(
+                    f"{what} of warp kernel '{self.name}' (parameter '{p.name}') is "
+                    f"{dtype}[{rank}d], but the kernel declares wp.array({declared})"
+                )
+
+    def specialized(self, dtypes: Sequence[str]) -> Any:
+        """The kernel for these array dtypes: itself, or for a generic kernel
+        its overload, made once."""
+        if not self.generic:
+            return self.kernel
+        key = tuple(dtypes)
+        with self._lock:
+            overload = self._overloads.get(key)
+            if overload is None:
+                types, arrays = [], iter(dtypes)
+                for p in self.params:
+                    if p.is_array:
+                        types.append(wp.array(dtype=getattr(wp, next(arrays)), ndim=p.ndim))
+                    else:
+                        types.append(getattr(wp, p.dtype))
+                overload = self.kernel.add_overload(types)
+                self._overloads[key] = overload
+        return overload
+
+    def scalar_values(self, given: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+        """The scalar keyword arguments of a call, checked and typed
+        (``(name, numpy scalar)`` in parameter order)."""
+        names = {p.name for p in self.scalars}
+        unknown = sorted(set(given) - names)
+        if unknown:
+            accepted = ", ".join(sorted(names)) or "none"
+            raise TypeError(
+                f"warp kernel '{self.name}' has no scalar parameter {unknown[0]!r} "
+                f"(its scalar parameters: {accepted})"
+            )
+        values = []
+        for p in self.scalars:
+            if p.name not in given:
+                raise TypeError(
+                    f"warp kernel '{self.name}' needs its scalar parameter '{p.name}' "
+                    f"({p.dtype}) as a keyword argument, e.g. op(..., {p.name}=...)"
+                )
+            values.append((p.name, _scalar(self.name, p, given[p.name])))
+        return tuple(values)
+
+
+def _scalar(kernel_name: str, p: Param, value: Any) -> Any:
+    where = f"scalar parameter '{p.name}' of warp kernel '{kernel_name}' ({p.dtype})"
+    if isinstance(value, jax_array_types()):
+        raise TypeError(
+            f"{where} is static: it takes a Python or NumPy number, got a traced or device "
+            "array; pass arrays as inputs"
+        )
+    kind = np.dtype(p.dtype).kind
+    ok = (
+        isinstance(value, bool | np.bool_)
+        if kind == "b"
+        else isinstance(value, int | np.integer) and not isinstance(value, bool)
+        if kind in "iu"
+        else isinstance(value, int | float | np.integer | np.floating)
+        and not isinstance(value, bool)
+    )
+    if not ok:
+        expected = {"b": "a bool", "i": "an int", "u": "an int", "f": "a number"}[kind]
+        raise TypeError(f"{where} must be {expected}, got {value!r}")
+    if kind in "iu":
+        info = np.iinfo(p.dtype)
+        if not info.min <= int(value) <= info.max:
+            raise ValueError(f"{where} must be in [{info.min}, {info.max}], got {value!r}")
+    return np.dtype(p.dtype).type(value)
+
+
+@functools.cache
+def jax_array_types() -> tuple[type, ...]:
+    import jax
+
+    return (jax.Array, jax.core.Tracer)
+
+
+def check_launch_dims(launch_dims: Any) -> Any:
+    """``launch_dims`` checked when the kernel is wrapped: None, a callable,
+    or dims (an int or a tuple of 1 to 4 non-negative ints) as a tuple."""
+    if launch_dims is None or callable(launch_dims):
+        return launch_dims
+    return _dims(launch_dims, "`launch_dims`")
+
+
+def _dims(value: Any, what: str) -> tuple[int, ...]:
+    items = value if isinstance(value, tuple | list) else (value,)
+    dims = []
+    for d in items:
+        if isinstance(d, bool):
+            d = None
+        try:
+            dims.append(operator.index(d))
+        except TypeError:
+            raise TypeError(
+                f"{what} must be an int, a tuple of 1 to {MAX_DIMS} ints, or a callable of "
+                f"the input shapes returning one, got {value!r}"
+            ) from None
+    if not 1 <= len(dims) <= MAX_DIMS:
+        raise ValueError(f"{what} must have 1 to {MAX_DIMS} dimensions, got {value!r}")
+    if any(d < 0 for d in dims):
+        raise ValueError(f"{what} must be non-negative, got {value!r}")
+    if any(d >= 2**31 for d in dims):
+        raise ValueError(f"{what} must each be below 2**31 (Warp's launch bounds), got {value!r}")
+    return tuple(dims)
+
+
+def launch_shape(
+    launch_dims: Any, in_shapes: Sequence[tuple[int, ...]], out_shapes: Sequence[tuple[int, ...]]
+) -> tuple[int, ...]:
+    """The launch grid of one (unbatched) call."""
+    if launch_dims is None:
+        return _dims(out_shapes[0], "the first output's shape (the default `launch_dims`)")
+    if callable(launch_dims):
+        return _dims(launch_dims(*in_shapes), "what `launch_dims` returned")
+    return launch_dims
+
+
+def bounds(shape: tuple[int, ...], kernel_dim: int) -> tuple[tuple[int, ...], int]:
+    """``(shape, coord_mult)`` of Warp's launch bounds for a kernel whose
+    ``wp.tid()`` has ``kernel_dim`` dimensions, as ``wp.launch`` builds them:
+    missing trailing dimensions are 1, extra ones are folded into
+    ``coord_mult`` (those threads share a coordinate)."""
+    padded = shape + (1,) * max(0, kernel_dim - len(shape))
+    mult = 1
+    for d in padded[kernel_dim:]:
+        mult *= d
+    return padded[:kernel_dim], mult
+
+
+@dataclasses.dataclass(frozen=True)
+class CallSig(ffi_core.CallSig):
+    """ffi-core's signature, and what else a Warp handler is generated for:
+    ``backward`` (the adjoint kernel), ``hint`` (one more ignored input, the
+    cost hint of large calls) and the scalar parameters' dtypes."""
+
+    backward: bool = False
+    hint: bool = False
+
+    def name_parts(self) -> tuple[str, ...]:
+        return (repr(self),)
+
+
+def _sorted_names(names: Sequence[str]) -> list[str]:
+    # XLA sorts a call's attributes by their bytes.
+    return sorted(names, key=lambda n: n.encode())
+
+
+#: The attribute holding the launch grid: not an identifier, so never a parameter's name.
+DIMS_ATTR = "launch.dims"
+
+
+def attribute_order(info: KernelInfo) -> list[str]:
+    """The names of a call's attributes in the order the handler finds them."""
+    return _sorted_names([p.name for p in info.scalars] + [DIMS_ATTR])

@@ -1,0 +1,109 @@
+"""Warp itself: imported once, initialized on first use, and the dtype tables.
+
+The bridge changes none of Warp's settings (``wp.config``): the user's
+choices (quiet, cache directory, verbosity) stay theirs.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+try:
+    import warp as wp
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        'warp-ffi needs NVIDIA Warp: install it with `uv add warp-lang` (or `pip install "warp-ffi"`)'
+    ) from exc
+
+from warp._src import types as wp_types
+
+__all__ = [
+    "SUPPORTED_DTYPES",
+    "dtype_name_of",
+    "jaxinfo_to_warpinfo",
+    "jaxtype_to_warptype",
+    "runtime",
+    "wp",
+    "wp_types",
+]
+
+#: dtypes a Warp array or scalar parameter can take here, by name.
+SUPPORTED_DTYPES: tuple[str, ...] = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+)
+
+_WARP_TYPES: dict[str, Any] = {name: getattr(wp, name) for name in SUPPORTED_DTYPES}
+_NAMES: dict[Any, str] = {t: name for name, t in _WARP_TYPES.items()}
+
+
+def _dtype_name(dtype: Any, argument: str) -> str:
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = None
+    if name not in _WARP_TYPES:
+        raise TypeError(
+            f"`{argument}` must be one of the dtypes Warp arrays take "
+            f"({', '.join(SUPPORTED_DTYPES)}), got {dtype!r}"
+        )
+    return name
+
+
+def jaxtype_to_warptype(dtype: Any) -> Any:
+    """The Warp scalar type of a JAX/NumPy dtype.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> jaxtype_to_warptype(jnp.float32).__name__
+        'float32'
+    """
+    return _WARP_TYPES[_dtype_name(dtype, "dtype")]
+
+
+def jaxinfo_to_warpinfo(info: Any) -> Any:
+    """The Warp array type (``wp.array(dtype=..., ndim=...)``) of a
+    ``jax.ShapeDtypeStruct`` (or anything with ``shape`` and ``dtype``).
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> t = jaxinfo_to_warpinfo(jax.ShapeDtypeStruct((3, 4), jnp.int32))
+        >>> t.dtype.__name__, t.ndim
+        ('int32', 2)
+    """
+    if not (hasattr(info, "shape") and hasattr(info, "dtype")):
+        raise TypeError(
+            f"`info` must be a jax.ShapeDtypeStruct (shape and dtype), got {type(info)!r}"
+        )
+    ndim = len(info.shape)
+    if not 1 <= ndim <= wp_types.ARRAY_MAX_DIMS:
+        raise ValueError(
+            f"`info` must have 1 to {wp_types.ARRAY_MAX_DIMS} dimensions (Warp arrays), "
+            f"got shape {tuple(info.shape)}"
+        )
+    return wp.array(dtype=_WARP_TYPES[_dtype_name(info.dtype, "info.dtype")], ndim=ndim)
+
+
+def dtype_name_of(warp_type: Any) -> str | None:
+    """The dtype name of a Warp scalar type, or None for other types."""
+    return _NAMES.get(warp_type)
+
+
+@functools.cache
+def runtime() -> Any:
+    """Warp's runtime, initialized once (``wp.init()``) and its CPU device."""
+    wp.init()
+    return wp.get_device("cpu")
