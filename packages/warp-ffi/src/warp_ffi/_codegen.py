@@ -57,8 +57,11 @@ def load_kernel(info: KernelInfo, dtypes: tuple[str, ...]) -> Loaded:
             return found
         device = runtime()
         try:
-            kernel.module.load(device)
-            hooks = kernel.module.get_kernel_hooks(kernel, device)
+            # block_dim=1, as wp.launch loads CPU modules: one thread per
+            # grid point. (The module's default, 256, builds cooperative
+            # blocks, about 50 times slower for plain kernels.)
+            module_exec = kernel.module.load(device, block_dim=1)
+            hooks = module_exec.get_kernel_hooks(kernel)
         except Exception as exc:
             raise KernelCompileError(
                 f"warp kernel '{info.name}' does not compile for arrays of "
