@@ -35,10 +35,24 @@ class KernelCompileError(TypeError):
 
 
 class Loaded:
-    """A kernel specialization loaded on the CPU: entry points and grid rank."""
+    """A kernel specialization loaded on the CPU: entry points and grid rank.
 
-    def __init__(self, kernel: Any, forward: int, backward: int | None, kernel_dim: int) -> None:
+    It holds Warp's ``ModuleExec``: Warp unloads a module's machine code when
+    that object is collected (for example when a new overload makes Warp build
+    the module again), and registered handlers call into it for the life of
+    the process.
+    """
+
+    def __init__(
+        self,
+        kernel: Any,
+        module_exec: Any,
+        forward: int,
+        backward: int | None,
+        kernel_dim: int,
+    ) -> None:
         self.kernel = kernel
+        self.module_exec = module_exec
         self.forward = forward
         self.backward = backward
         self.kernel_dim = kernel_dim
@@ -78,7 +92,7 @@ def load_kernel(info: KernelInfo, dtypes: tuple[str, ...]) -> Loaded:
             raise KernelCompileError(
                 f"warp kernel '{info.name}': Warp loaded its module but found no CPU entry point"
             )
-        loaded = Loaded(kernel, forward, backward, kernel.adj.kernel_dim)
+        loaded = Loaded(kernel, module_exec, forward, backward, kernel.adj.kernel_dim)
         _loaded[kernel] = loaded
         return loaded
 

@@ -39,6 +39,8 @@ class BackendAdapter:
         batching: its batching mode (one of ``BATCHING_MODES``).
         adapt: ``adapt(kernel, entry, fn, outs)`` turns what a kernel generator
             returned into a callable of the input arrays; None keeps it as is.
+            An adapter that also takes a ``static`` keyword gets the call's
+            static keywords (a dict) there.
         extra: the install extra of ``xla-custom-kernel`` that brings the
             backend's package, named in ImportError messages; None for none.
     """
@@ -93,6 +95,36 @@ def adapt_numba(kernel: Any, entry: Any, fn: Any, outs: Any) -> Any:
     return numba_kernel(fn, outs, error_context=context)
 
 
+def _is_warp_kernel(fn: Any) -> bool:
+    # Without importing warp: it is only needed when the generator returned one.
+    return type(fn).__name__ == "Kernel" and type(fn).__module__.startswith("warp.")
+
+
+def adapt_warp(
+    kernel: Any, entry: Any, fn: Any, outs: Any, *, static: dict[str, Any] | None = None
+) -> Any:
+    """Wrap a bare ``@wp.kernel`` (or ``(kernel, launch_dims)``) with
+    ``warp_ffi.warp_kernel``; the call's static keywords that name scalar
+    parameters of the kernel are passed to it."""
+    launch_dims = None
+    if isinstance(fn, tuple) and len(fn) == 2 and _is_warp_kernel(fn[0]):
+        fn, launch_dims = fn
+    if not _is_warp_kernel(fn):
+        return fn
+    try:
+        from warp_ffi import warp_kernel
+    except ImportError as exc:
+        raise ImportError(f"warp kernels need warp-ffi; {install_hint('warp')}") from exc
+    scalar_names = {arg.label for arg in fn.adj.args}
+    scalars = {k: v for k, v in (static or {}).items() if k in scalar_names}
+    op = warp_kernel(fn, outs, launch_dims=launch_dims)
+
+    def call(*args: Any) -> Any:
+        return op(*args, **scalars)
+
+    return call
+
+
 _lock = threading.Lock()
 _adapters: dict[str, BackendAdapter] = {}
 
@@ -141,7 +173,7 @@ def install_hint(backend: str) -> str:
 for _adapter in (
     BackendAdapter("numba", ("cpu",), "vmap", adapt_numba, "numba"),
     BackendAdapter("numba_cuda", ("gpu",), "vmap", extra="numba-cuda"),
-    BackendAdapter("warp", ("gpu",), "auto", extra="warp"),
+    BackendAdapter("warp", ("cpu", "gpu"), "vmap", adapt_warp, "warp"),
     BackendAdapter("triton", ("gpu",), "auto", extra="triton"),
 ):
     register_backend_adapter(_adapter)

@@ -11,6 +11,7 @@ lowers it, lifted over the batch levels.
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -85,7 +86,8 @@ class Generated:
                 declared = user_outs(outs, multiple)
                 fn = entry.generator(outs=declared, **dict(static))
                 if entry.adapt is not None:
-                    fn = entry.adapt(self._kernel, entry, fn, declared)
+                    extra = {"static": dict(static)} if _takes_static(entry.adapt) else {}
+                    fn = entry.adapt(self._kernel, entry, fn, declared, **extra)
                 if not callable(fn):
                     raise TypeError(
                         f"the kernel generator returned {type(fn)!r}; it must return a callable "
@@ -93,6 +95,13 @@ class Generated:
                     )
                 self._fns[key] = fn
         return _checked(entry, fn, outs)
+
+
+def _takes_static(adapt: Callable[..., Any]) -> bool:
+    try:
+        return "static" in inspect.signature(adapt).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _checked(entry: KernelEntry, fn: Callable[..., Any], outs) -> Callable[..., list[Any]]:
