@@ -24,7 +24,7 @@ import numpy as np
 from ffi_core import code_from_dtype, register_target, target_name
 
 from ._native import ARRAY_T, bounds_layout
-from ._spec import DIMS_ATTR, CallSig, KernelInfo, attribute_order
+from ._spec import DIMS_ATTR, CallSig, KernelInfo, attribute_dtype, attribute_order
 from ._warp import runtime, wp
 
 __all__ = ["KernelCompileError", "Loaded", "ensure_target", "load_kernel"]
@@ -181,7 +181,7 @@ def _source(info: KernelInfo, sig: CallSig, loaded: Loaded, label: str) -> str:
         width = np.dtype(p.dtype).itemsize
         lines += [
             f"    if attr_type(frame, {j}) != 3 or attr_scalar_dtype(frame, {j}) != "
-            f"{code_from_dtype(p.dtype)}:",
+            f"{code_from_dtype(attribute_dtype(p.dtype))}:",
             fail(f"attribute {p.name} is not a {p.dtype} scalar"),
             f"    copy_scalar(args + {offsets[p.name]}, attr_scalar_value(frame, {j}), {width})",
         ]

@@ -25,7 +25,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
 from ._codegen import ensure_target, load_kernel
-from ._spec import DIMS_ATTR, CallSig, bounds, launch_shape
+from ._spec import DIMS_ATTR, CallSig, attribute_value, bounds, launch_shape
 
 __all__ = ["warp_kernel_call_p"]
 
@@ -95,7 +95,8 @@ def _lowering(
         n_out = len(outs)
         op_aliases = {n_in + k: len(info.arrays) + k for k in range(n_out)}
     lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=op_aliases or None)
-    attrs = {DIMS_ATTR: np.array([*grid, mult], np.int64), **dict(scalars)}
+    attrs = {DIMS_ATTR: np.array([*grid, mult], np.int64)}
+    attrs.update((name, attribute_value(v)) for name, v in scalars)
     if source is None:
         return lowering(ctx, *operands, **attrs)
     return lower_with_hint(lowering, ctx, operands, source, **attrs)

@@ -26,7 +26,9 @@ __all__ = [
     "CallSig",
     "KernelInfo",
     "Param",
+    "attribute_dtype",
     "attribute_order",
+    "attribute_value",
     "bounds",
     "check_launch_dims",
     "launch_shape",
@@ -209,6 +211,17 @@ def jax_array_types() -> tuple[type, ...]:
     import jax
 
     return (jax.Array, jax.core.Tracer)
+
+
+def attribute_dtype(dtype: str) -> str:
+    """The dtype of the FFI attribute carrying a scalar of ``dtype``: XLA has
+    no float16 attributes, so a float16 travels as its 16 bits (uint16)."""
+    return "uint16" if dtype == "float16" else dtype
+
+
+def attribute_value(value: Any) -> Any:
+    """A checked scalar (from ``scalar_values``) as its attribute's value."""
+    return value.view(np.uint16) if value.dtype == np.float16 else value
 
 
 def check_launch_dims(launch_dims: Any) -> Any:
