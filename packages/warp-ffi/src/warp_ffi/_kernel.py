@@ -92,7 +92,7 @@ def _call_bwd(call: _Call, args: tuple[Any, ...], cts: tuple[Any, ...]) -> tuple
         jnp.zeros(a.shape, a.dtype) if ct.dtype == jax.dtypes.float0 else ct
         for ct, a in zip(cts, call.out_avals, strict=True)
     )
-    grads_avals = tuple(jax.core.ShapedArray(np.shape(x), np.result_type(x)) for x in args)
+    grads_avals = tuple(jax.core.ShapedArray(np.shape(x), x.dtype) for x in args)
     out_avals = grads_avals + call.out_avals + call.out_avals
     results = call.bind(*args, *cts, out_avals=out_avals, backward=True)
     return tuple(g if jnp.issubdtype(g.dtype, jnp.inexact) else None for g in results[: len(args)])
@@ -170,9 +170,14 @@ def warp_kernel(
             f"`outs` holds {n_out} outputs, but warp kernel '{info.name}' has "
             f"{len(info.arrays)} array parameters"
         )
+    # With "expand_dims"/"broadcast_all" the kernel declares the batched
+    # ranks: those are checked when a call is lowered.
+    batched_ranks = vmap_method in ("expand_dims", "broadcast_all")
     for j, (p, aval) in enumerate(zip(info.arrays[-n_out:], out_avals, strict=True)):
         dtype = np.dtype(aval.dtype).name
-        if (p.dtype is not None and p.dtype != dtype) or p.ndim != len(aval.shape):
+        if (p.dtype is not None and p.dtype != dtype) or (
+            p.ndim != len(aval.shape) and not batched_ranks
+        ):
             raise TypeError(
                 f"`outs` entry {j} is {dtype}{list(aval.shape)}, but warp kernel "
                 f"'{info.name}' declares its output parameter '{p.name}' as "
@@ -186,7 +191,7 @@ def warp_kernel(
             np.dtype(a.dtype).name for a in out_avals
         ]
         ranks = [np.ndim(x) for x in args] + [len(a.shape) for a in out_avals]
-        info.check_call(dtypes, ranks, len(args))
+        info.check_call(dtypes, None if batched_ranks else ranks, len(args))
         spec = _Call(info, out_avals, aliases, info.scalar_values(scalars), launch, vmap_method)
         return rebuild(_call(spec, *args))
 

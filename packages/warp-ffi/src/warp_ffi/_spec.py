@@ -118,8 +118,9 @@ class KernelInfo:
     def generic(self) -> bool:
         return any(p.dtype is None for p in self.arrays)
 
-    def check_call(self, dtypes: Sequence[str], ranks: Sequence[int], n_in: int) -> None:
-        """Check arrays (inputs then outputs) against the kernel's annotations."""
+    def check_call(self, dtypes: Sequence[str], ranks: Sequence[int] | None, n_in: int) -> None:
+        """Check arrays (inputs then outputs) against the kernel's annotations
+        (their ranks too, unless ``ranks`` is None)."""
         n = len(dtypes)
         if n != len(self.arrays):
             scalars = ", ".join(p.name for p in self.scalars)
@@ -130,8 +131,9 @@ class KernelInfo:
                 f"{n_in} inputs and {n - n_in} outputs ({n} arrays); the convention is "
                 "kernel(in_1, ..., in_n, out_1, ..., out_m) with scalars anywhere"
             )
-        for k, (p, dtype, rank) in enumerate(zip(self.arrays, dtypes, ranks, strict=True)):
+        for k, (p, dtype) in enumerate(zip(self.arrays, dtypes, strict=True)):
             what = f"input {k}" if k < n_in else f"output {k - n_in}"
+            rank = p.ndim if ranks is None else ranks[k]
             if (p.dtype is not None and p.dtype != dtype) or p.ndim != rank:
                 declared = f"{p.dtype or 'any dtype'}, {p.ndim}-d"
                 raise TypeError(
