@@ -1,5 +1,5 @@
-"""Warp prints a banner and a line per module it builds; the tests keep quiet."""
+"""Warp logs a banner and a line per module it builds; the tests keep it to warnings."""
 
 import warp as wp
 
-wp.config.quiet = True
+wp.config.log_level = wp.LOG_WARNING

@@ -30,7 +30,7 @@ def axpy(
 def row_sum(x: wp.array(dtype=wp.float32, ndim=2), out: wp.array(dtype=wp.float32)):
     # couples the elements of a row: a kernel that must see its own row
     i = wp.tid()
-    total = 0.0
+    total = float(0.0)  # noqa: UP018 - a dynamic variable to Warp, not a constant
     for j in range(x.shape[1]):
         total += x[i, j]
     out[i] = total
@@ -40,7 +40,7 @@ def row_sum(x: wp.array(dtype=wp.float32, ndim=2), out: wp.array(dtype=wp.float3
 def prefix(x: wp.array(dtype=wp.float32), out: wp.array(dtype=wp.float32)):
     # every thread reads the whole row
     i = wp.tid()
-    total = 0.0
+    total = float(0.0)  # noqa: UP018 - a dynamic variable to Warp, not a constant
     for j in range(i + 1):
         total += x[j]
     out[i] = total
