@@ -86,3 +86,63 @@ def test_a_neighbour_that_sets_the_shared_capsule_prototype(order):
     )
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert result.stdout.strip().endswith("ok")
+
+
+_WARP_PROGRAM = r"""
+import ctypes, sys
+
+def neighbour():
+    f = ctypes.pythonapi.PyCapsule_New
+    f.restype = ctypes.py_object
+    f.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.CFUNCTYPE(None, ctypes.py_object)]
+
+if sys.argv[1] == "before":
+    neighbour()
+import jax, jax.numpy as jnp, numba, numpy as np, warp as wp
+from numba_cpu_ffi import numba_kernel
+from warp_ffi import warp_kernel
+if sys.argv[1] == "after":
+    neighbour()
+wp.config.log_level = wp.LOG_WARNING
+
+@wp.kernel
+def wp_scale(x: wp.array(dtype=float), k: float, out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = k * x[i]
+
+@numba.njit
+def nb_add(x, y, out):
+    out[:] = x + y
+
+x = np.arange(1000, dtype=np.float32)
+w = warp_kernel(wp_scale, jax.ShapeDtypeStruct(x.shape, x.dtype))
+n = numba_kernel(nb_add, jax.ShapeDtypeStruct(x.shape, x.dtype))
+f = jax.jit(lambda x: n(w(x, k=2.0), x))  # both bridges in one program
+np.testing.assert_array_equal(f(x), 3 * x)
+np.testing.assert_array_equal(jax.jit(jax.vmap(lambda r: w(r, k=2.0)))(np.stack([x, x])), 2 * np.stack([x, x]))
+np.testing.assert_array_equal(jax.grad(lambda v: w(v, k=2.0).sum())(x), np.full(1000, 2.0))
+
+# Warp's own launches in the same process are unaffected.
+a = wp.array(x, device="cpu")
+o = wp.zeros(1000, dtype=float, device="cpu")
+wp.launch(wp_scale, dim=1000, inputs=[a, 4.0], outputs=[o], device="cpu")
+np.testing.assert_array_equal(o.numpy(), 4 * x)
+np.testing.assert_array_equal(f(x + 1), 3 * (x + 1))
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("order", ["before", "after"])
+def test_warp_beside_the_neighbour_numba_and_warp_itself(order, tmp_path):
+    pytest.importorskip("warp_ffi")
+    program = tmp_path / "warp_neighbours.py"  # Warp reads a kernel's source from its file
+    program.write_text(_WARP_PROGRAM)
+    result = subprocess.run(
+        [sys.executable, str(program), order],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert result.stdout.strip().endswith("ok")
