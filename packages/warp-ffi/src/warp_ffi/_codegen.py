@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 import numpy as np
-from ffi_core import code_from_dtype, register_target, target_name
+from ffi_core import Unexportable, code_from_dtype, record_recipe, register_target, target_name
 
 from ._native import ARRAY_T, bounds_layout
 from ._spec import DIMS_ATTR, CallSig, KernelInfo, attribute_dtype, attribute_order
@@ -254,4 +254,21 @@ def ensure_target(info: KernelInfo, sig: CallSig, loaded: Loaded) -> str:
         content=f"{info.qualname}:{info.digest}:{':'.join(sig.name_parts())}",
         platform="cpu",
     )
+    record_recipe(name, _recipe(info, sig))
     return name
+
+
+def _recipe(info: KernelInfo, sig: CallSig) -> dict[str, Any] | Unexportable:
+    """How ``ffi_core.deserialize`` makes this target again (``_catalog``)."""
+    if info.address_bound:
+        return Unexportable(
+            f"warp kernel {info.qualname!r} reads values whose repr holds a memory address "
+            f"({'; '.join(info.address_bound)}), so its digest differs in every process"
+        )
+    return {
+        "kind": "warp_cpu",
+        "module": "warp_ffi",
+        "kernel": info.qualname,
+        "digest": info.digest,
+        **sig.to_step(),
+    }

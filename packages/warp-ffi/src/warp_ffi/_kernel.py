@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from ffi_core import check_aliases, check_inputs, output_avals
 
+from ._catalog import kernel_info
 from ._primitive import backward_unavailable, warp_kernel_call_p
 from ._spec import KIND, KernelInfo, check_launch_dims
 from ._warp import SUPPORTED_DTYPES
@@ -28,18 +28,6 @@ VMAP_METHODS: tuple[str | None, ...] = (
     "expand_dims",
     "broadcast_all",
 )
-
-_infos: weakref.WeakKeyDictionary[Any, KernelInfo] = weakref.WeakKeyDictionary()
-
-
-def kernel_info(kernel: Any) -> KernelInfo:
-    """The validated ``KernelInfo`` of ``kernel``, made once per kernel."""
-    try:
-        return _infos[kernel]
-    except (KeyError, TypeError):
-        info = KernelInfo(kernel)
-        _infos[kernel] = info
-        return info
 
 
 @dataclasses.dataclass(frozen=True)

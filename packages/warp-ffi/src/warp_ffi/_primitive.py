@@ -77,10 +77,6 @@ def _lowering(
     dtypes = tuple(np.dtype(a.dtype).name for a in (*ins, *outs))
     info.check_call(dtypes, [len(s) for s in (*in_rows, *out_rows)], n_in)
     _check_int32(info, in_rows + out_rows, dtypes)
-    loaded = load_kernel(info, dtypes)
-    if backward and loaded.backward is None:
-        raise NotImplementedError(backward_unavailable(info))
-    grid, mult = bounds(launch_shape(launch, in_rows, out_rows), loaded.kernel_dim)
     source = hint_source(ctx.avals_in, ctx.avals_out)
     sig = CallSig(
         tuple(array_sig(a) for a in ctx.avals_in),
@@ -89,7 +85,8 @@ def _lowering(
         backward,
         source is not None,
     )
-    name = ensure_target(info, sig, loaded)
+    name, loaded = make_target(info, sig)
+    grid, mult = bounds(launch_shape(launch, in_rows, out_rows), loaded.kernel_dim)
     op_aliases = dict(aliases)
     if backward:  # the cotangents, copied into buffers Warp may change
         n_out = len(outs)
@@ -100,6 +97,14 @@ def _lowering(
     if source is None:
         return lowering(ctx, *operands, **attrs)
     return lower_with_hint(lowering, ctx, operands, source, **attrs)
+
+
+def make_target(info, sig):
+    """Load the kernel for ``sig`` and register its handler: ``(name, loaded)``."""
+    loaded = load_kernel(info, sig.primal_dtypes(len(info.arrays)))
+    if sig.backward and loaded.backward is None:
+        raise NotImplementedError(backward_unavailable(info))
+    return ensure_target(info, sig, loaded), loaded
 
 
 def backward_unavailable(info) -> str:

@@ -291,6 +291,42 @@ class CallSig(ffi_core.CallSig):
     def name_parts(self) -> tuple[str, ...]:
         return (repr(self),)
 
+    def primal_dtypes(self, n_arrays: int) -> tuple[str, ...]:
+        """The dtypes of the kernel's array parameters (which pick its
+        specialization): forward, the inputs and outputs; backward, the primal
+        inputs and the scratch outputs the forward is replayed into."""
+        if not self.backward:
+            return tuple(a.dtype for a in (*self.inputs, *self.outputs))
+        n_out = len(self.outputs) - len(self.inputs)
+        n_in = n_arrays - n_out
+        return tuple(a.dtype for a in (*self.inputs[:n_in], *self.outputs[n_in : n_in + n_out]))
+
+    def to_step(self) -> dict[str, Any]:
+        """The signature as the JSON fields of an export recipe step."""
+        return {
+            "inputs": [[a.dtype, a.rank] for a in self.inputs],
+            "outputs": [[a.dtype, a.rank] for a in self.outputs],
+            "batched": None if self.batched is None else list(self.batched),
+            "backward": self.backward,
+            "hint": self.hint,
+        }
+
+    @classmethod
+    def from_step(cls, step: Any) -> CallSig:
+        """The signature :meth:`to_step` wrote."""
+
+        def arrays(items: Any) -> tuple[ffi_core.ArraySig, ...]:
+            return tuple(ffi_core.ArraySig(dtype, rank) for dtype, rank in items)
+
+        batched = step["batched"]
+        return cls(
+            arrays(step["inputs"]),
+            arrays(step["outputs"]),
+            None if batched is None else tuple(batched),
+            step["backward"],
+            step["hint"],
+        )
+
 
 def _sorted_names(names: Sequence[str]) -> list[str]:
     # XLA sorts a call's attributes by their bytes.

@@ -1,0 +1,67 @@
+"""The Warp kernels this process knows, by digest, and how a target is made again.
+
+Every kernel wrapped with ``warp_kernel`` is remembered by the digest of its
+code, so that ``ffi_core.deserialize`` can make the handlers of an exported
+function again in a new process: each target's recipe names the kernel's
+digest and the signature, and the rebuilder here loads and registers that pair.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+import ffi_core
+
+from ._primitive import make_target
+from ._spec import CallSig, KernelInfo
+from ._warp import wp
+
+__all__ = ["kernel_info"]
+
+_lock = threading.Lock()
+_infos: weakref.WeakKeyDictionary[Any, KernelInfo] = weakref.WeakKeyDictionary()
+_known: dict[str, KernelInfo] = {}
+
+
+def kernel_info(kernel: Any) -> KernelInfo:
+    """The validated ``KernelInfo`` of ``kernel``, made once per kernel and
+    remembered by digest."""
+    with _lock:
+        info = _infos.get(kernel) if isinstance(kernel, wp.Kernel) else None
+    if info is None:
+        info = KernelInfo(kernel)
+        with _lock:
+            info = _infos.setdefault(kernel, info)
+            _known.setdefault(info.digest, info)
+    return info
+
+
+def _rebuild(step: Mapping[str, Any]) -> None:
+    with _lock:
+        info = _known.get(step["digest"])
+        same_name = [i for i in _known.values() if i.qualname == step["kernel"]]
+    if info is None:
+        if same_name:
+            raise ffi_core.MissingKernelError(
+                f"warp kernel {step['kernel']!r} is known here, but its code or the values it "
+                "reads differ from the exported kernel's; import the version that was exported"
+            )
+        raise ffi_core.MissingKernelError(
+            f"warp kernel {step['kernel']!r} is not known here: import the module that wraps "
+            "it with warp_kernel, or pass the @wp.kernel in `kernels`"
+        )
+    make_target(info, CallSig.from_step(step))
+
+
+def _accept(obj: object) -> bool:
+    if not isinstance(obj, wp.Kernel):
+        return False
+    kernel_info(obj)
+    return True
+
+
+ffi_core.register_rebuilder("warp_cpu", _rebuild)
+ffi_core.register_kernel_acceptor(_accept)
