@@ -19,14 +19,21 @@ import jax, jax.numpy as jnp, warp as wp
 from warp_ffi import warp_kernel
 wp.config.log_level = wp.LOG_WARNING
 
+@wp.func
+def times(alpha: float, x: float):
+    return alpha * x
+
 @wp.kernel
 def axpy(x: wp.array(dtype=float), y: wp.array(dtype=float), alpha: float,
          out: wp.array(dtype=float)):
     i = wp.tid()
-    out[i] = alpha * x[i] + y[i]
+    out[i] = times(alpha, x[i]) + y[i]
 
 axpy_op = warp_kernel(axpy, jax.ShapeDtypeStruct((8,), jnp.float32))
 """
+
+# The kernel's own code is unchanged; only a Warp function it calls differs.
+CHANGED = KERNELS.replace("return alpha * x", "return alpha * x + 1.0")
 
 EXPORT = """
 import jax, jax.numpy as jnp, ffi_core
@@ -104,3 +111,14 @@ def test_a_missing_warp_kernel_is_named(exported):
         "which this process cannot make: warp kernel 'kernels.axpy' is not known here: "
         "import the module that wraps it with warp_kernel, or pass the @wp.kernel in `kernels`"
     )
+
+
+def test_a_changed_warp_function_is_not_taken_for_the_exported_one(exported, tmp_path):
+    (tmp_path / "plain.bin").write_bytes((exported / "plain.bin").read_bytes())
+    (tmp_path / "kernels.py").write_text(CHANGED)
+    (line,) = _run(tmp_path, CALL, "import", "plain")
+    assert line.endswith(
+        "which this process cannot make: warp kernel 'kernels.axpy' is known here, but a "
+        "Warp function it calls differs from the exported kernel's; import the version that "
+        "was exported"
+    ), line

@@ -15,6 +15,7 @@ from typing import Any
 
 import ffi_core
 
+from ._codegen import load_kernel
 from ._primitive import make_target
 from ._spec import CallSig, KernelInfo
 from ._warp import wp
@@ -53,7 +54,14 @@ def _rebuild(step: Mapping[str, Any]) -> None:
             f"warp kernel {step['kernel']!r} is not known here: import the module that wraps "
             "it with warp_kernel, or pass the @wp.kernel in `kernels`"
         )
-    make_target(info, CallSig.from_step(step))
+    sig = CallSig.from_step(step)
+    loaded = load_kernel(info, sig.primal_dtypes(len(info.arrays)))
+    if loaded.code_hash != step["code"]:
+        raise ffi_core.MissingKernelError(
+            f"warp kernel {step['kernel']!r} is known here, but a Warp function it calls "
+            "differs from the exported kernel's; import the version that was exported"
+        )
+    make_target(info, sig)
 
 
 def _accept(obj: object) -> bool:

@@ -53,6 +53,10 @@ class Loaded:
     ) -> None:
         self.kernel = kernel
         self.module_exec = module_exec
+        #: Warp's hash of the specialization's code, the functions it calls
+        #: and its options: the same in every process, and different when a
+        #: @wp.func it calls changes (which the Python digest cannot see).
+        self.code_hash: str = kernel.hash.hex()[:16]
         self.forward = forward
         self.backward = backward
         self.kernel_dim = kernel_dim
@@ -240,7 +244,7 @@ def compiled_handler(info: KernelInfo, sig: CallSig, loaded: Loaded) -> tuple[st
     source = _source(info, sig, loaded, label)
     namespace: dict[str, Any] = {}
     exec(compile(source, f"<warp_ffi handler {info.name}>", "exec"), namespace)
-    name = target_name(f"warp_cpu.{info.name}", info.digest, *sig.name_parts())
+    name = target_name(f"warp_cpu.{info.name}", info.digest, loaded.code_hash, *sig.name_parts())
     return name, namespace["handler"]
 
 
@@ -251,14 +255,14 @@ def ensure_target(info: KernelInfo, sig: CallSig, loaded: Loaded) -> str:
     register_target(
         name,
         handler,
-        content=f"{info.qualname}:{info.digest}:{':'.join(sig.name_parts())}",
+        content=f"{info.qualname}:{info.digest}:{loaded.code_hash}:{':'.join(sig.name_parts())}",
         platform="cpu",
     )
-    record_recipe(name, _recipe(info, sig))
+    record_recipe(name, _recipe(info, sig, loaded))
     return name
 
 
-def _recipe(info: KernelInfo, sig: CallSig) -> dict[str, Any] | Unexportable:
+def _recipe(info: KernelInfo, sig: CallSig, loaded: Loaded) -> dict[str, Any] | Unexportable:
     """How ``ffi_core.deserialize`` makes this target again (``_catalog``)."""
     if info.address_bound:
         return Unexportable(
@@ -270,5 +274,6 @@ def _recipe(info: KernelInfo, sig: CallSig) -> dict[str, Any] | Unexportable:
         "module": "warp_ffi",
         "kernel": info.qualname,
         "digest": info.digest,
+        "code": loaded.code_hash,
         **sig.to_step(),
     }
