@@ -28,11 +28,11 @@ def test_builtin_adapters():
     assert {n: (a.platforms, a.batching, a.extra) for n, a in list(table.items())[:4]} == {
         "numba": (("cpu",), "vmap", "numba"),
         "numba_cuda": (("gpu",), "vmap", "numba-cuda"),
-        "warp": (("gpu",), "auto", "warp"),
+        "warp": (("cpu", "gpu"), "vmap", "warp"),
         "triton": (("gpu",), "auto", "triton"),
     }
-    assert table["numba"].adapt is not None
-    assert [table[n].adapt for n in ("numba_cuda", "warp", "triton")] == [None] * 3
+    assert table["numba"].adapt is not None and table["warp"].adapt is not None
+    assert [table[n].adapt for n in ("numba_cuda", "triton")] == [None] * 2
 
 
 def test_a_new_backend_gets_a_def_method_and_runs(name, adapter_name):
@@ -171,3 +171,20 @@ def test_modules_import_one_way():
     for module in sorted(graph):
         visit(module, [])
     assert set(order) == set(graph)
+
+
+def test_adapters_taking_static_get_the_calls_static_keywords(name, adapter_name):
+    seen = []
+
+    def adapt(kernel, entry, fn, outs, *, static):
+        seen.append(static)
+        return fn
+
+    xck.register_backend_adapter(xck.BackendAdapter(adapter_name, ("cpu",), "loop", adapt))
+    k = XLACustomKernel(name)
+    getattr(k, f"def_{adapter_name}_kernel")(lambda outs, scale: lambda x: scale * x)
+    x = jnp.ones(3, jnp.float32)
+    np.testing.assert_array_equal(
+        k(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype), scale=2.0), 2 * x
+    )
+    assert seen == [{"scale": 2.0}]

@@ -55,7 +55,6 @@ def test_def_jax_kernel_on_one_platform(name, platform):
     ("method", "backend", "batching"),
     [
         ("def_numba_cuda_kernel", "numba_cuda", "vmap"),
-        ("def_warp_kernel", "warp", "auto"),
         ("def_triton_kernel", "triton", "auto"),
     ],
 )
@@ -66,6 +65,16 @@ def test_gpu_shorthands_record_gpu_entries(name, method, backend, batching):
     assert k.available_backends("gpu") == [backend]
     assert k.available_backends("cpu") == []
     assert k.defaults == {"gpu": backend}
+
+
+def test_def_warp_kernel_registers_cpu_and_gpu(name):
+    k = XLACustomKernel(name)
+    entries = k.def_warp_kernel(_kg)
+    assert [(e.backend, e.platform, e.batching) for e in entries] == [
+        ("warp", "cpu", "vmap"),
+        ("warp", "gpu", "vmap"),
+    ]
+    assert k.defaults == {"cpu": "warp", "gpu": "warp"}
 
 
 @pytest.mark.parametrize("platform", ["gpu", "tpu"])
