@@ -28,7 +28,7 @@ def test_builtin_adapters():
     assert {n: (a.platforms, a.batching, a.extra) for n, a in list(table.items())[:4]} == {
         "numba": (("cpu",), "vmap", "numba"),
         "numba_cuda": (("gpu",), "vmap", "numba-cuda"),
-        "warp": (("cpu", "gpu"), "vmap", "warp"),
+        "warp": (("cpu",), "vmap", "warp"),
         "triton": (("gpu",), "auto", "triton"),
     }
     assert table["numba"].adapt is not None and table["warp"].adapt is not None

@@ -173,7 +173,9 @@ def install_hint(backend: str) -> str:
 for _adapter in (
     BackendAdapter("numba", ("cpu",), "vmap", adapt_numba, "numba"),
     BackendAdapter("numba_cuda", ("gpu",), "vmap", extra="numba-cuda"),
-    BackendAdapter("warp", ("cpu", "gpu"), "vmap", adapt_warp, "warp"),
+    # CPU only: warp-ffi has no GPU path yet (register a GPU callable made
+    # another way with def_kernel("warp", "gpu", ...)).
+    BackendAdapter("warp", ("cpu",), "vmap", adapt_warp, "warp"),
     BackendAdapter("triton", ("gpu",), "auto", extra="triton"),
 ):
     register_backend_adapter(_adapter)

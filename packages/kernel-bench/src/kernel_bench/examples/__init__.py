@@ -1,6 +1,7 @@
 """The bundled example operations: each an ``XLACustomKernel`` with a Numba
 backend and a pure-JAX reference (``"jax"``), plus ``jax.experimental.sparse``
-for the sparse products.
+for the sparse products and, where warp-ffi is installed, a Warp backend for
+``axpy``, ``lif_step`` and the sparse products.
 
 - ``axpy``: ``a * x + y`` (elementwise);
 - ``exp_trace``: ``trace * exp(-dt / tau) + spikes`` (elementwise, linear);

@@ -13,6 +13,11 @@ from .._config import BenchmarkConfig
 from ._common import config, stable_ffi_name
 from ._scale import sizes
 
+try:
+    from . import _warp_kernels
+except ImportError:  # warp-ffi is optional (kernel-bench[warp]): no warp backend without it
+    _warp_kernels = None
+
 __all__ = ["axpy"]
 
 
@@ -27,6 +32,8 @@ axpy = XLACustomKernel("axpy", doc="a * x + y for vectors x, y and a scalar a (s
 axpy.def_tags("example", "elementwise")
 axpy.def_numba_kernel(lambda outs: _axpy_numba)
 axpy.def_jax_kernel(lambda outs: lambda x, y, a: a[0] * x + y)
+if _warp_kernels is not None:
+    axpy.def_warp_kernel(lambda outs: _warp_kernels.axpy_kernel)
 axpy.def_jvp_rule2(
     lambda t, x, y, a, outs: a[0] * t,
     lambda t, x, y, a, outs: t,

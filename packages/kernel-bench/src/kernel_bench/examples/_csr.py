@@ -25,6 +25,11 @@ from .._config import BenchmarkConfig
 from ._common import config, stable_ffi_name
 from ._scale import sizes
 
+try:
+    from . import _warp_kernels
+except ImportError:  # warp-ffi is optional (kernel-bench[warp]): no warp backend without it
+    _warp_kernels = None
+
 __all__ = ["csr_matmat", "csr_matvec", "random_csr"]
 
 
@@ -60,11 +65,13 @@ def _def_product(
     reference: Callable[..., jax.Array],
     out: Callable[[tuple[int, int], bool, Any], jax.ShapeDtypeStruct],
     ct_data: Callable[[jax.Array, jax.Array, jax.Array, jax.Array, bool], jax.Array],
+    warp_kg: Callable[..., Any] | None,
 ) -> None:
     # The backends and rules are the same for a vector and a matrix operand but
     # for these pieces: `numba_kernels` is (A @ x, A.T @ x); `out(shape,
     # transpose, x)` the result's ShapeDtypeStruct; `ct_data(ct, x, indices,
-    # rows, transpose)` the cotangent of the values.
+    # rows, transpose)` the cotangent of the values; `warp_kg` the warp backend's
+    # kernel generator, None where warp-ffi is not installed.
     plain, transposed = numba_kernels
     kernel.def_tags("example", "sparse")
     kernel.def_numba_kernel(lambda outs, shape, transpose: transposed if transpose else plain)
@@ -81,6 +88,8 @@ def _def_product(
         ),
         batching="vmap",
     )
+    if warp_kg is not None:
+        kernel.def_warp_kernel(warp_kg)
     kernel.def_jvp_rule2(
         lambda t, d, i, p, x, outs, shape, transpose: kernel(
             t, i, p, x, outs=outs, shape=shape, transpose=transpose
@@ -195,6 +204,7 @@ _def_product(
     _csr_matvec_jax,
     _csr_matvec_out,
     _csr_matvec_ct_data,
+    None if _warp_kernels is None else _warp_kernels.csr_matvec_kg,
 )
 
 
@@ -282,6 +292,7 @@ _def_product(
     _csr_matmat_jax,
     _csr_matmat_out,
     _csr_matmat_ct_data,
+    None if _warp_kernels is None else _warp_kernels.csr_matmat_kg,
 )
 
 

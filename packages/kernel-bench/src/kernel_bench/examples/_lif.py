@@ -17,6 +17,11 @@ from .._config import BenchmarkConfig
 from ._common import config, stable_ffi_name
 from ._scale import sizes
 
+try:
+    from . import _warp_kernels
+except ImportError:  # warp-ffi is optional (kernel-bench[warp]): no warp backend without it
+    _warp_kernels = None
+
 __all__ = ["lif_step"]
 
 
@@ -53,6 +58,9 @@ lif_step.def_jax_kernel(
         lambda v, i: _lif_jax(v, i, dt=dt, tau=tau, v_th=v_th, v_reset=v_reset)
     )
 )
+if _warp_kernels is not None:
+    # The adapter passes the static dt, tau, v_th, v_reset to the kernel's parameters.
+    lif_step.def_warp_kernel(lambda outs, **static: _warp_kernels.lif_step_kernel)
 
 
 @lif_step.def_call

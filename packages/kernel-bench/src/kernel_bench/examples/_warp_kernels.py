@@ -1,0 +1,146 @@
+"""The ``warp`` backend of ``axpy``, ``lif_step``, ``csr_matvec`` and
+``csr_matmat`` (which a vmap of ``csr_matvec`` calls): Warp kernels computing
+what their numba kernels compute, on the same inputs, outputs and dtypes.
+
+Importing this module raises ImportError where warp-ffi is not installed
+(``uv add "kernel-bench[warp]"``); the examples then register no warp backend.
+Warp reads a kernel's source, so the kernels are module-level functions of this
+file. On the CPU Warp runs a launch's threads one after another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax.numpy as jnp
+import warp as wp
+import warp_ffi
+
+__all__ = ["axpy_kernel", "csr_matmat_kg", "csr_matvec_kg", "lif_step_kernel"]
+
+
+@wp.kernel
+def axpy_kernel(
+    x: wp.array(dtype=Any),
+    y: wp.array(dtype=Any),
+    a: wp.array(dtype=Any),
+    out: wp.array(dtype=Any),
+):
+    i = wp.tid()
+    out[i] = a[0] * x[i] + y[i]
+
+
+# dt and tau are float64, as the numba kernel generator computes dt / tau
+# before rounding it to float32. The call's static keywords of the same names
+# fill these parameters (XLACustomKernel.def_warp_kernel).
+@wp.kernel
+def lif_step_kernel(
+    v: wp.array(dtype=wp.float32),
+    i_ext: wp.array(dtype=wp.float32),
+    dt: wp.float64,
+    tau: wp.float64,
+    v_th: wp.float64,
+    v_reset: wp.float64,
+    v_out: wp.array(dtype=wp.float32),
+    spike: wp.array(dtype=wp.bool),
+):
+    k = wp.tid()
+    alpha = wp.float32(dt / tau)
+    x = v[k] + alpha * (i_ext[k] - v[k])
+    fired = x >= wp.float32(v_th)
+    spike[k] = fired
+    if fired:
+        v_out[k] = wp.float32(v_reset)
+    else:
+        v_out[k] = x
+
+
+# A @ x: one thread per entry of the output (a row of A, and a column of B),
+# summing in the order the numba kernel does: no two threads write one entry.
+@wp.kernel
+def csr_matvec_kernel(
+    data: wp.array(dtype=Any),
+    indices: wp.array(dtype=wp.int32),
+    indptr: wp.array(dtype=wp.int32),
+    v: wp.array(dtype=Any),
+    out: wp.array(dtype=Any),
+):
+    r = wp.tid()
+    acc = out.dtype(0)
+    for k in range(indptr[r], indptr[r + 1]):
+        acc += data[k] * v[indices[k]]
+    out[r] = acc
+
+
+@wp.kernel
+def csr_matmat_kernel(
+    data: wp.array(dtype=Any),
+    indices: wp.array(dtype=wp.int32),
+    indptr: wp.array(dtype=wp.int32),
+    b: wp.array2d(dtype=Any),
+    out: wp.array2d(dtype=Any),
+):
+    r, j = wp.tid()
+    acc = out.dtype(0)
+    for t in range(indptr[r], indptr[r + 1]):
+        acc += data[t] * b[indices[t], j]
+    out[r, j] = acc
+
+
+# A.T @ x: the rows of A scatter into shared entries, so the sums are atomic
+# adds into an output that starts as zeros (`start`, aliased to `out`).
+@wp.kernel
+def csr_matvec_t_kernel(
+    data: wp.array(dtype=Any),
+    indices: wp.array(dtype=wp.int32),
+    indptr: wp.array(dtype=wp.int32),
+    v: wp.array(dtype=Any),
+    start: wp.array(dtype=Any),
+    out: wp.array(dtype=Any),
+):
+    r = wp.tid()
+    for k in range(indptr[r], indptr[r + 1]):
+        wp.atomic_add(out, indices[k], data[k] * v[r])
+
+
+@wp.kernel
+def csr_matmat_t_kernel(
+    data: wp.array(dtype=Any),
+    indices: wp.array(dtype=wp.int32),
+    indptr: wp.array(dtype=wp.int32),
+    b: wp.array2d(dtype=Any),
+    start: wp.array2d(dtype=Any),
+    out: wp.array2d(dtype=Any),
+):
+    r, j = wp.tid()
+    for t in range(indptr[r], indptr[r + 1]):
+        wp.atomic_add(out, indices[t], j, data[t] * b[r, j])
+
+
+def _product_kg(plain: Any, transposed: Any) -> Callable[..., Any]:
+    # A kernel generator of csr_matvec or csr_matmat. A @ x: the bare kernel,
+    # launched over the output. A.T @ x: one thread per row of A (and column
+    # of B), with zeros as the output's starting value (outputs start
+    # uninitialized); the backend adapter passes no aliases, so that op is
+    # wrapped here.
+    def kg(outs: Any, *, shape: tuple[int, int], transpose: bool) -> Any:
+        if not transpose:
+            return plain
+        op = warp_ffi.warp_kernel(
+            transposed,
+            outs,
+            launch_dims=(shape[0], *outs.shape[1:]),
+            input_output_aliases={4: 0},
+        )
+
+        def call(data: Any, indices: Any, indptr: Any, x: Any) -> Any:
+            return op(data, indices, indptr, x, jnp.zeros(outs.shape, outs.dtype))
+
+        return call
+
+    return kg
+
+
+csr_matvec_kg = _product_kg(csr_matvec_kernel, csr_matvec_t_kernel)
+csr_matmat_kg = _product_kg(csr_matmat_kernel, csr_matmat_t_kernel)

@@ -1,0 +1,252 @@
+"""Benchmarks of warp-ffi on the CPU against XLA's own ops, numba-cpu-ffi, a
+``jax.pure_callback`` and Warp's own ``wp.launch``.
+
+Run: ``uv run python tools/bench_warp_cpu.py`` (``--quick`` for a short run).
+
+Each comparison runs its candidates in interleaved rounds (A, B, A, B, ...) so
+that machine noise hits both alike, and reports the median time of each and the
+median of the per-round ratios. Groups:
+
+- ``tiny``: one add of 16 float32 under jit, against ``jnp.add``;
+- ``chain``: 1,000 chained tiny adds in one jit, against the same chain of
+  ``numba_kernel`` calls; per call, less the cost of an empty jit call;
+- ``callback``: 100 chained tiny adds in one jit, against ``jax.pure_callback``
+  calling ``wp.launch`` on Warp arrays made from the NumPy inputs (the design
+  that runs Python at every call);
+- ``add_2pow20``: an add of 2^20 float32, against ``jnp.add`` and against
+  ``wp.launch`` from Python on preallocated Warp arrays (Warp's own kernel time);
+- ``vmap``: the default vmap of a row kernel over 64 rows of 1,000, against one
+  call on the 64,000 elements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numba
+import numpy as np
+import warp as wp
+import warp_ffi
+from numba_cpu_ffi import numba_kernel
+from warp_ffi import warp_kernel
+
+# A tool is an application: no banner and no "Module ... load" lines from Warp.
+wp.config.log_level = wp.LOG_WARNING
+
+
+@wp.kernel
+def add(
+    x: wp.array(dtype=wp.float32),
+    y: wp.array(dtype=wp.float32),
+    out: wp.array(dtype=wp.float32),
+):
+    i = wp.tid()
+    out[i] = x[i] + y[i]
+
+
+@numba.njit
+def add_numba(x, y, out):
+    for i in range(x.size):
+        out[i] = x[i] + y[i]
+
+
+def _time(fn: Callable[[], object], inner: int) -> float:
+    start = time.perf_counter()
+    for _ in range(inner):
+        out = fn()
+    jax.block_until_ready(out)
+    return (time.perf_counter() - start) / inner
+
+
+def interleaved(cands: dict[str, Callable[[], object]], rounds: int, inner: int) -> dict:
+    for fn in cands.values():  # compile and warm up
+        jax.block_until_ready(fn())
+        _time(fn, inner)
+    times: dict[str, list[float]] = {k: [] for k in cands}
+    for _ in range(rounds):
+        for name, fn in cands.items():
+            times[name].append(_time(fn, inner))
+    names = list(cands)
+    base = names[0]
+    result = {f"{k}_us": statistics.median(v) * 1e6 for k, v in times.items()}
+    for other in names[1:]:
+        ratios = [a / b for a, b in zip(times[base], times[other], strict=True)]
+        result[f"ratio_{base}_over_{other}"] = statistics.median(ratios)
+    return result
+
+
+def _struct(x: jax.Array) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(x.shape, x.dtype)
+
+
+def bench_tiny(rounds: int) -> dict:
+    x = jnp.arange(16, dtype=jnp.float32)
+    f = jax.jit(warp_kernel(add, _struct(x)))
+    g = jax.jit(jnp.add)
+    return interleaved({"warp": lambda: f(x, x), "jnp": lambda: g(x, x)}, rounds, 2000)
+
+
+def _chain(op: Callable[..., jax.Array], n: int) -> Callable[[jax.Array], jax.Array]:
+    @jax.jit
+    def chain(x):
+        for _ in range(n):
+            x = op(x, x)
+        return x
+
+    return chain
+
+
+def bench_chain(rounds: int, n: int = 1000) -> dict:
+    # bench_numba_cpu.py times no no-op native handler: the numba-cpu-ffi chain
+    # of the same add is the native baseline; an empty jit call is subtracted.
+    x = jnp.arange(16, dtype=jnp.float32)
+    chain_warp = _chain(warp_kernel(add, _struct(x)), n)
+    chain_numba = _chain(numba_kernel(add_numba, _struct(x)), n)
+    empty = jax.jit(lambda x: x)
+    res = interleaved(
+        {
+            "warp_chain": lambda: chain_warp(x),
+            "numba_chain": lambda: chain_numba(x),
+            "empty": lambda: empty(x),
+        },
+        rounds,
+        20,
+    )
+    res["warp_per_call_us"] = (res["warp_chain_us"] - res["empty_us"]) / n
+    res["numba_per_call_us"] = (res["numba_chain_us"] - res["empty_us"]) / n
+    res["ratio_per_call_warp_over_numba"] = res["warp_per_call_us"] / res["numba_per_call_us"]
+    return res
+
+
+def _launch_on_host(x: jax.Array, y: jax.Array) -> np.ndarray:
+    # What a pure_callback bridge does at every call: Python, Warp arrays
+    # around the host buffers, a launch from Python.
+    x, y = np.asarray(x), np.asarray(y)
+    out = np.empty_like(x)
+    wp.launch(
+        add,
+        dim=x.shape[0],
+        inputs=[wp.array(x, device="cpu", copy=False), wp.array(y, device="cpu", copy=False)],
+        outputs=[wp.array(out, device="cpu", copy=False)],
+        device="cpu",
+    )
+    return out
+
+
+def bench_callback(rounds: int, n: int = 100) -> dict:
+    x = jnp.arange(16, dtype=jnp.float32)
+    chain_warp = _chain(warp_kernel(add, _struct(x)), n)
+    chain_callback = _chain(lambda a, b: jax.pure_callback(_launch_on_host, _struct(a), a, b), n)
+    empty = jax.jit(lambda x: x)
+    res = interleaved(
+        {
+            "callback_chain": lambda: chain_callback(x),
+            "warp_chain": lambda: chain_warp(x),
+            "empty": lambda: empty(x),
+        },
+        rounds,
+        5,
+    )
+    res["callback_per_call_us"] = (res["callback_chain_us"] - res["empty_us"]) / n
+    res["warp_per_call_us"] = (res["warp_chain_us"] - res["empty_us"]) / n
+    res["speedup_warp_over_callback"] = res["callback_per_call_us"] / res["warp_per_call_us"]
+    return res
+
+
+def _faults_per_call(fn: Callable[[], object], calls: int = 20) -> float:
+    """Minor page faults per call, dispatched as the timings are (``calls``
+    calls, then one wait): a fresh output buffer is paid page by page."""
+    jax.block_until_ready(fn())
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(calls):
+        out = fn()
+    jax.block_until_ready(out)
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
+
+
+def bench_large(rounds: int) -> dict:
+    x = jnp.asarray(np.random.default_rng(0).random(2**20, dtype=np.float32))
+    y = x + 1
+    f = jax.jit(warp_kernel(add, _struct(x)))
+    g = jax.jit(jnp.add)
+    # Warp alone: its kernel on arrays allocated once, launched from Python
+    # (a CPU launch returns when the kernel is done).
+    wx, wy = wp.array(np.asarray(x), device="cpu"), wp.array(np.asarray(y), device="cpu")
+    wout = wp.empty(x.shape, dtype=wp.float32, device="cpu")
+
+    def launch() -> None:
+        wp.launch(add, dim=x.shape[0], inputs=[wx, wy], outputs=[wout], device="cpu")
+
+    cands = {"warp": lambda: f(x, y), "jnp": lambda: g(x, y), "wp_launch": launch}
+    res = interleaved(cands, rounds, 20)
+    np.testing.assert_array_equal(np.asarray(f(x, y)), wout.numpy())
+    for k, fn in cands.items():
+        res[f"{k}_page_faults_per_call"] = _faults_per_call(fn)
+    return res
+
+
+def bench_vmap(rounds: int, rows: int, cols: int) -> dict:
+    x = jnp.asarray(np.random.default_rng(0).random((rows, cols), dtype=np.float32))
+    row = jax.ShapeDtypeStruct((cols,), jnp.float32)
+    flat = jax.ShapeDtypeStruct((rows * cols,), jnp.float32)
+    fv = jax.jit(jax.vmap(warp_kernel(add, row)))
+    ff = jax.jit(warp_kernel(add, flat))
+    xf = x.reshape(-1)
+    inner = max(10, 2_000_000 // (rows * cols))
+    return interleaved({"vmap": lambda: fv(x, x), "flat": lambda: ff(xf, xf)}, rounds, inner)
+
+
+def _table(results: dict[str, dict]) -> str:
+    rows = [(group, k, v) for group, res in results.items() for k, v in res.items()]
+    widths = [max(len(r[i]) for r in rows) for i in (0, 1)]
+    lines = []
+    for group, key, value in rows:
+        text = f"{value:.4g}" if isinstance(value, float) else str(value)
+        lines.append(f"{group:{widths[0]}s}  {key:{widths[1]}s}  {text}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds")
+    parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--reverse", action="store_true", help="run the groups in reverse order")
+    parser.add_argument("--only", nargs="+", metavar="GROUP", help="run only these groups")
+    args = parser.parse_args()
+    rounds = 5 if args.quick else 21
+    groups: dict[str, Callable[[], dict]] = {
+        "tiny": lambda: bench_tiny(rounds),
+        "chain": lambda: bench_chain(max(3, rounds // 3)),
+        "callback": lambda: bench_callback(max(3, rounds // 3)),
+        "add_2pow20": lambda: bench_large(rounds),
+        "vmap": lambda: bench_vmap(rounds, 64, 1000),
+    }
+    unknown = set(args.only or ()) - set(groups)
+    if unknown:
+        parser.error(f"--only: unknown groups {sorted(unknown)}; known: {', '.join(groups)}")
+    order = [g for g in groups if not args.only or g in args.only]
+    order = order[::-1] if args.reverse else order
+    results = {name: groups[name]() for name in order}
+    results["machine"] = {
+        "cpus": os.cpu_count(),
+        "jax": jax.__version__,
+        "warp": wp.config.version,
+        "warp_ffi": warp_ffi.__version__,
+        "numba": numba.__version__,
+    }
+    print(_table(results))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
