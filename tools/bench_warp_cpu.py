@@ -9,7 +9,8 @@ median of the per-round ratios. Groups:
 
 - ``tiny``: one add of 16 float32 under jit, against ``jnp.add``;
 - ``chain``: 1,000 chained tiny adds in one jit, against the same chain of
-  ``numba_kernel`` calls; per call, less the cost of an empty jit call;
+  ``numba_kernel`` calls and of a no-op native handler (XLA's own cost of a
+  custom call); per call, less the cost of an empty jit call;
 - ``callback``: 100 chained tiny adds in one jit, against ``jax.pure_callback``
   calling ``wp.launch`` on Warp arrays made from the NumPy inputs (the design
   that runs Python at every call);
@@ -29,12 +30,14 @@ import statistics
 import time
 from collections.abc import Callable
 
+import ffi_core
 import jax
 import jax.numpy as jnp
 import numba
 import numpy as np
 import warp as wp
 import warp_ffi
+from ffi_core import native as N
 from numba_cpu_ffi import numba_kernel
 from warp_ffi import warp_kernel
 
@@ -104,24 +107,43 @@ def _chain(op: Callable[..., jax.Array], n: int) -> Callable[[jax.Array], jax.Ar
     return chain
 
 
+@numba.cfunc(numba.types.uintp(numba.types.uintp))
+def _noop_handler(frame):
+    # The least a native FFI handler does: answer the metadata query, return.
+    if N.is_metadata_query(frame):
+        return N.answer_metadata(frame, 0)
+    return 0
+
+
+def _noop_op() -> Callable[..., jax.Array]:
+    name = ffi_core.target_name("bench_warp_cpu.noop", "v1")
+    ffi_core.register_target(name, _noop_handler, content="v1")
+    # The same buffers as the add (two inputs, one output); it writes nothing.
+    return jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((16,), jnp.float32))
+
+
 def bench_chain(rounds: int, n: int = 1000) -> dict:
-    # bench_numba_cpu.py times no no-op native handler: the numba-cpu-ffi chain
-    # of the same add is the native baseline; an empty jit call is subtracted.
+    # Per call, less the cost of an empty jit call: warp-ffi's add, numba-cpu-ffi's
+    # add, and a no-op native handler (what XLA's custom-call dispatch costs).
     x = jnp.arange(16, dtype=jnp.float32)
     chain_warp = _chain(warp_kernel(add, _struct(x)), n)
     chain_numba = _chain(numba_kernel(add_numba, _struct(x)), n)
+    noop = _noop_op()
+    chain_noop = _chain(noop, n)
     empty = jax.jit(lambda x: x)
     res = interleaved(
         {
             "warp_chain": lambda: chain_warp(x),
             "numba_chain": lambda: chain_numba(x),
+            "noop_chain": lambda: chain_noop(x),
             "empty": lambda: empty(x),
         },
         rounds,
         20,
     )
-    res["warp_per_call_us"] = (res["warp_chain_us"] - res["empty_us"]) / n
-    res["numba_per_call_us"] = (res["numba_chain_us"] - res["empty_us"]) / n
+    for name in ("warp", "numba", "noop"):
+        res[f"{name}_per_call_us"] = (res[f"{name}_chain_us"] - res["empty_us"]) / n
+    res["ratio_per_call_warp_over_noop"] = res["warp_per_call_us"] / res["noop_per_call_us"]
     res["ratio_per_call_warp_over_numba"] = res["warp_per_call_us"] / res["numba_per_call_us"]
     return res
 

@@ -264,3 +264,24 @@ def test_dtype_conversions():
     assert jaxtype_to_warptype(jnp.bool_) is wp.bool
     t = jaxinfo_to_warpinfo(S((2, 3, 4), jnp.int8))
     assert (t.dtype, t.ndim) == (wp.int8, 3)
+
+
+@wp.kernel
+def count_visits(start: wp.array(dtype=wp.int32, ndim=2), out: wp.array(dtype=wp.int32, ndim=2)):
+    # a 1-d grid over a 2-d output: the extra axis folds into threads sharing i
+    i = wp.tid()
+    wp.atomic_add(out, i, 0, 1)
+
+
+@pytest.mark.parametrize("vmap", [False, True], ids=["plain", "vmap"])
+def test_default_grid_read_from_the_output_matches_explicit_dims(vmap):
+    start = jnp.zeros((3, 2), jnp.int32)
+    out = S((3, 2), jnp.int32)
+    default = warp_kernel(count_visits, out, input_output_aliases={0: 0})
+    explicit = warp_kernel(count_visits, out, launch_dims=(3, 2), input_output_aliases={0: 0})
+    if vmap:
+        start = jnp.zeros((2, 3, 2), jnp.int32)
+        default, explicit = jax.vmap(default), jax.vmap(explicit)
+    a, b = jax.jit(default)(start), jax.jit(explicit)(start)
+    np.testing.assert_array_equal(a, b)
+    assert np.asarray(a)[..., 0].tolist() == ([[2, 2, 2]] * 2 if vmap else [2, 2, 2])

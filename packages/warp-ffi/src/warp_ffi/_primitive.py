@@ -84,15 +84,16 @@ def _lowering(
         batched,
         backward,
         source is not None,
+        launch is None,
     )
     name, loaded = make_target(info, sig)
-    grid, mult = bounds(launch_shape(launch, in_rows, out_rows), loaded.kernel_dim)
+    grid, mult = bounds(launch_shape(launch, in_rows, out_rows), loaded.kernel_dim)  # checks it
     op_aliases = dict(aliases)
     if backward:  # the cotangents, copied into buffers Warp may change
         n_out = len(outs)
         op_aliases = {n_in + k: len(info.arrays) + k for k in range(n_out)}
     lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=op_aliases or None)
-    attrs = {DIMS_ATTR: np.array([*grid, mult], np.int64)}
+    attrs = {} if launch is None else {DIMS_ATTR: np.array([*grid, mult], np.int64)}
     attrs.update((name, attribute_value(v)) for name, v in scalars)
     if source is None:
         return lowering(ctx, *operands, **attrs)

@@ -287,6 +287,10 @@ class CallSig(ffi_core.CallSig):
 
     backward: bool = False
     hint: bool = False
+    #: The grid is the first output's shape (the default ``launch_dims``),
+    #: read by the handler from that buffer instead of an attribute: a call
+    #: then reads no attribute at all when the kernel has no scalars.
+    grid_from_output: bool = False
 
     def name_parts(self) -> tuple[str, ...]:
         return (repr(self),)
@@ -309,6 +313,7 @@ class CallSig(ffi_core.CallSig):
             "batched": None if self.batched is None else list(self.batched),
             "backward": self.backward,
             "hint": self.hint,
+            "grid_from_output": self.grid_from_output,
         }
 
     @classmethod
@@ -325,6 +330,7 @@ class CallSig(ffi_core.CallSig):
             None if batched is None else tuple(batched),
             step["backward"],
             step["hint"],
+            step["grid_from_output"],
         )
 
 
@@ -337,6 +343,8 @@ def _sorted_names(names: Sequence[str]) -> list[str]:
 DIMS_ATTR = "launch.dims"
 
 
-def attribute_order(info: KernelInfo) -> list[str]:
-    """The names of a call's attributes in the order the handler finds them."""
-    return _sorted_names([p.name for p in info.scalars] + [DIMS_ATTR])
+def attribute_order(info: KernelInfo, *, dims: bool) -> list[str]:
+    """The names of a call's attributes in the order the handler finds them:
+    the scalar parameters, and the launch grid unless the handler reads it from
+    the first output (``dims=False``)."""
+    return _sorted_names([p.name for p in info.scalars] + ([DIMS_ATTR] if dims else []))
