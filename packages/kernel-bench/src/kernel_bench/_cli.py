@@ -350,8 +350,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {value}")
     if getattr(args, "n_warmup", None) is not None and args.n_warmup < 0:
         parser.error(f"--n-warmup must be at least 0, got {args.n_warmup}")
+    if args.command in (None, "run"):
+        _quiet_warp()
     command = {None: _run_suite, "run": _run_targets, "list": _list, "compare": _compare}
     return command[args.command](parser, args)
+
+
+def _quiet_warp() -> None:
+    """The command is the program here, so it may set Warp's logging: Warp would
+    print its banner and a line per module it builds into the table's output.
+    Only when benchmarks run, where Warp is installed and its level is still the
+    default; never on import."""
+    try:
+        import warp
+    except ImportError:
+        return
+    if warp.config.log_level == warp.LOG_INFO:
+        warp.config.log_level = warp.LOG_WARNING
 
 
 if __name__ == "__main__":
