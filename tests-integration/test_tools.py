@@ -74,3 +74,21 @@ def test_gpu_check_table_and_statuses():
     ]
     text = gpu_check.table([("numba_cuda", r) for r in rows])
     assert text.splitlines()[2].split() == ["numba_cuda", "a", "pass", "fine"]
+
+
+def test_bench_warp_cpu_runs(tmp_path):
+    import json
+
+    import pytest
+
+    pytest.importorskip("warp_ffi")
+    out = tmp_path / "warp.json"
+    command = [sys.executable, str(TOOLS / "bench_warp_cpu.py"), "--quick"]
+    command += ["--only", "tiny", "chain", "--json", str(out)]
+    subprocess.run(command, capture_output=True, text=True, check=True, timeout=600)
+    results = json.loads(out.read_text())
+    assert set(results) == {"tiny", "chain", "machine"}
+    assert {"ratio_warp_over_jnp"} <= set(results["tiny"])
+    assert {"warp_per_call_us", "noop_per_call_us", "ratio_per_call_warp_over_noop"} <= set(
+        results["chain"]
+    )
