@@ -4,6 +4,7 @@ call signatures, argument checks and vmap pieces that the kernel bridges share."
 from . import _capi as capi
 from ._api_version import api_version as api_version
 from ._api_version import c_api_header as c_api_header
+from ._batching import batch_call as batch_call
 from ._batching import batch_to_front as batch_to_front
 from ._batching import expand_batch as expand_batch
 from ._batching import leading_batch as leading_batch
@@ -82,6 +83,7 @@ __all__ = [
     "address_bound_values",
     "api_version",
     "array_sig",
+    "batch_call",
     "batch_to_front",
     "c_api_header",
     "capi",

@@ -9,6 +9,7 @@ existing one, so the handler stays the same whatever the nesting.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-__all__ = ["batch_to_front", "expand_batch", "leading_batch", "scan_batch"]
+__all__ = ["batch_call", "batch_to_front", "expand_batch", "leading_batch", "scan_batch"]
 
 
 def batch_to_front(x: jax.Array, dim: int | None, size: int) -> jax.Array:
@@ -190,3 +191,54 @@ def leading_batch(
             return [o.reshape((size, inner, *o.shape[1:])) for o in outs]
 
     return new_args, tuple(flags), new_avals, unbatch
+
+
+def batch_call(
+    bind: Callable[..., Sequence[jax.Array]],
+    args: Sequence[jax.Array],
+    dims: Sequence[int | None],
+    *,
+    out_avals: Sequence[Any],
+    batched: Sequence[bool] | None,
+    vmap_method: str | None,
+    aliased: Collection[int],
+) -> tuple[list[jax.Array], list[int]]:
+    """The ``jax.vmap`` rule of a bridge primitive, for its ``vmap_method``.
+
+    ``None`` (default): one call whose handler loops over one leading batch
+    axis (``leading_batch``); ``"sequential"`` / ``"sequential_unrolled"``: one
+    call per batch index in an XLA loop (``scan_batch``); ``"expand_dims"`` /
+    ``"broadcast_all"``: one call on the batched arrays (``expand_batch``).
+
+    Args:
+        bind: ``bind(*args, out_avals=..., batched=...)`` binds the primitive
+            with its other parameters.
+        args, dims: the rule's inputs and their batch axes.
+        out_avals, batched: the primitive's parameters of those names.
+        vmap_method: the call's ``vmap_method``.
+        aliased: indices of the inputs aliased to an output.
+
+    Returns:
+        The outputs and their batch axes (all 0), as a batching rule returns.
+    """
+    size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
+    if vmap_method in ("sequential", "sequential_unrolled"):
+        outs = scan_batch(
+            functools.partial(bind, out_avals=out_avals, batched=batched),
+            args,
+            dims,
+            unroll=vmap_method == "sequential_unrolled",
+        )
+    elif vmap_method in ("expand_dims", "broadcast_all"):
+        # The kernel sees batched shapes: it must handle the extra leading axis.
+        new_args, new_out = expand_batch(
+            args, dims, size, aliased, out_avals, broadcast_all=vmap_method == "broadcast_all"
+        )
+        outs = list(bind(*new_args, out_avals=new_out, batched=batched))
+    else:
+        # Inputs batched now, or by an enclosing vmap, get one leading batch axis.
+        new_args, flags, new_out, unbatch = leading_batch(
+            args, dims, size, batched, aliased, out_avals
+        )
+        outs = unbatch(bind(*new_args, out_avals=new_out, batched=flags))
+    return list(outs), [0] * len(outs)

@@ -14,12 +14,10 @@ import functools
 import jax
 from ffi_core import (
     array_sig,
+    batch_call,
     def_eager_impl,
-    expand_batch,
     hint_source,
-    leading_batch,
     lower_with_hint,
-    scan_batch,
 )
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
@@ -62,41 +60,22 @@ def _numba_kernel_call_lowering(
 def _numba_kernel_call_batching(
     args, dims, *, info, out_avals, aliases, vmap_method, batched, context
 ):
-    size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
-    aliased_inputs = {i for i, _ in aliases}
-    params = dict(info=info, aliases=aliases, vmap_method=vmap_method, context=context)
-
-    if vmap_method in ("sequential", "sequential_unrolled"):
-        outs = scan_batch(
-            functools.partial(
-                numba_kernel_call_p.bind, out_avals=out_avals, batched=batched, **params
-            ),
-            args,
-            dims,
-            unroll=vmap_method == "sequential_unrolled",
-        )
-        return outs, [0] * len(outs)
-
-    if vmap_method in ("expand_dims", "broadcast_all"):
-        # The kernel sees batched shapes: it must handle the extra leading axis.
-        new_args, new_out = expand_batch(
-            args,
-            dims,
-            size,
-            aliased_inputs,
-            out_avals,
-            broadcast_all=vmap_method == "broadcast_all",
-        )
-        outs = numba_kernel_call_p.bind(*new_args, out_avals=new_out, batched=batched, **params)
-        return list(outs), [0] * len(outs)
-
-    # Default: one native call looping over the batch. Inputs that are batched
-    # now, or were batched by an enclosing vmap, get one leading batch axis.
-    new_args, flags, new_out, unbatch = leading_batch(
-        args, dims, size, batched, aliased_inputs, out_avals
+    bind = functools.partial(
+        numba_kernel_call_p.bind,
+        info=info,
+        aliases=aliases,
+        vmap_method=vmap_method,
+        context=context,
     )
-    outs = unbatch(numba_kernel_call_p.bind(*new_args, out_avals=new_out, batched=flags, **params))
-    return outs, [0] * len(outs)
+    return batch_call(
+        bind,
+        args,
+        dims,
+        out_avals=out_avals,
+        batched=batched,
+        vmap_method=vmap_method,
+        aliased={i for i, _ in aliases},
+    )
 
 
 def_eager_impl(numba_kernel_call_p)

@@ -13,11 +13,9 @@ import functools
 import jax
 from ffi_core import (
     array_sig,
+    batch_call,
     batch_to_front,
     def_eager_impl,
-    expand_batch,
-    leading_batch,
-    scan_batch,
 )
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
@@ -89,36 +87,8 @@ def _fold(args, dims, size, *, info, out_avals, aliases, vmap_method, batched, l
 def _numba_cuda_call_batching(
     args, dims, *, info, out_avals, aliases, vmap_method, batched, launch
 ):
-    size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
-    aliased_inputs = {i for i, _ in aliases}
-    params = dict(info=info, aliases=aliases, vmap_method=vmap_method, launch=launch)
-
-    if vmap_method in ("sequential", "sequential_unrolled"):
-        outs = scan_batch(
-            functools.partial(
-                numba_cuda_call_p.bind, out_avals=out_avals, batched=batched, **params
-            ),
-            args,
-            dims,
-            unroll=vmap_method == "sequential_unrolled",
-        )
-        return outs, [0] * len(outs)
-
-    if vmap_method in ("expand_dims", "broadcast_all"):
-        # The kernel sees batched shapes (one more axis in front of every array)
-        # and must handle that axis itself; the launch stays as given.
-        new_args, new_out = expand_batch(
-            args,
-            dims,
-            size,
-            aliased_inputs,
-            out_avals,
-            broadcast_all=vmap_method == "broadcast_all",
-        )
-        outs = numba_cuda_call_p.bind(*new_args, out_avals=new_out, batched=batched, **params)
-        return list(outs), [0] * len(outs)
-
     if vmap_method == "fold":
+        size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
         outs = _fold(
             args,
             dims,
@@ -131,14 +101,25 @@ def _numba_cuda_call_batching(
             launch=launch,
         )
         return outs, [0] * len(outs)
-
-    # Default: one native call launching once per batch element. Inputs batched
-    # now, or by an enclosing vmap, get one leading batch axis.
-    new_args, flags, new_out, unbatch = leading_batch(
-        args, dims, size, batched, aliased_inputs, out_avals
+    # expand_dims / broadcast_all: the kernel handles the extra leading axis
+    # itself and the launch stays as given; default: one native call launching
+    # once per batch element.
+    bind = functools.partial(
+        numba_cuda_call_p.bind,
+        info=info,
+        aliases=aliases,
+        vmap_method=vmap_method,
+        launch=launch,
     )
-    outs = unbatch(numba_cuda_call_p.bind(*new_args, out_avals=new_out, batched=flags, **params))
-    return outs, [0] * len(outs)
+    return batch_call(
+        bind,
+        args,
+        dims,
+        out_avals=out_avals,
+        batched=batched,
+        vmap_method=vmap_method,
+        aliased={i for i, _ in aliases},
+    )
 
 
 def_eager_impl(numba_cuda_call_p)

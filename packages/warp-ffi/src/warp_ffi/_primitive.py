@@ -14,12 +14,10 @@ import jax
 import numpy as np
 from ffi_core import (
     array_sig,
+    batch_call,
     def_eager_impl,
-    expand_batch,
     hint_source,
-    leading_batch,
     lower_with_hint,
-    scan_batch,
 )
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
@@ -124,43 +122,24 @@ def _gpu_lowering(ctx, *operands, info, **params):
 
 
 def _batching(args, dims, *, out_avals, aliases, vmap_method, batched, **params):
-    size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
-    params = dict(params, aliases=aliases, vmap_method=vmap_method)
-    aliased_inputs = {i for i, _ in aliases}
-    if params["backward"]:  # the cotangents are aliased to outputs
+    aliased = {i for i, _ in aliases}
+    if params["backward"]:  # the cotangents (the last inputs) are aliased to outputs
         n_out = len(out_avals) - len(args)
-        aliased_inputs |= set(range(len(args) - n_out, len(args)))
-
-    if vmap_method in ("sequential", "sequential_unrolled"):
-        outs = scan_batch(
-            functools.partial(
-                warp_kernel_call_p.bind, out_avals=out_avals, batched=batched, **params
-            ),
-            args,
-            dims,
-            unroll=vmap_method == "sequential_unrolled",
-        )
-        return outs, [0] * len(outs)
-
-    if vmap_method in ("expand_dims", "broadcast_all"):
-        new_args, new_out = expand_batch(
-            args,
-            dims,
-            size,
-            aliased_inputs,
-            out_avals,
-            broadcast_all=vmap_method == "broadcast_all",
-        )
-        outs = warp_kernel_call_p.bind(*new_args, out_avals=new_out, batched=batched, **params)
-        return list(outs), [0] * len(outs)
-
-    # Default: one native call looping over the batch, each row launched with
-    # the unbatched grid on its own slices.
-    new_args, flags, new_out, unbatch = leading_batch(
-        args, dims, size, batched, aliased_inputs, out_avals
+        aliased |= set(range(len(args) - n_out, len(args)))
+    # Default: one native call launching the kernel once per batch row, on the
+    # row's slices with the unbatched grid.
+    bind = functools.partial(
+        warp_kernel_call_p.bind, aliases=aliases, vmap_method=vmap_method, **params
     )
-    outs = unbatch(warp_kernel_call_p.bind(*new_args, out_avals=new_out, batched=flags, **params))
-    return outs, [0] * len(outs)
+    return batch_call(
+        bind,
+        args,
+        dims,
+        out_avals=out_avals,
+        batched=batched,
+        vmap_method=vmap_method,
+        aliased=aliased,
+    )
 
 
 def_eager_impl(warp_kernel_call_p)
