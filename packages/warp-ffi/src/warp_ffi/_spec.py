@@ -7,7 +7,6 @@ Everything here runs at wrap or trace time, before anything is bound.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import operator
 import threading
@@ -16,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import ffi_core
+import jax
 import numpy as np
 
 from ._warp import SUPPORTED_DTYPES, dtype_name_of, wp, wp_types
@@ -184,7 +184,7 @@ class KernelInfo:
 
 def _scalar(kernel_name: str, p: Param, value: Any) -> Any:
     where = f"scalar parameter '{p.name}' of warp kernel '{kernel_name}' ({p.dtype})"
-    if isinstance(value, jax_array_types()):
+    if isinstance(value, jax.Array | jax.core.Tracer):
         raise TypeError(
             f"{where} is static: it takes a Python or NumPy number, got a traced or device "
             "array; pass arrays as inputs"
@@ -206,13 +206,6 @@ def _scalar(kernel_name: str, p: Param, value: Any) -> Any:
         if not info.min <= int(value) <= info.max:
             raise ValueError(f"{where} must be in [{info.min}, {info.max}], got {value!r}")
     return np.dtype(p.dtype).type(value)
-
-
-@functools.cache
-def jax_array_types() -> tuple[type, ...]:
-    import jax
-
-    return (jax.Array, jax.core.Tracer)
 
 
 def attribute_dtype(dtype: str) -> str:
