@@ -17,7 +17,10 @@ median of the per-round ratios. Groups:
 - ``add_2pow20``: an add of 2^20 float32, against ``jnp.add`` and against
   ``wp.launch`` from Python on preallocated Warp arrays (Warp's own kernel time);
 - ``vmap``: the default vmap of a row kernel over 64 rows of 1,000, against one
-  call on the 64,000 elements.
+  call on the 64,000 elements;
+- ``first_call``: the first result in a fresh process, with an empty Warp kernel
+  cache and then with the cache the first process left (Warp compiles the
+  module; warp-ffi compiles the handler in every process).
 """
 
 from __future__ import annotations
@@ -25,8 +28,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pathlib
 import resource
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -226,6 +233,49 @@ def bench_vmap(rounds: int, rows: int, cols: int) -> dict:
     return interleaved({"vmap": lambda: fv(x, x), "flat": lambda: ff(xf, xf)}, rounds, inner)
 
 
+_FIRST_CALL_KERNELS = """
+import warp as wp
+
+@wp.kernel
+def scale_add(x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32),
+              out: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    out[i] = 2.0 * x[i] + y[i]
+"""
+
+_FIRST_CALL = """
+import time
+t0 = time.perf_counter()
+import jax, jax.numpy as jnp, warp as wp
+wp.config.log_level = wp.LOG_WARNING
+from warp_ffi import warp_kernel
+import first_call_kernels as k
+x = jnp.ones(8, jnp.float32)
+t1 = time.perf_counter()
+jax.block_until_ready(jax.jit(warp_kernel(k.scale_add, jax.ShapeDtypeStruct(x.shape, x.dtype)))(x, x))
+print(t1 - t0, time.perf_counter() - t1)
+"""
+
+
+def bench_first_call() -> dict:
+    with tempfile.TemporaryDirectory() as folder:
+        # Warp's kernel cache of this measurement alone, and the kernels' module.
+        env = {**os.environ, "WARP_CACHE_PATH": folder, "PYTHONPATH": folder}
+        pathlib.Path(folder, "first_call_kernels.py").write_text(_FIRST_CALL_KERNELS)
+        runs = []
+        for _ in range(2):
+            out = subprocess.run(
+                [sys.executable, "-c", _FIRST_CALL],
+                env=env,
+                cwd=folder,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.split()
+            runs.append(float(out[-1]))
+    return {"first_call_cold_cache_s": runs[0], "first_call_warm_cache_s": runs[1]}
+
+
 def _table(results: dict[str, dict]) -> str:
     rows = [(group, k, v) for group, res in results.items() for k, v in res.items()]
     widths = [max(len(r[i]) for r in rows) for i in (0, 1)]
@@ -250,6 +300,7 @@ def main() -> None:
         "callback": lambda: bench_callback(max(3, rounds // 3)),
         "add_2pow20": lambda: bench_large(rounds),
         "vmap": lambda: bench_vmap(rounds, 64, 1000),
+        "first_call": bench_first_call,
     }
     unknown = set(args.only or ()) - set(groups)
     if unknown:
