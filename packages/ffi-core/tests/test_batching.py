@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ffi_core import batch_to_front, leading_batch, scan_batch
+from ffi_core import batch_call, batch_to_front, leading_batch, scan_batch
 from jax import core as jax_core
 
 
@@ -132,3 +132,45 @@ def test_leading_batch_under_jit() -> None:
     folded, same = fold(x, y)
     np.testing.assert_array_equal(folded, x.reshape(6, 4))
     np.testing.assert_array_equal(same, y)
+
+
+def _row_sums_bind(seen):
+    """A stand-in for a primitive's bind: each output row is its input row's sum
+    plus the second input, computed per leading row as a handler would."""
+
+    def bind(x, y, *, out_avals, batched):
+        seen.append((tuple(x.shape), tuple(y.shape), batched, tuple(a.shape for a in out_avals)))
+        if batched is None:
+            return [jnp.full(out_avals[0].shape, x.sum()) + y]
+        if batched[1]:
+            return [x.sum(axis=tuple(range(1, x.ndim)))[:, None] + y]
+        return [x.sum(axis=tuple(range(1, x.ndim)))[:, None] + y[None]]
+
+    return bind
+
+
+@pytest.mark.parametrize("method", [None, "sequential", "sequential_unrolled", "expand_dims"])
+def test_batch_call_modes(method: str | None) -> None:
+    x = jnp.arange(12.0).reshape(3, 4)
+    y = jnp.ones(2)
+    out = [jax_core.ShapedArray((2,), jnp.float32)]
+    seen: list = []
+    outs, dims = batch_call(
+        _row_sums_bind(seen),
+        [x, y],
+        [0, None],
+        out_avals=out,
+        batched=None,
+        vmap_method=method,
+        aliased=(),
+    )
+    assert dims == [0]
+    if method == "expand_dims":
+        # the kernel gets the batched arrays: x of (3, 4) with y expanded to (1, 2)
+        assert seen == [((3, 4), (1, 2), None, ((3, 2),))]
+        return
+    np.testing.assert_allclose(outs[0], np.asarray(x).sum(1)[:, None] + np.ones((1, 2)))
+    if method is None:  # one call over a leading batch axis; y not batched
+        assert seen == [((3, 4), (2,), (True, False), ((3, 2),))]
+    else:  # one call per row
+        assert all(s[0] == (4,) and s[2] is None for s in seen)
