@@ -100,7 +100,7 @@ def add_parallel(x, y, out):
         out[i] = x[i] + y[i]
 
 
-def _faults_per_call(fn: Callable[[], object], calls: int = 20) -> float:
+def faults_per_call(fn: Callable[[], object], calls: int = 20) -> float:
     """Minor page faults per call, dispatched as the timings are (``calls``
     calls, then one wait): a fresh output buffer is paid page by page."""
     jax.block_until_ready(fn())
@@ -128,7 +128,7 @@ def bench_large(rounds: int) -> dict:
     res = interleaved({k: (lambda f=f: f(x, y)) for k, f in cands.items()}, rounds, 20)
     res["ratio_of_medians_in_program"] = res["numba_in_program_us"] / res["jnp_in_program_us"]
     for k, f in cands.items():
-        res[f"{k}_page_faults_per_call"] = _faults_per_call(lambda f=f: f(x, y))
+        res[f"{k}_page_faults_per_call"] = faults_per_call(lambda f=f: f(x, y))
     return res
 
 

@@ -29,12 +29,9 @@ import argparse
 import json
 import os
 import pathlib
-import resource
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 
 import ffi_core
@@ -44,6 +41,7 @@ import numba
 import numpy as np
 import warp as wp
 import warp_ffi
+from bench_numba_cpu import faults_per_call, interleaved
 from ffi_core import native as N
 from numba_cpu_ffi import numba_kernel
 from warp_ffi import warp_kernel
@@ -66,31 +64,6 @@ def add(
 def add_numba(x, y, out):
     for i in range(x.size):
         out[i] = x[i] + y[i]
-
-
-def _time(fn: Callable[[], object], inner: int) -> float:
-    start = time.perf_counter()
-    for _ in range(inner):
-        out = fn()
-    jax.block_until_ready(out)
-    return (time.perf_counter() - start) / inner
-
-
-def interleaved(cands: dict[str, Callable[[], object]], rounds: int, inner: int) -> dict:
-    for fn in cands.values():  # compile and warm up
-        jax.block_until_ready(fn())
-        _time(fn, inner)
-    times: dict[str, list[float]] = {k: [] for k in cands}
-    for _ in range(rounds):
-        for name, fn in cands.items():
-            times[name].append(_time(fn, inner))
-    names = list(cands)
-    base = names[0]
-    result = {f"{k}_us": statistics.median(v) * 1e6 for k, v in times.items()}
-    for other in names[1:]:
-        ratios = [a / b for a, b in zip(times[base], times[other], strict=True)]
-        result[f"ratio_{base}_over_{other}"] = statistics.median(ratios)
-    return result
 
 
 def _struct(x: jax.Array) -> jax.ShapeDtypeStruct:
@@ -190,17 +163,6 @@ def bench_callback(rounds: int, n: int = 100) -> dict:
     return res
 
 
-def _faults_per_call(fn: Callable[[], object], calls: int = 20) -> float:
-    """Minor page faults per call, dispatched as the timings are (``calls``
-    calls, then one wait): a fresh output buffer is paid page by page."""
-    jax.block_until_ready(fn())
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(calls):
-        out = fn()
-    jax.block_until_ready(out)
-    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
-
-
 def bench_large(rounds: int) -> dict:
     x = jnp.asarray(np.random.default_rng(0).random(2**20, dtype=np.float32))
     y = x + 1
@@ -218,7 +180,7 @@ def bench_large(rounds: int) -> dict:
     res = interleaved(cands, rounds, 20)
     np.testing.assert_array_equal(np.asarray(f(x, y)), wout.numpy())
     for k, fn in cands.items():
-        res[f"{k}_page_faults_per_call"] = _faults_per_call(fn)
+        res[f"{k}_page_faults_per_call"] = faults_per_call(fn)
     return res
 
 

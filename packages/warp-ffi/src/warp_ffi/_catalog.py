@@ -55,7 +55,7 @@ def _rebuild(step: Mapping[str, Any]) -> None:
             "it with warp_kernel, or pass the @wp.kernel in `kernels`"
         )
     sig = CallSig.from_step(step)
-    loaded = load_kernel(info, sig.primal_dtypes(len(info.arrays)))
+    loaded = load_kernel(info, sig.primal_dtypes())
     if loaded.code_hash != step["code"]:
         raise ffi_core.MissingKernelError(
             f"warp kernel {step['kernel']!r} is known here, but a Warp function it calls "

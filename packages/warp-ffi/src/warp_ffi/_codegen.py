@@ -24,7 +24,14 @@ import numpy as np
 from ffi_core import Unexportable, code_from_dtype, record_recipe, register_target, target_name
 
 from ._native import ARRAY_T, bounds_layout
-from ._spec import DIMS_ATTR, CallSig, KernelInfo, attribute_dtype, attribute_order
+from ._spec import (
+    DIMS_ATTR,
+    CallSig,
+    KernelInfo,
+    attribute_dtype,
+    attribute_order,
+    backward_counts,
+)
 from ._warp import runtime, wp
 
 __all__ = ["KernelCompileError", "Loaded", "ensure_target", "load_kernel"]
@@ -105,7 +112,8 @@ def _literal(text: str) -> str:
     return json.dumps(text)
 
 
-def _scalar_slots(info: KernelInfo) -> dict[str, int]:
+def _param_offsets(info: KernelInfo) -> dict[str, int]:
+    """Each parameter's offset in Warp's argument struct, and its size (``<size>``)."""
     fields = []
     for p in info.params:
         ctype = ARRAY_T if p.is_array else getattr(wp, p.dtype)._type_
@@ -118,13 +126,13 @@ def _scalar_slots(info: KernelInfo) -> dict[str, int]:
 
 def _source(info: KernelInfo, sig: CallSig, loaded: Loaded, label: str) -> str:
     """The handler's Python source. Buffers: forward, the inputs then the
-    outputs; backward, the primal inputs and the outputs' cotangents, then the
-    inputs' gradients, scratch outputs for the replayed forward, and the
-    cotangents again (aliased, so Warp may change them)."""
-    offsets = _scalar_slots(info)
+    outputs; backward, as ``backward_counts`` says."""
+    offsets = _param_offsets(info)
     n_arr = len(info.arrays)
-    # Backward: inputs n_in + n_out, outputs n_in + 2 * n_out.
-    n_in = n_arr - (len(sig.outputs) - len(sig.inputs)) if sig.backward else len(sig.inputs)
+    if sig.backward:
+        n_in, _ = backward_counts(len(sig.inputs), len(sig.outputs))
+    else:
+        n_in = len(sig.inputs)
     n_args = len(sig.inputs) + sig.hint
     n_rets = len(sig.outputs)
     kd = loaded.kernel_dim

@@ -23,7 +23,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
 from ._codegen import ensure_target, load_kernel
-from ._spec import DIMS_ATTR, CallSig, attribute_value, bounds, launch_shape
+from ._spec import DIMS_ATTR, CallSig, attribute_value, backward_counts, bounds, launch_shape
 
 __all__ = ["warp_kernel_call_p"]
 
@@ -39,12 +39,11 @@ def _abstract_eval(*avals, out_avals, **params):
     return list(out_avals)
 
 
-def _primal_avals(info, avals_in, avals_out, backward):
+def _primal_avals(avals_in, avals_out, backward):
     """The primal inputs and outputs among a call's avals (``n_in``, ins, outs)."""
     if not backward:
         return len(avals_in), list(avals_in), list(avals_out)
-    n_out = len(avals_out) - len(avals_in)
-    n_in = len(info.arrays) - n_out
+    n_in, n_out = backward_counts(len(avals_in), len(avals_out))
     return n_in, list(avals_in[:n_in]), list(avals_out[n_in : n_in + n_out])
 
 
@@ -65,7 +64,7 @@ def _lowering(
     ctx, *operands, info, out_avals, aliases, scalars, launch, vmap_method, batched, backward
 ):
     del out_avals, vmap_method
-    n_in, ins, outs = _primal_avals(info, ctx.avals_in, ctx.avals_out, backward)
+    n_in, ins, outs = _primal_avals(ctx.avals_in, ctx.avals_out, backward)
 
     def row(aval, is_batched):
         return tuple(aval.shape[1:] if is_batched else aval.shape)
@@ -100,7 +99,7 @@ def _lowering(
 
 def make_target(info, sig):
     """Load the kernel for ``sig`` and register its handler: ``(name, loaded)``."""
-    loaded = load_kernel(info, sig.primal_dtypes(len(info.arrays)))
+    loaded = load_kernel(info, sig.primal_dtypes())
     if sig.backward and loaded.backward is None:
         raise NotImplementedError(backward_unavailable(info))
     return ensure_target(info, sig, loaded), loaded
@@ -124,8 +123,8 @@ def _gpu_lowering(ctx, *operands, info, **params):
 def _batching(args, dims, *, out_avals, aliases, vmap_method, batched, **params):
     aliased = {i for i, _ in aliases}
     if params["backward"]:  # the cotangents (the last inputs) are aliased to outputs
-        n_out = len(out_avals) - len(args)
-        aliased |= set(range(len(args) - n_out, len(args)))
+        n_in, _ = backward_counts(len(args), len(out_avals))
+        aliased |= set(range(n_in, len(args)))
     # Default: one native call launching the kernel once per batch row, on the
     # row's slices with the unbatched grid.
     bind = functools.partial(

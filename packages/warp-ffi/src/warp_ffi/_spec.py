@@ -29,6 +29,7 @@ __all__ = [
     "attribute_dtype",
     "attribute_order",
     "attribute_value",
+    "backward_counts",
     "bounds",
     "check_launch_dims",
     "launch_shape",
@@ -272,6 +273,16 @@ def bounds(shape: tuple[int, ...], kernel_dim: int) -> tuple[tuple[int, ...], in
     return padded[:kernel_dim], mult
 
 
+def backward_counts(n_inputs: int, n_outputs: int) -> tuple[int, int]:
+    """``(n_in, n_out)``, the kernel's inputs and outputs, of a backward call
+    with these buffer counts. Its inputs are the primal inputs then the
+    outputs' cotangents (``n_in + n_out``); its outputs the inputs' gradients,
+    scratch outputs the forward is replayed into, then the cotangents again,
+    aliased so Warp may change them (``n_in + 2 * n_out``)."""
+    n_out = n_outputs - n_inputs
+    return n_inputs - n_out, n_out
+
+
 @dataclasses.dataclass(frozen=True)
 class CallSig(ffi_core.CallSig):
     """ffi-core's signature, and what else a Warp handler is generated for:
@@ -288,14 +299,13 @@ class CallSig(ffi_core.CallSig):
     def name_parts(self) -> tuple[str, ...]:
         return (repr(self),)
 
-    def primal_dtypes(self, n_arrays: int) -> tuple[str, ...]:
+    def primal_dtypes(self) -> tuple[str, ...]:
         """The dtypes of the kernel's array parameters (which pick its
         specialization): forward, the inputs and outputs; backward, the primal
         inputs and the scratch outputs the forward is replayed into."""
         if not self.backward:
             return tuple(a.dtype for a in (*self.inputs, *self.outputs))
-        n_out = len(self.outputs) - len(self.inputs)
-        n_in = n_arrays - n_out
+        n_in, n_out = backward_counts(len(self.inputs), len(self.outputs))
         return tuple(a.dtype for a in (*self.inputs[:n_in], *self.outputs[n_in : n_in + n_out]))
 
     def to_step(self) -> dict[str, Any]:
