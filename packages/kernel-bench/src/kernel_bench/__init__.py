@@ -1,5 +1,6 @@
 """kernel-bench: time every backend of a kernel, see which wins, keep the numbers."""
 
+from . import autotune as autotune
 from ._compare import compare as compare
 from ._config import BenchmarkConfig as BenchmarkConfig
 from ._kernel import PLATFORMS as PLATFORMS
@@ -22,6 +23,7 @@ __all__ = [
     "ResultMismatchError",
     "Timing",
     "__version__",
+    "autotune",
     "benchmark_function",
     "benchmark_kernel",
     "compare",

@@ -12,7 +12,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-__all__ = ["Timing", "benchmark_function", "check_count"]
+__all__ = ["Timing", "benchmark_function", "chained", "check_count"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,14 +67,18 @@ def _probe(out: Any) -> jax.Array:
     return total
 
 
-def _chained(fn: Callable[..., Any], n: int) -> Callable[..., Any]:
-    # One compiled program making `n` calls in sequence, in a loop whose trip
-    # count is a run-time value, so XLA cannot unroll it and find all but the
-    # last call's outputs dead: each call's output is the loop's carry,
-    # computed in full. A probe of it feeds an accumulator that passes through
-    # an optimization barrier together with the next call's inputs, so XLA
-    # sees each call as depending on the one before and cannot hoist a call
-    # out of the loop as invariant. The values each call sees are unchanged.
+def chained(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``run(count, *data)``: one compiled program calling ``fn(*data)`` ``count``
+    times in sequence and returning the last call's outputs; ``count`` is an
+    int32 array, a run-time value, so one compilation serves every count."""
+
+    # The loop's trip count is a run-time value, so XLA cannot unroll it and
+    # find all but the last call's outputs dead: each call's output is the
+    # loop's carry, computed in full. A probe of it feeds an accumulator that
+    # passes through an optimization barrier together with the next call's
+    # inputs, so XLA sees each call as depending on the one before and cannot
+    # hoist a call out of the loop as invariant. The values each call sees are
+    # unchanged.
     def body(_: Any, carry: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
         data, acc, _out = carry
         data, acc = jax.lax.optimization_barrier((data, acc))
@@ -87,8 +91,13 @@ def _chained(fn: Callable[..., Any], n: int) -> Callable[..., Any]:
         _, acc, out = jax.lax.fori_loop(1, count, body, (data, _probe(out), out))
         return out, acc
 
+    return lambda count, *data: run(count, *data)[0]
+
+
+def _chained(fn: Callable[..., Any], n: int) -> Callable[..., Any]:
+    run = chained(fn)
     count = jnp.asarray(n, dtype=jnp.int32)
-    return lambda *data: run(count, *data)[0]
+    return lambda *data: run(count, *data)
 
 
 def benchmark_function(

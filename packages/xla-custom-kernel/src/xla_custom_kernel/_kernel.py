@@ -22,7 +22,14 @@ from ._platforms import PLATFORMS, check_platform
 from ._primitive import Generated, new_primitive, out_structs
 from ._registry import register_kernel
 from ._rules import Rules
-from ._selection import current_forced, forced_backend, get_backend, set_backend
+from ._selection import (
+    AUTO,
+    current_forced,
+    forced_backend,
+    get_backend,
+    require_tuner,
+    set_backend,
+)
 from ._table import BackendTable
 
 __all__ = ["XLACustomKernel"]
@@ -67,6 +74,7 @@ class XLACustomKernel:
         self._rules = Rules(self)
         self._call_fn: Callable[..., Any] | None = None
         self._benchmark_data_fn: Callable[..., Any] | None = None
+        self._autotune_data_fn: Callable[..., Any] | None = None
         self._tags: tuple[str, ...] = ()
         register_kernel(self)
         self.primitive = new_primitive(
@@ -211,12 +219,24 @@ class XLACustomKernel:
 
     def set_default(self, platform: str, backend: str) -> None:
         """Make ``backend`` the default of ``platform``; takes effect on the next
-        call, also of functions already jitted."""
+        call, also of functions already jitted.
+
+        ``"auto"``: each call signature (shapes, dtypes, static keywords, batch)
+        uses the backend measured fastest for it (``kernel_bench.autotune``);
+        the fixed default stays the fallback where nothing can be measured.
+        """
         self._table.set_default(platform, backend)
 
     def get_default(self, platform: str) -> str | None:
-        """The default backend of ``platform``, or None when it has no kernel."""
+        """The default backend of ``platform`` (``"auto"`` where set so), or None
+        when it has no kernel."""
         return self._table.get_default(platform)
+
+    def fixed_default(self, platform: str) -> str | None:
+        """The default backend of ``platform`` by name: the one used where the
+        default is ``"auto"`` but nothing can be measured (the autotuner's
+        reference for results, too); None when the platform has no kernel."""
+        return self._table.fixed_default(platform)
 
     @property
     def defaults(self) -> dict[str, str]:
@@ -259,6 +279,8 @@ class XLACustomKernel:
             backend = current_forced()
         else:
             self._table.check_known(backend)
+            if backend == AUTO:
+                require_tuner()
         if self._rules.jvp is not None:
             self._rules.jvp.check_arity(self.name, len(inputs))
         results = self.primitive.bind(
@@ -293,6 +315,8 @@ class XLACustomKernel:
             )
         if backend is not None:
             self._table.check_known(backend)
+            if backend == AUTO:
+                require_tuner()
         with forced_backend(backend):
             return self._call_fn(*args, **kwargs)
 
@@ -329,6 +353,35 @@ class XLACustomKernel:
                 f"kernel_bench.BenchmarkConfig objects with @{self.name}.def_benchmark_data"
             )
         return list(self._benchmark_data_fn(platform=platform))
+
+    def def_autotune_data(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Register ``fn(*inputs, outs, **static)`` making the input arrays the
+        autotuner times the backends on, for one unbatched call: ``inputs`` are
+        ``jax.ShapeDtypeStruct``s, ``outs`` as the generator gets them. Without
+        it, floating inputs are random and integer and bool inputs zero, which
+        is safe for index arrays but may time little work (an empty sparse
+        matrix, say); register one for operations whose integer inputs matter."""
+        if not callable(fn):
+            raise TypeError(f"`fn` must be callable, got {type(fn)!r}")
+        self._autotune_data_fn = fn
+        return fn
+
+    def autotune_data(self, inputs: Sequence[Any], outs: Any, static: dict[str, Any]) -> Any:
+        """The arrays registered with :meth:`def_autotune_data` make for
+        ``inputs`` (structs), or None when none is registered."""
+        if self._autotune_data_fn is None:
+            return None
+        return self._autotune_data_fn(*inputs, outs=outs, **static)
+
+    def explain(self, *inputs: Any, outs: Any, platform: str | None = None, **static: Any) -> Any:
+        """Print which backend ``"auto"`` picks for a call with these inputs
+        (arrays or ``jax.ShapeDtypeStruct``s) and static keywords: every
+        candidate's time or why it was refused, and where the decision came
+        from (measured now, the cache on disk, process 0). Returns the
+        ``kernel_bench.autotune.Decision``. Needs kernel-bench."""
+        decision = require_tuner().explain(self, *inputs, outs=outs, platform=platform, **static)
+        print(decision.describe())
+        return decision
 
     def benchmark(self, **kwargs: Any) -> Any:
         """Time every backend of a platform on the benchmark data; see

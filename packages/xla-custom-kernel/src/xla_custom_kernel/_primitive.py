@@ -28,6 +28,7 @@ from ._entry import KernelEntry
 from ._errors import BackendError, NoKernelError, UnknownBackendError
 from ._export import recipe_step
 from ._platforms import LOWERING_PLATFORMS
+from ._selection import AUTO, require_tuner
 from ._table import BackendTable
 from ._transforms import apply_levels
 
@@ -74,7 +75,7 @@ class Generated:
     outputs, static keywords), each checked against the declared outputs."""
 
     def __init__(self, kernel: Any) -> None:
-        self._kernel = kernel  # passed to adapters: they name it in messages
+        self.kernel = kernel  # passed to adapters (they name it in messages) and the autotuner
         self._lock = threading.RLock()  # a generator may lower another call of the kernel
         self._fns: dict[Any, Callable[..., Any]] = {}
 
@@ -87,7 +88,7 @@ class Generated:
                 fn = entry.generator(outs=declared, **dict(static))
                 if entry.adapt is not None:
                     extra = {"static": dict(static)} if _takes_static(entry.adapt) else {}
-                    fn = entry.adapt(self._kernel, entry, fn, declared, **extra)
+                    fn = entry.adapt(self.kernel, entry, fn, declared, **extra)
                 if not callable(fn):
                     raise TypeError(
                         f"the kernel generator returned {type(fn)!r}; it must return a callable "
@@ -143,7 +144,14 @@ def _lowering(
     batch,
 ):
     platform = LOWERING_PLATFORMS[lowering_platform]
-    entry = table.select(platform, backend)
+    chosen = table.select(platform, backend)
+    if chosen == AUTO:
+        chosen = (
+            require_tuner()
+            .decide(generated.kernel, platform, ctx.avals_in, outs, multiple, static, batch)
+            .backend
+        )
+    entry = table.check_backend(platform, chosen)
     try:
         fn = generated.get(entry, outs, multiple, static)
         mode = entry.batching

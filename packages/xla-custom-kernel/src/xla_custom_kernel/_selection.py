@@ -7,10 +7,15 @@ import contextlib
 import contextvars
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import jax
 
-__all__ = ["forced_backend", "get_backend", "invalidate_caches", "set_backend"]
+__all__ = ["AUTO", "forced_backend", "get_backend", "invalidate_caches", "set_backend"]
+
+#: The backend name that lets the autotuner choose, per call signature, the
+#: fastest backend registered for the platform (measured by kernel-bench).
+AUTO = "auto"
 
 # Set while a kernel's call function or transform rule runs, so that the
 # kernel calls they make use the backend of the call being transformed.
@@ -32,8 +37,10 @@ def set_backend(backend: str | None) -> None:
     """Prefer ``backend`` for every kernel, on every platform where it is registered.
 
     Kernels without that backend (on the platform a call runs on) use their
-    platform default. ``None`` removes the preference. Takes effect on the next
-    call, also of functions already jitted.
+    platform default. ``"auto"``: every kernel picks its fastest backend per
+    call signature, measured once (needs kernel-bench; see
+    ``kernel_bench.autotune``). ``None`` removes the preference. Takes effect
+    on the next call, also of functions already jitted.
 
     Example:
         >>> import xla_custom_kernel as xck
@@ -45,6 +52,8 @@ def set_backend(backend: str | None) -> None:
     global _preferred
     if backend is not None and not isinstance(backend, str):
         raise TypeError(f"`backend` must be a str or None, got {type(backend)!r}")
+    if backend == AUTO:
+        require_tuner()
     with _lock:
         changed = backend != _preferred
         _preferred = backend
@@ -68,3 +77,16 @@ def forced_backend(backend: str | None) -> Iterator[None]:
         yield
     finally:
         _forced.reset(token)
+
+
+def require_tuner() -> Any:
+    """kernel-bench's autotuner, or an ImportError saying how to install it."""
+    try:
+        from kernel_bench import autotune
+    except ImportError as exc:
+        raise ImportError(
+            "backend 'auto' measures the registered backends with kernel-bench, which is "
+            'not installed; install it with uv add "xla-custom-kernel[bench]" (or pick a '
+            "backend by name)"
+        ) from exc
+    return autotune

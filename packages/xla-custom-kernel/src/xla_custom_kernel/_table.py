@@ -9,7 +9,7 @@ from typing import Any
 from ._entry import BATCHING_MODES, KernelEntry
 from ._errors import NoKernelError, UnknownBackendError
 from ._platforms import PLATFORMS, check_platform
-from ._selection import get_backend, invalidate_caches
+from ._selection import AUTO, get_backend, invalidate_caches, require_tuner
 
 __all__ = ["BackendTable"]
 
@@ -22,6 +22,9 @@ class BackendTable:
         self._lock = threading.RLock()
         self._entries: dict[str, dict[str, KernelEntry]] = {}
         self._defaults: dict[str, str] = {}
+        # Platforms whose default is "auto"; _defaults keeps their fixed
+        # default, used where no measurement can be made.
+        self._auto: set[str] = set()
 
     def describe(self) -> str:
         """``"cpu: numba, jax; gpu: jax"`` in registration order, for ``repr``."""
@@ -71,16 +74,35 @@ class BackendTable:
     def set_default(self, platform: str, backend: str) -> None:
         check_platform(platform)
         with self._lock:
+            if backend == AUTO:
+                require_tuner()
+                if not self._entries.get(platform):
+                    raise NoKernelError(
+                        f"no kernel registered for platform {platform!r} in {self.kernel_name!r} "
+                        f"to choose from; registered: {self.summary()}"
+                    )
+                if platform not in self._auto:
+                    self._auto.add(platform)
+                    invalidate_caches()
+                return
             self.check_backend(platform, backend)
+            if platform in self._auto:
+                self._auto.discard(platform)
+                invalidate_caches()
             self._set_default(platform, backend)
 
     def get_default(self, platform: str) -> str | None:
+        check_platform(platform)
+        return AUTO if platform in self._auto else self._defaults.get(platform)
+
+    def fixed_default(self, platform: str) -> str | None:
+        """The default of ``platform`` that is a backend, also where the default is "auto"."""
         check_platform(platform)
         return self._defaults.get(platform)
 
     @property
     def defaults(self) -> dict[str, str]:
-        return dict(self._defaults)
+        return {p: AUTO if p in self._auto else b for p, b in self._defaults.items()}
 
     def available(self, platform: str) -> tuple[str, ...]:
         check_platform(platform)
@@ -105,15 +127,16 @@ class BackendTable:
         """Refuse a backend registered on no platform (a call's ``backend=``)."""
         if not isinstance(backend, str):
             raise TypeError(f"`backend` must be a str or None, got {type(backend)!r}")
-        if not any(backend in e for e in self._entries.values()):
+        if backend != AUTO and not any(backend in e for e in self._entries.values()):
             raise UnknownBackendError(
                 f"unknown backend {backend!r} for kernel {self.kernel_name!r}; registered: "
                 f"{self.summary()}"
             )
 
-    def select(self, platform: str, backend: str | None) -> KernelEntry:
-        """The entry a call on ``platform`` uses: ``backend`` when given, else the
-        process-wide preference where registered, else the platform's default."""
+    def select(self, platform: str, backend: str | None) -> str:
+        """The backend a call on ``platform`` uses, or ``"auto"``: ``backend``
+        when given, else the process-wide preference where registered (or
+        "auto"), else the platform's default."""
         entries = self._entries.get(platform)
         if not entries:
             raise NoKernelError(
@@ -121,11 +144,11 @@ class BackendTable:
                 f"registered: {self.summary()}"
             )
         if backend is not None:
-            return self.check_backend(platform, backend)
+            return backend if backend == AUTO else self.check_backend(platform, backend).backend
         preferred = get_backend()
-        if preferred is not None and preferred in entries:
-            return entries[preferred]
-        return entries[self._defaults[platform]]
+        if preferred is not None and (preferred == AUTO or preferred in entries):
+            return preferred
+        return AUTO if platform in self._auto else self._defaults[platform]
 
     def switch_hint(self, platform: str, failed: str) -> str:
         """How to switch away from backend ``failed`` on ``platform`` (for messages)."""

@@ -49,6 +49,21 @@ def random_csr(
     return data, indices, indptr
 
 
+def _autotune_data(data, indices, indptr, x, *, outs, shape, transpose):
+    # What the autotuner times the backends on, for the shapes of a call: a
+    # valid CSR matrix of the call's number of non-zeros spread evenly over its
+    # rows, random columns and values (the default, zero indices, would time
+    # an empty matrix).
+    del outs, transpose
+    rng = np.random.default_rng(0)
+    m, n = shape
+    nnz = data.shape[0]
+    ptr = (np.arange(m + 1, dtype=np.int64) * nnz // max(m, 1)).astype(indptr.dtype)
+    cols = rng.integers(0, max(n, 1), nnz).astype(indices.dtype)
+    values = rng.standard_normal(nnz).astype(data.dtype)
+    return values, cols, ptr, rng.standard_normal(x.shape).astype(x.dtype)
+
+
 def _rows(indptr: jax.Array, nnz: int) -> jax.Array:
     m = indptr.shape[0] - 1
     return jnp.repeat(jnp.arange(m, dtype=indptr.dtype), jnp.diff(indptr), total_repeat_length=nnz)
@@ -74,6 +89,7 @@ def _def_product(
     # kernel generator, None where warp-ffi is not installed.
     plain, transposed = numba_kernels
     kernel.def_tags("example", "sparse")
+    kernel.def_autotune_data(_autotune_data)
     kernel.def_numba_kernel(lambda outs, shape, transpose: transposed if transpose else plain)
     kernel.def_jax_kernel(
         lambda outs, shape, transpose: (

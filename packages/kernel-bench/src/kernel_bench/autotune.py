@@ -1,0 +1,714 @@
+"""Autotuning: which backend of an ``XLACustomKernel`` is fastest, per call signature.
+
+A kernel call with ``backend="auto"`` (or a platform whose default is
+``"auto"``, or ``xla_custom_kernel.set_backend("auto")``) asks this module,
+when XLA lowers the call, which registered backend to use. The answer is keyed
+by the operation, the platform, the input and output shapes and dtypes, the
+static keywords, the batch levels of ``vmap`` and the set of registered
+backends. It comes, in order, from:
+
+1. this process's memory;
+2. process 0, in a program of several JAX processes (``jax.distributed``):
+   process 0 decides and shares the decision through JAX's key-value store,
+   so that every process lowers the same program with the same backends;
+3. the cache on disk (:func:`cache_dir`), one file per machine and software
+   (CPU model or GPU name, Python, and the versions of jax, jaxlib, numpy,
+   numba, warp-lang and this project's packages): a new version is a new file;
+4. a measurement: every backend runs once on data of the call's shapes (from
+   the kernel's ``def_autotune_data``, else random floats and zero integers);
+   their results are compared with the reference backend's (the platform's
+   fixed default) within per-dtype tolerances (:data:`TOLERANCES`); the ones
+   that fail or disagree are never chosen (an :class:`AutotuneWarning` names
+   them); the rest are timed by kernel-bench's engine, each run a chain of
+   calls in one compiled program (as the suite's ``--n-batch``), the
+   candidates interleaved round by round, within a time budget
+   (:func:`set_budget`); the one with the lowest median time per call wins,
+   ties going to the earlier registered.
+
+The decision is deterministic given the cache: a decision read from memory, the
+disk or process 0 is used as it is. ``XLACustomKernel.explain`` and
+``kernel-bench autotune`` show decisions; :func:`clear` forgets them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import importlib.metadata
+import json
+import os
+import pathlib
+import platform as _platform
+import statistics
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+from jax import core as jax_core
+
+from ._table import render
+from ._timing import chained
+
+__all__ = [
+    "DEFAULT_BUDGET_S",
+    "TOLERANCES",
+    "AutotuneWarning",
+    "Candidate",
+    "Decision",
+    "cache_dir",
+    "cached_decisions",
+    "clear",
+    "decide",
+    "explain",
+    "get_budget",
+    "recording",
+    "set_budget",
+    "stats",
+]
+
+#: Seconds of timing a new decision may take by default (compiling each
+#: backend's program once comes on top).
+DEFAULT_BUDGET_S = 0.2
+#: ``(rtol, atol)`` by dtype name within which a backend's results must agree
+#: with the reference backend's; dtypes not named must agree exactly.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (2e-2, 2e-2),
+    "float32": (1e-4, 1e-4),
+    "complex64": (1e-4, 1e-4),
+    "float64": (1e-9, 1e-9),
+    "complex128": (1e-9, 1e-9),
+}
+_CACHE_ENV = "KERNEL_BENCH_AUTOTUNE_DIR"
+_MAX_ROUNDS = 5
+_MIN_ROUNDS = 3
+_KV_TIMEOUT_MS = 600_000
+_VERSIONED = (
+    "jax",
+    "jaxlib",
+    "numpy",
+    "numba",
+    "numba-cuda",
+    "warp-lang",
+    "triton",
+    "ffi-core",
+    "numba-cpu-ffi",
+    "numba-cuda-ffi",
+    "warp-ffi",
+    "xla-custom-kernel",
+    "kernel-bench",
+)
+_JAX_PLATFORM = {"cpu": "cpu", "gpu": "gpu", "tpu": "tpu"}
+
+
+class AutotuneWarning(UserWarning):
+    """A backend was left out of a decision: it failed, or its results disagreed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One backend in a decision.
+
+    Attributes:
+        backend: its name.
+        status: ``"ok"`` (timed), ``"failed"`` (raised) or ``"disagrees"``
+            (results differ from the reference backend's).
+        us_per_call: the median of ``times_us``; None unless timed.
+        times_us: microseconds per call of each timed round.
+        detail: why it failed or how it disagrees.
+    """
+
+    backend: str
+    status: str
+    us_per_call: float | None = None
+    times_us: tuple[float, ...] = ()
+    detail: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """Which backend an operation uses for one call signature, and why.
+
+    Attributes:
+        op: the operation's name.
+        platform: ``"cpu"``, ``"gpu"`` or ``"tpu"``.
+        signature: the call signature in words (inputs, static keywords, batch).
+        key: the digest the decision is stored under.
+        backend: the backend chosen.
+        candidates: every backend considered, in registration order.
+        calls_per_run: calls chained in each timed run, per backend.
+        source: ``"measured"``, ``"disk"``, ``"process 0"``, ``"only backend"``
+            or ``"fallback"`` (nothing could be measured: the fixed default).
+        reason: for ``"fallback"``, why.
+    """
+
+    op: str
+    platform: str
+    signature: str
+    key: str
+    backend: str
+    candidates: tuple[Candidate, ...] = ()
+    calls_per_run: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    source: str = "measured"
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["calls_per_run"] = dict(self.calls_per_run)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], source: str | None = None) -> Decision:
+        fields = dict(d)
+        fields["candidates"] = tuple(
+            Candidate(**{**c, "times_us": tuple(c.get("times_us", ()))})
+            for c in fields.get("candidates", ())
+        )
+        if source is not None:
+            fields["source"] = source
+        return cls(**fields)
+
+    def describe(self) -> str:
+        """The decision as a table: each candidate's time or why it was left out."""
+        head = f"{self.op} on {self.platform}: {self.signature}"
+        where = {
+            "measured": "measured in this process",
+            "disk": f"read from the autotune cache ({cache_dir()})",
+            "process 0": "decided by process 0",
+            "only backend": "the only backend registered",
+            "fallback": f"the fixed default: {self.reason}",
+        }.get(self.source, self.source)
+        if not self.candidates:
+            return f"{head}\nchoice: {self.backend} ({where})"
+        rows = []
+        for c in self.candidates:
+            time_cell = "-" if c.us_per_call is None else f"{c.us_per_call:.4g}"
+            mark = " *" if c.backend == self.backend else "  "
+            status = c.status if not c.detail else f"{c.status}: {c.detail}"
+            calls = self.calls_per_run.get(c.backend)
+            rows.append(
+                [c.backend, time_cell + mark, "-" if calls is None else str(calls), status[:100]]
+            )
+        table = render(
+            ["backend", "us/call", "calls/run", "status"], rows, [False, True, True, False]
+        )
+        return f"{head}\n{table}\nchoice: {self.backend} ({where})"
+
+
+# ------------------------------------------------------------------ settings
+
+_lock = threading.RLock()
+_budget_s = DEFAULT_BUDGET_S
+_memory: dict[str, Decision] = {}
+_disk: dict[pathlib.Path, dict[str, Any]] = {}
+_stats = {"measured": 0, "memory": 0, "disk": 0, "process 0": 0, "fallback": 0}
+_recorders: list[list[Decision]] = []
+
+
+def set_budget(seconds: float) -> None:
+    """Seconds of timing one new decision may take (default :data:`DEFAULT_BUDGET_S`).
+
+    At least :data:`_MIN_ROUNDS` rounds run even where one call takes longer.
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        raise ValueError(f"`seconds` must be a positive number, got {seconds!r}")
+    global _budget_s
+    _budget_s = float(seconds)
+
+
+def get_budget() -> float:
+    """The time budget of a new decision, in seconds."""
+    return _budget_s
+
+
+def stats() -> dict[str, int]:
+    """How many decisions this process measured, and how many it took from
+    memory, the disk, process 0 or the fallback."""
+    with _lock:
+        return dict(_stats)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[Decision]]:
+    """Collect the decisions made or looked up while the block runs (in this thread
+    and others), in order."""
+    found: list[Decision] = []
+    with _lock:
+        _recorders.append(found)
+    try:
+        yield found
+    finally:
+        with _lock:
+            _recorders.remove(found)
+
+
+# ------------------------------------------------------------------ the cache on disk
+
+
+def cache_dir() -> pathlib.Path:
+    """Where decisions are kept: ``$KERNEL_BENCH_AUTOTUNE_DIR``, else
+    ``$XDG_CACHE_HOME/kernel-bench/autotune`` (``~/.cache/kernel-bench/autotune``)."""
+    explicit = os.environ.get(_CACHE_ENV)
+    if explicit:
+        return pathlib.Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(base) / "kernel-bench" / "autotune"
+
+
+@functools.cache
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return _platform.processor() or _platform.machine()
+
+
+def _versions() -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for name in _VERSIONED:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def fingerprint(platform: str) -> dict[str, Any]:
+    """What a decision on ``platform`` depends on besides the call: the machine
+    and the software. Decisions are filed under it."""
+    device = jax.devices(_JAX_PLATFORM[platform])[0]
+    return {
+        "platform": platform,
+        "device": getattr(device, "device_kind", str(device)),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "python": _platform.python_version(),
+        "versions": _versions(),
+    }
+
+
+def _cache_file(platform: str) -> pathlib.Path:
+    fp = fingerprint(platform)
+    digest = hashlib.sha256(json.dumps(fp, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_dir() / f"{platform}-{digest}.json"
+
+
+def _read(path: pathlib.Path) -> dict[str, Any]:
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    decisions = content.get("decisions") if isinstance(content, dict) else None
+    return decisions if isinstance(decisions, dict) else {}
+
+
+def _write(path: pathlib.Path, fingerprint_: Mapping[str, Any] | None, decisions: dict) -> None:
+    # Another process may have written decisions since this one read the
+    # file: merge, then replace the file in one step.
+    merged = {**_read(path), **decisions}
+    if fingerprint_ is None:
+        try:
+            fingerprint_ = json.loads(path.read_text(encoding="utf-8")).get("fingerprint")
+        except (OSError, ValueError):
+            fingerprint_ = None
+    text = json.dumps({"fingerprint": fingerprint_, "decisions": merged}, indent=1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _from_disk(platform: str, key: str) -> Decision | None:
+    path = _cache_file(platform)
+    if path not in _disk:
+        _disk[path] = _read(path)
+    found = _disk[path].get(key)
+    if found is None:
+        return None
+    try:
+        return Decision.from_dict(found, source="disk")
+    except TypeError:  # written by another version of this module
+        return None
+
+
+def _to_disk(platform: str, decision: Decision) -> None:
+    path = _cache_file(platform)
+    stored = decision.to_dict()
+    try:
+        _write(path, fingerprint(platform), {decision.key: stored})
+    except OSError as exc:
+        warnings.warn(
+            f"kernel-bench could not write the autotune cache {path}: {exc}; decisions are "
+            f"kept in this process only (set ${_CACHE_ENV} to a writable directory)",
+            AutotuneWarning,
+            stacklevel=2,
+        )
+    _disk.setdefault(path, {})[decision.key] = stored
+
+
+def cached_decisions() -> list[Decision]:
+    """Every decision in the cache on disk, for every machine and version."""
+    found = []
+    for path in sorted(cache_dir().glob("*.json")):
+        for d in _read(path).values():
+            with contextlib.suppress(TypeError, KeyError):
+                found.append(Decision.from_dict(d, source="disk"))
+    return found
+
+
+def clear(op: str | None = None) -> int:
+    """Forget the decisions of operation ``op`` (all when None), on disk and in
+    this process; returns how many were removed from the disk. Functions
+    already compiled keep their backends: JAX's caches are cleared so that the
+    next call of a jitted function decides again."""
+    removed = 0
+    with _lock:
+        for path in sorted(cache_dir().glob("*.json")):
+            decisions = _read(path)
+            keep = {k: d for k, d in decisions.items() if op is not None and d.get("op") != op}
+            removed += len(decisions) - len(keep)
+            if not keep:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            elif len(keep) != len(decisions):
+                path.write_text(
+                    json.dumps({"fingerprint": None, "decisions": keep}, indent=1), encoding="utf-8"
+                )
+        for key in [k for k, d in _memory.items() if op is None or d.op == op]:
+            del _memory[key]
+        _disk.clear()
+    jax.clear_caches()
+    return removed
+
+
+# ------------------------------------------------------------------ signatures
+
+
+def _describe_aval(a: Any) -> str:
+    return f"{np.dtype(a.dtype).name}{list(a.shape)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Signature:
+    op: str
+    platform: str
+    inputs: tuple[Any, ...]  # avals, batch axes in front
+    outs: tuple[Any, ...]  # avals without the batch axes
+    multiple: bool
+    static: tuple[tuple[str, Any], ...]
+    batch: tuple[tuple[int, tuple[bool, ...]], ...]
+    backends: tuple[str, ...]
+
+    @functools.cached_property
+    def key(self) -> str:
+        data = {
+            "op": self.op,
+            "platform": self.platform,
+            "inputs": [[list(a.shape), np.dtype(a.dtype).name] for a in self.inputs],
+            "outs": [[list(a.shape), np.dtype(a.dtype).name] for a in self.outs],
+            "multiple": self.multiple,
+            "static": [[k, repr(v)] for k, v in self.static],
+            "batch": [[size, list(mask)] for size, mask in self.batch],
+            "backends": list(self.backends),
+        }
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]
+
+    def words(self) -> str:
+        parts = [", ".join(map(_describe_aval, self.inputs)) or "no inputs"]
+        if self.static:
+            parts.append(", ".join(f"{k}={v!r}" for k, v in self.static))
+        for size, mask in self.batch:
+            which = ", ".join(str(i) for i, m in enumerate(mask) if m)
+            parts.append(f"vmap {size} over input {which}")
+        return "; ".join(parts)
+
+    def lead(self, i: int) -> tuple[int, ...]:
+        """The batch axes in front of input ``i``."""
+        return tuple(size for size, mask in self.batch if mask[i])
+
+
+# ------------------------------------------------------------------ deciding
+
+
+def decide(
+    kernel: Any,
+    platform: str,
+    inputs: Sequence[Any],
+    outs: Sequence[Any],
+    multiple: bool,
+    static: tuple[tuple[str, Any], ...],
+    batch: tuple[tuple[int, tuple[bool, ...]], ...] = (),
+) -> Decision:
+    """The backend of ``kernel`` for one call signature on ``platform`` (see the
+    module docs for where the answer comes from). ``inputs`` are the abstract
+    values of the (batched) inputs, ``outs`` those of the unbatched outputs,
+    ``static`` the sorted static keywords, ``batch`` the batch levels.
+    ``XLACustomKernel`` calls this when it lowers a call whose backend is
+    ``"auto"``."""
+    sig = _Signature(
+        kernel.name,
+        platform,
+        tuple(inputs),
+        tuple(outs),
+        multiple,
+        tuple(static),
+        tuple(batch),
+        tuple(kernel.available_backends(platform)),
+    )
+    with _lock:
+        decision = _memory.get(sig.key)
+        if decision is not None:
+            _stats["memory"] += 1
+        else:
+            decision = _decide(kernel, sig)
+            _memory[sig.key] = decision
+        for found in _recorders:
+            found.append(decision)
+    return decision
+
+
+def _decide(kernel: Any, sig: _Signature) -> Decision:
+    if len(sig.backends) == 1:
+        return Decision(
+            sig.op, sig.platform, sig.words(), sig.key, sig.backends[0], source="only backend"
+        )
+    client = _distributed_client()
+    if client is None:
+        return _local(kernel, sig)
+    kv_key = f"kernel_bench/autotune/{sig.key}"
+    if jax.process_index() == 0:
+        decision = _local(kernel, sig)
+        client.key_value_set(kv_key, json.dumps(decision.to_dict()), allow_overwrite=True)
+        return decision
+    try:
+        text = client.blocking_key_value_get(kv_key, _KV_TIMEOUT_MS)
+    except Exception as exc:
+        raise RuntimeError(
+            f"process {jax.process_index()} waited {_KV_TIMEOUT_MS // 1000} s for process 0's "
+            f"autotune decision on {sig.op} ({sig.words()}): {exc}. Every process must lower "
+            "the same program; pick a backend by name where they do not"
+        ) from exc
+    _stats["process 0"] += 1
+    return Decision.from_dict(json.loads(text), source="process 0")
+
+
+def _distributed_client() -> Any:
+    # JAX keeps the client of jax.distributed.initialize in a private module;
+    # it is read, never changed. None in a single-process program.
+    if jax.process_count() < 2:
+        return None
+    try:
+        from jax._src import distributed
+    except ImportError:
+        return None
+    return getattr(distributed.global_state, "client", None)
+
+
+def _fallback(kernel: Any, sig: _Signature, reason: str) -> Decision:
+    _stats["fallback"] += 1
+    backend = kernel.fixed_default(sig.platform)
+    return Decision(
+        sig.op, sig.platform, sig.words(), sig.key, backend, source="fallback", reason=reason
+    )
+
+
+def _local(kernel: Any, sig: _Signature) -> Decision:
+    try:
+        device = jax.devices(_JAX_PLATFORM[sig.platform])[0]
+    except RuntimeError:
+        return _fallback(kernel, sig, f"no {sig.platform} device in this process to measure on")
+    found = _from_disk(sig.platform, sig.key)
+    if found is not None and found.backend in sig.backends:
+        _stats["disk"] += 1
+        return found
+    decision = _measure(kernel, sig, device)
+    if decision.source == "measured":
+        _to_disk(sig.platform, decision)
+    return decision
+
+
+def _default_data(struct: jax.ShapeDtypeStruct, rng: np.random.Generator) -> np.ndarray:
+    dtype = np.dtype(struct.dtype)
+    if dtype.kind == "f" or dtype.name == "bfloat16":
+        return rng.standard_normal(struct.shape).astype(dtype)
+    if dtype.kind == "c":
+        return (rng.standard_normal(struct.shape) + 1j * rng.standard_normal(struct.shape)).astype(
+            dtype
+        )
+    return np.zeros(struct.shape, dtype)
+
+
+def _data(kernel: Any, sig: _Signature) -> list[np.ndarray]:
+    unbatched = [
+        jax.ShapeDtypeStruct(tuple(a.shape[len(sig.lead(i)) :]), a.dtype)
+        for i, a in enumerate(sig.inputs)
+    ]
+    outs = tuple(jax.ShapeDtypeStruct(o.shape, o.dtype) for o in sig.outs)
+    made = kernel.autotune_data(unbatched, outs if sig.multiple else outs[0], dict(sig.static))
+    if made is None:
+        rng = np.random.default_rng(int(sig.key[:8], 16))
+        made = [_default_data(s, rng) for s in unbatched]
+    made = [np.asarray(x) for x in made]
+    problem = None
+    if len(made) != len(unbatched):
+        problem = f"{len(made)} arrays for {len(unbatched)} inputs"
+    else:
+        for i, (x, s) in enumerate(zip(made, unbatched, strict=True)):
+            if x.shape != s.shape or x.dtype != np.dtype(s.dtype):
+                problem = f"{x.dtype.name}{list(x.shape)} for input {i}, {_describe_aval(s)}"
+                break
+    if problem is not None:
+        raise ValueError(
+            f"the autotune data function of kernel {sig.op!r} made {problem} was expected; "
+            "it must return one array per input with the shapes and dtypes it is given"
+        )
+    return [np.broadcast_to(x, sig.lead(i) + x.shape) for i, x in enumerate(made)]
+
+
+def _disagreement(ref: Sequence[Any], out: Sequence[Any]) -> str | None:
+    for i, (a, b) in enumerate(zip(ref, out, strict=True)):
+        a, b = np.asarray(a), np.asarray(b)
+        rtol, atol = TOLERANCES.get(a.dtype.name, (0.0, 0.0))
+        if not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
+            with np.errstate(invalid="ignore"):
+                diff = np.abs(a.astype(np.complex128) - b.astype(np.complex128))
+            worst = float(np.nanmax(diff)) if diff.size else 0.0
+            return f"output {i} differs by up to {worst:.3g} (rtol={rtol}, atol={atol})"
+    return None
+
+
+def _describe_error(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text.split("\n-----", 1)[0].splitlines()[0] if text else type(exc).__name__
+
+
+def _measure(kernel: Any, sig: _Signature, device: Any) -> Decision:
+    data = jax.device_put(_data(kernel, sig), device)
+    runs: dict[str, Any] = {}
+    outputs: dict[str, list[Any]] = {}
+    left_out: dict[str, Candidate] = {}
+    one = jax.numpy.asarray(1, dtype=jax.numpy.int32)
+    for backend in sig.backends:
+        bound = functools.partial(
+            kernel.primitive.bind,
+            outs=sig.outs,
+            multiple=sig.multiple,
+            static=sig.static,
+            backend=backend,
+            batch=sig.batch,
+        )
+        run = chained(lambda *args, bound=bound: list(bound(*args)))
+        try:
+            outputs[backend] = jax.device_get(jax.block_until_ready(run(one, *data)))
+        except Exception as exc:
+            left_out[backend] = Candidate(backend, "failed", detail=_describe_error(exc))
+            continue
+        runs[backend] = run
+    if not runs:
+        return _fallback(kernel, sig, "every backend failed on the measurement data")
+    reference = kernel.fixed_default(sig.platform)
+    if reference not in outputs:
+        reference = next(iter(outputs))
+    for backend in list(runs):
+        problem = (
+            None if backend == reference else _disagreement(outputs[reference], outputs[backend])
+        )
+        if problem is not None:
+            left_out[backend] = Candidate(
+                backend, "disagrees", detail=f"{problem} from {reference!r}"
+            )
+            del runs[backend]
+    for c in left_out.values():
+        warnings.warn(
+            f"autotune of {sig.op} ({sig.words()}) on {sig.platform} leaves out backend "
+            f"{c.backend!r}: {c.status}: {c.detail}",
+            AutotuneWarning,
+            stacklevel=4,
+        )
+    times, counts = _time(runs, data)
+    candidates = []
+    for backend in sig.backends:
+        if backend in left_out:
+            candidates.append(left_out[backend])
+        else:
+            t = tuple(times[backend])
+            candidates.append(Candidate(backend, "ok", statistics.median(t), t))
+    timed = [c for c in candidates if c.us_per_call is not None]
+    best = min(timed, key=lambda c: c.us_per_call).backend
+    _stats["measured"] += 1
+    return Decision(sig.op, sig.platform, sig.words(), sig.key, best, tuple(candidates), counts)
+
+
+def _time(
+    runs: Mapping[str, Any], data: Sequence[Any]
+) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """Microseconds per call of each run, round by round, every run in each
+    round, the order rotating; the calls per run chosen so that every run
+    takes about the same share of the budget."""
+    budget = get_budget()
+    per_run = budget / (_MAX_ROUNDS * len(runs))
+    probe = jax.numpy.asarray(4, dtype=jax.numpy.int32)
+    counts = {}
+    for backend, run in runs.items():
+        jax.block_until_ready(run(probe, *data))  # warm
+        start = time.perf_counter()
+        jax.block_until_ready(run(probe, *data))
+        per_call = (time.perf_counter() - start) / 4
+        counts[backend] = max(1, min(1_000_000, round(per_run / max(per_call, 1e-9))))
+    arrays = {b: jax.numpy.asarray(n, dtype=jax.numpy.int32) for b, n in counts.items()}
+    times: dict[str, list[float]] = {b: [] for b in runs}
+    order = list(runs)
+    start_all = time.perf_counter()
+    for r in range(_MAX_ROUNDS):
+        if r >= _MIN_ROUNDS and time.perf_counter() - start_all > budget:
+            break
+        for backend in order[r % len(order) :] + order[: r % len(order)]:
+            start = time.perf_counter()
+            jax.block_until_ready(runs[backend](arrays[backend], *data))
+            times[backend].append((time.perf_counter() - start) * 1e6 / counts[backend])
+    return times, counts
+
+
+# ------------------------------------------------------------------ explaining
+
+
+def explain(
+    kernel: Any, *inputs: Any, outs: Any, platform: str | None = None, **static: Any
+) -> Decision:
+    """The decision ``"auto"`` makes for ``kernel(*inputs, outs=outs, **static)``
+    on ``platform`` (default: JAX's default backend), measured if it is not
+    known yet. ``inputs`` may be arrays or ``jax.ShapeDtypeStruct``s."""
+    from ._kernel import default_platform
+
+    platform = default_platform() if platform is None else platform
+    if platform not in _JAX_PLATFORM:
+        raise ValueError(f"`platform` must be None, 'cpu', 'gpu' or 'tpu', got {platform!r}")
+    for i, x in enumerate(inputs):
+        if not (hasattr(x, "shape") and hasattr(x, "dtype")):
+            raise TypeError(
+                f"input {i} of explain must be an array or a jax.ShapeDtypeStruct, got {type(x)!r}"
+            )
+    multiple = isinstance(outs, list | tuple)
+    out_list = list(outs) if multiple else [outs]
+    avals = [jax_core.ShapedArray(tuple(x.shape), np.dtype(x.dtype)) for x in inputs]
+    out_avals = tuple(jax_core.ShapedArray(tuple(o.shape), np.dtype(o.dtype)) for o in out_list)
+    if not kernel.available_backends(platform):
+        raise ValueError(f"kernel {kernel.name!r} has no backend for platform {platform!r}")
+    return decide(kernel, platform, avals, out_avals, multiple, tuple(sorted(static.items())))
