@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import pathlib
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from . import autotune
 from ._compare import compare
-from ._kernel import PLATFORMS, benchmark_kernel, default_platform
+from ._kernel import AUTO, PLATFORMS, benchmark_kernel, default_platform
 from ._progress import ProgressBar
 from ._result import FILE_FORMATS, BenchmarkResult
 
@@ -31,8 +33,10 @@ Time every backend of XLACustomKernel operations and see which wins.
 
 With no command, runs the bundled example suite (CSR matrix-vector and
 matrix-matrix products, a LIF neuron step, an exponential trace, an
-elementwise op), each on its numba backend and its pure-JAX reference, prints
-a table with the speedup against the reference, and writes
+elementwise op), each on every backend registered for the platform (numba, the
+pure-JAX reference, warp where installed...) and on "auto", the backend the
+autotuner picks per operation and shape; prints a table with the speedup
+against the reference and the autotuned choices, and writes
 kernel-bench-results.json and kernel-bench-results.png."""
 
 _EPILOG = """\
@@ -41,7 +45,10 @@ examples:
   kernel-bench run mypkg.ops:csrmv   benchmark one of your kernels
   kernel-bench run mypkg.ops --tags sparse --output new.json
   kernel-bench list mypkg.ops        kernels registered by a module, with tags and backends
-  kernel-bench compare old.json new.json"""
+  kernel-bench compare old.json new.json
+  kernel-bench autotune run csr_matvec   decide "auto" for each benchmark case, and explain
+  kernel-bench autotune show             the decisions kept on disk
+  kernel-bench autotune clear            forget them"""
 
 
 def _timing_options() -> argparse.ArgumentParser:
@@ -102,6 +109,15 @@ def _timing_options() -> argparse.ArgumentParser:
     parent.add_argument(
         "-v", "--verbose", action="store_true", help="print each backend's time as it finishes"
     )
+    tune = parent.add_mutually_exclusive_group()
+    tune.add_argument(
+        "--autotune",
+        dest="autotune",
+        action="store_true",
+        default=None,
+        help='also run backend "auto" and show its choices (default for the bundled suite)',
+    )
+    tune.add_argument("--no-autotune", dest="autotune", action="store_false")
     return parent
 
 
@@ -163,6 +179,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     comparing.add_argument("old", type=pathlib.Path, metavar="OLD")
     comparing.add_argument("new", type=pathlib.Path, metavar="NEW")
+
+    tuning = commands.add_parser(
+        "autotune",
+        help='show, clear or make the decisions of backend "auto"',
+        description='Backend "auto" picks, per operation and call signature, the fastest '
+        "registered backend, measured once and kept on disk "
+        f"({autotune.cache_dir()}; set ${autotune.CACHE_ENV} to move it).",
+    )
+    actions = tuning.add_subparsers(dest="action", metavar="ACTION", required=True)
+    show = actions.add_parser("show", help="the decisions on disk")
+    show.add_argument("ops", nargs="*", metavar="OP", help="only these operations")
+    clear = actions.add_parser("clear", help="forget decisions")
+    clear.add_argument("ops", nargs="*", metavar="OP", help="only these operations (default all)")
+    tune_run = actions.add_parser(
+        "run",
+        parents=[timing],
+        help="decide for every benchmark case of operations, and explain",
+        description="Lower every benchmark case of the operations with backend 'auto' "
+        "and show each decision (measured, or read from the cache).",
+    )
+    tune_run.add_argument(
+        "targets",
+        nargs="+",
+        metavar="OP",
+        help="an operation of the bundled suite by name, or MODULE[:ATTR] as for run",
+    )
+    tune_run.add_argument(
+        "--budget",
+        type=float,
+        metavar="S",
+        help=f"seconds of timing per new decision (default {autotune.DEFAULT_BUDGET_S})",
+    )
     return parser
 
 
@@ -205,7 +253,9 @@ def _skip_reason(kernel: Any, platform: str, backends: Sequence[str] | None) -> 
     return None
 
 
-def _benchmark_all(kernels: Iterable[Any], args: argparse.Namespace) -> BenchmarkResult:
+def _benchmark_all(
+    kernels: Iterable[Any], args: argparse.Namespace
+) -> tuple[BenchmarkResult, list[autotune.Decision]]:
     platform = args.platform or default_platform()
     n_warmup, n_runs = SCALES[args.scale]
     n_warmup = n_warmup if args.n_warmup is None else args.n_warmup
@@ -220,28 +270,32 @@ def _benchmark_all(kernels: Iterable[Any], args: argparse.Namespace) -> Benchmar
         else:
             print(f"kernel-bench: skipping '{k.name}': {reason}", file=sys.stderr)
     records, metadata = [], {}
+    decisions: list[autotune.Decision] = []
     for i, k in enumerate(runnable):
         if bar is not None:
             bar.prefix = f"{i + 1}/{len(runnable)} {k.name} "
         chosen = None
         if args.backends is not None:
             chosen = [b for b in args.backends if b in k.available_backends(platform)]
-        result = benchmark_kernel(
-            k,
-            platform=platform,
-            n_warmup=n_warmup,
-            n_runs=n_runs,
-            n_batch_per_run=args.n_batch,
-            verbose=args.verbose,
-            backends=chosen,
-            progress=bar,
-        )
+        with autotune.recording() as found:
+            result = benchmark_kernel(
+                k,
+                platform=platform,
+                n_warmup=n_warmup,
+                n_runs=n_runs,
+                n_batch_per_run=args.n_batch,
+                verbose=args.verbose,
+                backends=chosen,
+                progress=bar,
+                autotune=bool(args.autotune),
+            )
+        decisions.extend(found)
         records += result.records
         metadata = result.metadata
     metadata.update(
         scale=args.scale, n_warmup=n_warmup, n_runs=n_runs, n_batch_per_run=args.n_batch
     )
-    return BenchmarkResult(records, metadata=metadata)
+    return BenchmarkResult(records, metadata=metadata), decisions
 
 
 def _report(
@@ -249,6 +303,7 @@ def _report(
     speedup_vs: str | None,
     json_path: pathlib.Path | None,
     png_path: pathlib.Path | None,
+    decisions: Sequence[autotune.Decision] = (),
 ) -> int:
     if not result.records:
         print("kernel-bench: nothing was benchmarked", file=sys.stderr)
@@ -256,6 +311,8 @@ def _report(
     if speedup_vs not in {r.backend for r in result.records}:
         speedup_vs = None
     result.print(compare_by="backend", speedup_vs=speedup_vs)
+    if decisions:
+        print("\n" + _choices(decisions))
     for path in (json_path, png_path):
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -270,6 +327,29 @@ def _report(
     return 0
 
 
+def _choices(decisions: Sequence[autotune.Decision]) -> str:
+    """The autotuned choice per operation and call signature, as a table."""
+    from ._table import render
+
+    rows, seen = [], set()
+    for d in decisions:
+        if d.key in seen:
+            continue
+        seen.add(d.key)
+        timed = {c.backend: c.us_per_call for c in d.candidates if c.us_per_call is not None}
+        others = [b for b in timed if b != d.backend]
+        runner_up = min(others, key=timed.__getitem__) if others else None
+        margin = (
+            f"{timed[runner_up] / timed[d.backend]:.2f}x faster than {runner_up}"
+            if runner_up is not None and timed.get(d.backend)
+            else ""
+        )
+        left_out = ", ".join(f"{c.backend} ({c.status})" for c in d.candidates if c.status != "ok")
+        rows.append([d.op, d.signature, d.backend, d.source, margin, left_out or "-"])
+    header = ["operation", "call signature", "auto picks", "decided by", "margin", "left out"]
+    return "autotuned backends:\n" + render(header, rows, [False] * len(header))
+
+
 def _check_output(parser: argparse.ArgumentParser, output: pathlib.Path | None) -> None:
     if output is not None and output.suffix.lower() not in FILE_FORMATS:
         parser.error(f"--output must end in {' or '.join(FILE_FORMATS)}, got '{output}'")
@@ -279,10 +359,12 @@ def _run_suite(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     _check_output(parser, args.output)
     suite = importlib.import_module(_SUITE_MODULE)
     suite.set_scale(args.scale)
-    result = _benchmark_all(suite.example_kernels(), args)
+    if args.autotune is None:
+        args.autotune = True
+    result, decisions = _benchmark_all(suite.example_kernels(), args)
     json_path = args.output or args.output_dir / f"{DEFAULT_STEM}.json"
     png_path = None if args.no_plot else json_path.with_suffix(".png")
-    return _report(result, REFERENCE_BACKEND, json_path, png_path)
+    return _report(result, REFERENCE_BACKEND, json_path, png_path, decisions)
 
 
 def _run_targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -296,10 +378,10 @@ def _run_targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
             + " ".join(args.targets)
             + (f" with tags {', '.join(args.tags)}" if args.tags else "")
         )
-    result = _benchmark_all(kernels, args)
+    result, decisions = _benchmark_all(kernels, args)
     if args.speedup_vs is not None and args.speedup_vs not in {r.backend for r in result.records}:
         parser.error(f"--speedup-vs {args.speedup_vs}: no kernel ran a backend of that name")
-    return _report(result, args.speedup_vs, args.output, args.plot)
+    return _report(result, args.speedup_vs, args.output, args.plot, decisions)
 
 
 def _list(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -340,6 +422,61 @@ def _compare(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return 0
 
 
+def _suite_kernel(parser: argparse.ArgumentParser, target: str, scale: str) -> list[Any]:
+    # An operation of the bundled suite by name, else MODULE[:ATTR] as for run.
+    suite = importlib.import_module(_SUITE_MODULE)
+    suite.set_scale(scale)
+    by_name = {k.name: k for k in suite.example_kernels()}
+    if target in by_name:
+        return [by_name[target]]
+    if ":" not in target and "." not in target:
+        parser.error(
+            f"no operation named '{target}' in the bundled suite ({', '.join(by_name)}); "
+            "name one of those, or give MODULE[:ATTR]"
+        )
+    return _resolve(parser, target, None)
+
+
+def _autotune(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.action == "clear":
+        ops = args.ops or [None]
+        removed = sum(autotune.clear(op) for op in ops)
+        what = "all operations" if not args.ops else ", ".join(args.ops)
+        print(f"removed {removed} decision(s) of {what} from {autotune.cache_dir()}")
+        return 0
+    if args.action == "show":
+        decisions = [d for d in autotune.cached_decisions() if not args.ops or d.op in args.ops]
+        if not decisions:
+            print(f"no autotune decisions in {autotune.cache_dir()}")
+            return 0
+        for d in decisions:
+            print(d.describe() + "\n")
+        return 0
+    if args.budget is not None:
+        if not args.budget > 0:
+            parser.error(f"--budget must be a positive number of seconds, got {args.budget}")
+        autotune.set_budget(args.budget)
+    platform = args.platform or default_platform()
+    import jax
+
+    kernels = [k for t in args.targets for k in _suite_kernel(parser, t, args.scale)]
+    status = 0
+    for kernel in dict.fromkeys(kernels):
+        if not kernel.has_call or not kernel.has_benchmark_data:
+            print(f"kernel-bench: skipping '{kernel.name}': it needs def_call and benchmark data")
+            status = 1
+            continue
+        device = jax.devices(platform)[0]
+        for cfg in kernel.benchmark_data(platform=platform):
+            call = functools.partial(kernel.call, backend=AUTO, **cfg.kernel_kwargs)
+            with autotune.recording() as found:
+                jax.jit(call).lower(*jax.device_put(cfg.args, device))
+            print(f"# {kernel.name}/{cfg.name}")
+            for d in dict((d.key, d) for d in found).values():
+                print(d.describe() + "\n")
+    return status
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
     parser = build_parser()
@@ -350,9 +487,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {value}")
     if getattr(args, "n_warmup", None) is not None and args.n_warmup < 0:
         parser.error(f"--n-warmup must be at least 0, got {args.n_warmup}")
-    if args.command in (None, "run"):
+    if args.command in (None, "run", "autotune"):
         _quiet_warp()
-    command = {None: _run_suite, "run": _run_targets, "list": _list, "compare": _compare}
+    command = {
+        None: _run_suite,
+        "run": _run_targets,
+        "list": _list,
+        "compare": _compare,
+        "autotune": _autotune,
+    }
     return command[args.command](parser, args)
 
 

@@ -18,10 +18,12 @@ from ._result import BenchmarkResult
 from ._timing import benchmark_function, check_count
 from ._version import __version__
 
-__all__ = ["PLATFORMS", "ResultMismatchError", "benchmark_kernel", "default_platform"]
+__all__ = ["AUTO", "PLATFORMS", "ResultMismatchError", "benchmark_kernel", "default_platform"]
 
 #: Platform names of kernel backends.
 PLATFORMS: tuple[str, ...] = ("cpu", "gpu", "tpu")
+#: The backend name that lets the autotuner choose (``kernel_bench.autotune``).
+AUTO = "auto"
 _JAX_PLATFORM = {"cpu": "cpu", "cuda": "gpu", "rocm": "gpu", "gpu": "gpu", "tpu": "tpu"}
 # JAX appends a note about its filtered traceback frames to errors raised under jit.
 _JAX_NOTE = re.compile(r"\n-{20,}\nFor simplicity, JAX has removed its internal frames.*", re.S)
@@ -90,7 +92,7 @@ def _check_kernel(kernel: Any, platform: str, backends: Sequence[str] | None) ->
     if isinstance(backends, str) or not isinstance(backends, Sequence):
         raise TypeError(f"`backends` must be None or a list of backend names, got {backends!r}")
     for b in backends:
-        if b not in available:
+        if b not in available and b != AUTO:
             raise ValueError(
                 f"`backends` entry {b!r} is not a backend of kernel '{name}' on platform "
                 f"'{platform}'; available: {', '.join(map(repr, available))}"
@@ -131,6 +133,7 @@ def benchmark_kernel(
     catch_errors: bool = True,
     backends: Sequence[str] | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    autotune: bool = False,
 ) -> BenchmarkResult:
     """Time every benchmark case of ``kernel`` on every backend of ``platform``.
 
@@ -155,6 +158,10 @@ def benchmark_kernel(
         backends: the backends to run, default all of the platform's.
         progress: called as ``progress(done, total, description)`` before
             each step and once at the end (``done == total``).
+        autotune: also run each case with ``backend="auto"`` (recorded as
+            backend ``"auto"``), after the named backends: the autotuner
+            (``kernel_bench.autotune``) picks a backend per call signature,
+            measuring it the first time.
 
     Returns:
         A ``BenchmarkResult`` with one record per case and backend, labelled
@@ -181,10 +188,12 @@ def benchmark_kernel(
             f"{', '.join(sorted({d.platform for d in jax.devices()}))}); pick another "
             "`platform`, or install the jaxlib plugin for it"
         ) from exc
-    default = kernel.get_default(platform)
+    default = _fixed_default(kernel, platform)
     # The reference runs first, so every other backend is compared as it finishes.
     if default in chosen:
         chosen = (default, *(b for b in chosen if b != default))
+    if autotune and len(kernel.available_backends(platform)) > 1:
+        chosen = (*chosen, AUTO)
 
     cases = _cases(kernel, platform)
     total = len(cases) * len(chosen)
@@ -229,6 +238,12 @@ def benchmark_kernel(
     if progress is not None:
         progress(total, total, "done")
     return BenchmarkResult(records, metadata=_metadata(platform))
+
+
+def _fixed_default(kernel: Any, platform: str) -> str | None:
+    # The default backend by name, also where the platform's default is "auto".
+    fixed = getattr(kernel, "fixed_default", None)
+    return fixed(platform) if fixed is not None else kernel.get_default(platform)
 
 
 def _failed(record: BenchmarkRecord, message: str) -> BenchmarkRecord:

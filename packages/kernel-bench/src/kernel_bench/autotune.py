@@ -57,6 +57,7 @@ from ._table import render
 from ._timing import chained
 
 __all__ = [
+    "CACHE_ENV",
     "DEFAULT_BUDGET_S",
     "TOLERANCES",
     "AutotuneWarning",
@@ -86,7 +87,7 @@ TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-9, 1e-9),
     "complex128": (1e-9, 1e-9),
 }
-_CACHE_ENV = "KERNEL_BENCH_AUTOTUNE_DIR"
+CACHE_ENV = "KERNEL_BENCH_AUTOTUNE_DIR"
 _MAX_ROUNDS = 5
 _MIN_ROUNDS = 3
 _KV_TIMEOUT_MS = 600_000
@@ -255,7 +256,7 @@ def recording() -> Iterator[list[Decision]]:
 def cache_dir() -> pathlib.Path:
     """Where decisions are kept: ``$KERNEL_BENCH_AUTOTUNE_DIR``, else
     ``$XDG_CACHE_HOME/kernel-bench/autotune`` (``~/.cache/kernel-bench/autotune``)."""
-    explicit = os.environ.get(_CACHE_ENV)
+    explicit = os.environ.get(CACHE_ENV)
     if explicit:
         return pathlib.Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -356,7 +357,7 @@ def _to_disk(platform: str, decision: Decision) -> None:
     except OSError as exc:
         warnings.warn(
             f"kernel-bench could not write the autotune cache {path}: {exc}; decisions are "
-            f"kept in this process only (set ${_CACHE_ENV} to a writable directory)",
+            f"kept in this process only (set ${CACHE_ENV} to a writable directory)",
             AutotuneWarning,
             stacklevel=2,
         )
