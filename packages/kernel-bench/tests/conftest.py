@@ -67,3 +67,17 @@ def _numba_cpu_ffi_cache_dir(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("NUMBA_CPU_FFI_CACHE_DIR", str(tmp_path_factory.mktemp("numba-cpu-ffi-cache")))
         yield
+
+
+@pytest.fixture(autouse=True)
+def _autotune_state(tmp_path, monkeypatch):
+    # Each test decides afresh: its own cache directory on disk, nothing in
+    # memory, the default budget, fresh counts.
+    from kernel_bench import autotune
+
+    monkeypatch.setenv(autotune.CACHE_ENV, str(tmp_path / "autotune-cache"))
+    monkeypatch.setattr(autotune, "_memory", {})
+    monkeypatch.setattr(autotune, "_disk", {})
+    monkeypatch.setattr(autotune, "_stats", dict.fromkeys(autotune._stats, 0))
+    monkeypatch.setattr(autotune, "_budget_s", 0.05)
+    yield

@@ -1,0 +1,324 @@
+"""Backend "auto": the choice, the checks before a backend is trusted, the cache."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import xla_custom_kernel as xck
+from kernel_bench import autotune, benchmark_kernel
+from kernel_bench._cli import main
+
+_names = itertools.count()
+
+
+def _sleeping(seconds: float):
+    """A backend doubling its input that costs ``seconds`` per call (a host callback)."""
+
+    def host(x):
+        time.sleep(seconds)
+        return np.asarray(x) * 2
+
+    return lambda x: jax.pure_callback(
+        host, jax.ShapeDtypeStruct(x.shape, x.dtype), x, vmap_method="sequential"
+    )
+
+
+def _op(backends, platform="cpu"):
+    """An operation with the given backends (name -> callable), registered in order."""
+    op = xck.XLACustomKernel(f"autotune_test_{next(_names)}")
+    for name, fn in backends.items():
+        op.def_kernel(name, platform, lambda outs, fn=fn: fn, batching="vmap")
+    return op
+
+
+def _out(x):
+    return jax.ShapeDtypeStruct(x.shape, x.dtype)
+
+
+def test_picks_the_fastest_backend_not_the_first_registered(capsys):
+    op = _op({"slow": _sleeping(2e-3), "medium": _sleeping(2e-4), "fast": lambda x: 2 * x})
+    x = jnp.arange(16, dtype=jnp.float32)
+    with autotune.recording() as found:
+        y = jax.jit(functools.partial(op, outs=_out(x), backend="auto"))(x)
+    np.testing.assert_array_equal(y, 2 * np.arange(16))
+    (decision,) = found
+    assert decision.backend == "fast" and decision.source == "measured"
+    times = {c.backend: c.us_per_call for c in decision.candidates}
+    assert times["fast"] < times["medium"] < times["slow"]
+    assert times["slow"] > 1500  # the known cost, 2 ms, measured as such
+    assert [c.backend for c in decision.candidates] == ["slow", "medium", "fast"]
+
+    again = op.explain(x, outs=_out(x))
+    assert again == decision  # from memory, as it was
+    text = capsys.readouterr().out
+    assert f"{op.name} on cpu: float32[16]\n" in text
+    assert "choice: fast (measured in this process)" in text
+    assert autotune.stats()["measured"] == 1 and autotune.stats()["memory"] == 1
+
+
+def test_a_failing_backend_is_never_chosen():
+    def broken(x):
+        raise RuntimeError("this backend cannot run here")
+
+    op = _op({"slow": _sleeping(1e-3), "broken": broken})
+    x = jnp.ones(4, jnp.float32)
+    with pytest.warns(autotune.AutotuneWarning, match="leaves out backend 'broken': failed: "):
+        decision = autotune.explain(op, x, outs=_out(x))
+    assert decision.backend == "slow"
+    broken_c = decision.candidates[1]
+    assert broken_c.status == "failed" and broken_c.us_per_call is None
+    assert "this backend cannot run here" in broken_c.detail
+
+
+@pytest.mark.parametrize(
+    ("dtype", "error", "agrees"),
+    [
+        (np.float32, 1e-6, True),
+        (np.float32, 1e-2, False),
+        (np.float16, 1e-4, True),
+        (np.float16, 1e-1, False),
+        (np.int32, 1, False),
+    ],
+)
+def test_a_backend_whose_results_disagree_is_never_chosen(dtype, error, agrees):
+    def off(x):
+        return 2 * x + jnp.asarray(error, x.dtype) * (1 + jnp.abs(x)).astype(x.dtype)
+
+    op = _op({"reference": _sleeping(1e-3), "off": off})
+    x = jnp.arange(8, dtype=dtype)
+    if agrees:
+        decision = autotune.explain(op, x, outs=_out(x))
+        assert decision.backend == "off"
+        return
+    with pytest.warns(autotune.AutotuneWarning, match="leaves out backend 'off': disagrees: "):
+        decision = autotune.explain(op, x, outs=_out(x))
+    assert decision.backend == "reference"
+    assert decision.candidates[1].status == "disagrees"
+    assert decision.candidates[1].detail.endswith("from 'reference'")
+
+
+def test_set_default_auto_keeps_the_fixed_default_as_fallback():
+    op = _op({"slow": _sleeping(1e-3), "fast": lambda x: 2 * x})
+    op.set_default("cpu", "auto")
+    assert op.get_default("cpu") == "auto"
+    assert op.fixed_default("cpu") == "slow"
+    assert op.defaults == {"cpu": "auto"}
+    x = jnp.ones(4, jnp.float32)
+    with autotune.recording() as found:
+        np.testing.assert_array_equal(op(x, outs=_out(x)), 2 * np.ones(4))
+    assert [d.backend for d in found] == ["fast"]
+    op.set_default("cpu", "slow")
+    assert op.get_default("cpu") == "slow"
+
+
+def test_set_backend_auto_applies_to_every_kernel():
+    op = _op({"slow": _sleeping(1e-3), "fast": lambda x: 2 * x})
+    x = jnp.ones(4, jnp.float32)
+    xck.set_backend("auto")
+    try:
+        with autotune.recording() as found:
+            op(x, outs=_out(x))
+    finally:
+        xck.set_backend(None)
+    assert [d.backend for d in found] == ["fast"]
+
+
+def test_decided_once_per_signature_and_the_batched_shape_is_the_key():
+    op = _op({"slow": _sleeping(1e-3), "fast": lambda x: 2 * x})
+    f = jax.jit(lambda x: op(x, outs=_out(x), backend="auto"))
+    x = jnp.ones(4, jnp.float32)
+    for _ in range(3):
+        f(x)
+    assert autotune.stats()["measured"] == 1
+    f(jnp.ones(5, jnp.float32))
+    assert autotune.stats()["measured"] == 2
+    with autotune.recording() as found:
+        y = jax.vmap(f)(jnp.ones((3, 4), jnp.float32))
+    np.testing.assert_array_equal(y, 2 * np.ones((3, 4)))
+    assert [d.signature for d in found] == ["float32[3, 4]; vmap 3 over input 0"]
+    assert autotune.stats()["measured"] == 3
+
+
+def test_fallback_where_the_platform_has_no_device():
+    op = _op({"a": lambda x: 2 * x, "b": lambda x: x + x}, platform="gpu")
+    decision = autotune.explain(
+        op, jax.ShapeDtypeStruct((4,), jnp.float32), outs=_out(jnp.ones(4)), platform="gpu"
+    )
+    assert (decision.backend, decision.source) == ("a", "fallback")
+    assert decision.reason == "no gpu device in this process to measure on"
+    assert autotune.stats()["fallback"] == 1
+
+
+def test_a_single_backend_is_not_measured():
+    op = _op({"only": lambda x: 2 * x})
+    decision = autotune.explain(op, jnp.ones(4), outs=_out(jnp.ones(4)))
+    assert (decision.backend, decision.source, decision.candidates) == ("only", "only backend", ())
+    assert autotune.stats()["measured"] == 0
+
+
+def test_autotune_data_makes_the_inputs_and_is_checked():
+    def gather(x, idx):
+        return x[idx]
+
+    op = _op({"slow": lambda x, i: _sleeping(1e-3)(x[i]) / 2, "fast": gather})
+    seen = []
+
+    @op.def_autotune_data
+    def data(x, idx, *, outs):
+        seen.append((x, idx, outs))
+        return np.ones(x.shape, x.dtype), np.arange(idx.shape[0], dtype=idx.dtype) % x.shape[0]
+
+    x, idx = jnp.ones(10, jnp.float32), jnp.zeros(6, jnp.int32)
+    decision = autotune.explain(op, x, idx, outs=jax.ShapeDtypeStruct((6,), jnp.float32))
+    assert decision.backend == "fast"
+    assert seen == [
+        (
+            jax.ShapeDtypeStruct((10,), jnp.float32),
+            jax.ShapeDtypeStruct((6,), jnp.int32),
+            jax.ShapeDtypeStruct((6,), jnp.float32),
+        )
+    ]
+    op.def_autotune_data(lambda x, idx, *, outs: (np.ones(x.shape, np.float64), idx))
+    with pytest.raises(ValueError) as info:
+        autotune.explain(
+            op, x, jnp.zeros(7, jnp.int32), outs=jax.ShapeDtypeStruct((7,), jnp.float32)
+        )
+    assert str(info.value) == (
+        f"the autotune data function of kernel '{op.name}' made float64[10] for input 0, "
+        "float32[10] was expected; it must return one array per input with the shapes and "
+        "dtypes it is given"
+    )
+
+
+def test_version_change_invalidates_the_cache(monkeypatch, tmp_path):
+    op = _op({"slow": _sleeping(1e-3), "fast": lambda x: 2 * x})
+    x = jnp.ones(4, jnp.float32)
+    autotune.explain(op, x, outs=_out(x))
+    monkeypatch.setattr(autotune, "_memory", {})
+    assert autotune.explain(op, x, outs=_out(x)).source == "disk"
+    assert autotune.stats() | {} == {**autotune.stats(), "measured": 1, "disk": 1}
+
+    versions = autotune._versions()
+    monkeypatch.setattr(autotune, "_versions", lambda: {**versions, "jax": "0.0.1"})
+    monkeypatch.setattr(autotune, "_memory", {})
+    assert autotune.explain(op, x, outs=_out(x)).source == "measured"
+    assert autotune.stats()["measured"] == 2
+    files = sorted(p.name for p in autotune.cache_dir().glob("*.json"))
+    assert len(files) == 2 and all(f.startswith("cpu-") for f in files)
+
+
+def test_clear_forgets_on_disk_and_in_memory():
+    first = _op({"slow": _sleeping(1e-3), "fast": lambda x: 2 * x})
+    second = _op({"slow": _sleeping(1e-3), "fast": lambda x: 2 * x})
+    x = jnp.ones(4, jnp.float32)
+    for op in (first, second):
+        autotune.explain(op, x, outs=_out(x))
+    assert sorted(d.op for d in autotune.cached_decisions()) == sorted([first.name, second.name])
+    assert autotune.clear(first.name) == 1
+    assert [d.op for d in autotune.cached_decisions()] == [second.name]
+    assert autotune.explain(first, x, outs=_out(x)).source == "measured"
+    assert autotune.clear() == 2
+    assert autotune.cached_decisions() == []
+
+
+def test_budget_is_checked():
+    with pytest.raises(ValueError, match=r"^`seconds` must be a positive number, got 0$"):
+        autotune.set_budget(0)
+    autotune.set_budget(0.5)
+    assert autotune.get_budget() == 0.5
+
+
+def test_explain_rejects_what_is_not_an_array():
+    op = _op({"a": lambda x: 2 * x, "b": lambda x: x + x})
+    with pytest.raises(
+        TypeError,
+        match=r"^input 0 of explain must be an array or a jax.ShapeDtypeStruct, got <class 'list'>$",
+    ):
+        autotune.explain(op, [1.0], outs=_out(jnp.ones(1)))
+
+
+_SCRIPT = textwrap.dedent(
+    """
+    import json, time
+    import jax, jax.numpy as jnp, numpy as np
+    import xla_custom_kernel as xck
+    from kernel_bench import autotune
+
+    def host(x):
+        time.sleep(1e-3)
+        return np.asarray(x) * 2
+
+    op = xck.XLACustomKernel("autotune_across_processes")
+    op.def_kernel("slow", "cpu", lambda outs: lambda x: jax.pure_callback(host, outs, x))
+    op.def_kernel("fast", "cpu", lambda outs: lambda x: 2 * x)
+    autotune.set_budget(0.05)
+    x = jnp.ones(8, jnp.float32)
+    with autotune.recording() as found:
+        jax.jit(lambda x: op(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype), backend="auto"))(x)
+    print(json.dumps({"choice": found[0].backend, "stats": autotune.stats()}))
+    """
+)
+
+
+def test_a_second_process_measures_nothing(tmp_path):
+    script = tmp_path / "decide.py"
+    script.write_text(_SCRIPT)
+    env = {**os.environ, autotune.CACHE_ENV: str(tmp_path / "cache")}
+    runs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert [r["choice"] for r in runs] == ["fast", "fast"]
+    assert (runs[0]["stats"]["measured"], runs[0]["stats"]["disk"]) == (1, 0)
+    assert (runs[1]["stats"]["measured"], runs[1]["stats"]["disk"]) == (0, 1)
+
+
+def test_benchmark_kernel_runs_auto_beside_the_backends():
+    op = _op({"slow": _sleeping(1e-3), "fast": lambda x: 2 * x})
+    from kernel_bench import BenchmarkConfig
+
+    op.def_call(lambda x: op(x, outs=_out(x)))
+    op.def_benchmark_data(lambda *, platform: [BenchmarkConfig("n=8", (np.ones(8, np.float32),))])
+    result = benchmark_kernel(op, n_warmup=1, n_runs=2, autotune=True)
+    assert [r.backend for r in result.records] == ["slow", "fast", "auto"]
+    assert all(r.success for r in result.records)
+
+
+def test_cli_autotune_run_show_and_clear(capsys):
+    assert main(["autotune", "run", "axpy", "--quick", "--budget", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "# axpy/n=1e+04\naxpy on cpu: float32[10000], float32[10000], float32[1]\n"
+    )
+    assert "choice: " in out and "(measured in this process)" in out
+
+    assert main(["autotune", "show"]) == 0
+    out = capsys.readouterr().out
+    assert "axpy on cpu: float32[10000], float32[10000], float32[1]" in out
+    assert "(read from the autotune cache (" in out
+
+    assert main(["autotune", "clear", "axpy"]) == 0
+    assert capsys.readouterr().out == f"removed 1 decision(s) of axpy from {autotune.cache_dir()}\n"
+    assert main(["autotune", "show"]) == 0
+    assert capsys.readouterr().out == f"no autotune decisions in {autotune.cache_dir()}\n"
+
+
+def test_cli_autotune_run_names_unknown_operations(capsys):
+    with pytest.raises(SystemExit):
+        main(["autotune", "run", "no_such_op"])
+    err = capsys.readouterr().err
+    assert "no operation named 'no_such_op' in the bundled suite (axpy, exp_trace, lif_step" in err
