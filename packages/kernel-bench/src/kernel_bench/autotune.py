@@ -22,8 +22,9 @@ backends. It comes, in order, from:
    them); the rest are timed by kernel-bench's engine, each run a chain of
    calls in one compiled program (as the suite's ``--n-batch``), the
    candidates interleaved round by round, within a time budget
-   (:func:`set_budget`); the one with the lowest median time per call wins,
-   ties going to the earlier registered.
+   (:func:`set_budget`); the one with the lowest time per call (the least
+   over its rounds: the run least disturbed by the rest of the machine)
+   wins, ties going to the earlier registered.
 
 The decision is deterministic given the cache: a decision read from memory, the
 disk or process 0 is used as it is. ``XLACustomKernel.explain`` and
@@ -41,7 +42,6 @@ import json
 import os
 import pathlib
 import platform as _platform
-import statistics
 import tempfile
 import threading
 import time
@@ -121,7 +121,8 @@ class Candidate:
         backend: its name.
         status: ``"ok"`` (timed), ``"failed"`` (raised) or ``"disagrees"``
             (results differ from the reference backend's).
-        us_per_call: the median of ``times_us``; None unless timed.
+        us_per_call: the least of ``times_us`` (the run least disturbed by
+            the rest of the machine); None unless timed.
         times_us: microseconds per call of each timed round.
         detail: why it failed or how it disagrees.
     """
@@ -207,7 +208,9 @@ class Decision:
 
 _lock = threading.RLock()
 _budget_s = DEFAULT_BUDGET_S
-_memory: dict[str, Decision] = {}
+# Decisions made or read in this process, by the call signature as the lowering
+# rule gives it (hashable avals and static values: no digest to compute).
+_memory: dict[tuple[Any, ...], Decision] = {}
 _disk: dict[pathlib.Path, dict[str, Any]] = {}
 _stats = {"measured": 0, "memory": 0, "disk": 0, "process 0": 0, "fallback": 0}
 _recorders: list[list[Decision]] = []
@@ -463,23 +466,25 @@ def decide(
     ``static`` the sorted static keywords, ``batch`` the batch levels.
     ``XLACustomKernel`` calls this when it lowers a call whose backend is
     ``"auto"``."""
-    sig = _Signature(
-        kernel.name,
-        platform,
-        tuple(inputs),
-        tuple(outs),
-        multiple,
-        tuple(static),
-        tuple(batch),
-        tuple(kernel.available_backends(platform)),
-    )
+    backends = tuple(kernel.available_backends(platform))
+    fast_key = (kernel.name, platform, *inputs, None, *outs, multiple, static, batch, backends)
     with _lock:
-        decision = _memory.get(sig.key)
+        decision = _memory.get(fast_key)
         if decision is not None:
             _stats["memory"] += 1
         else:
+            sig = _Signature(
+                kernel.name,
+                platform,
+                tuple(inputs),
+                tuple(outs),
+                multiple,
+                tuple(static),
+                tuple(batch),
+                backends,
+            )
             decision = _decide(kernel, sig)
-            _memory[sig.key] = decision
+            _memory[fast_key] = decision
         for found in _recorders:
             found.append(decision)
     return decision
@@ -650,7 +655,7 @@ def _measure(kernel: Any, sig: _Signature, device: Any) -> Decision:
             candidates.append(left_out[backend])
         else:
             t = tuple(times[backend])
-            candidates.append(Candidate(backend, "ok", statistics.median(t), t))
+            candidates.append(Candidate(backend, "ok", min(t), t))
     timed = [c for c in candidates if c.us_per_call is not None]
     best = min(timed, key=lambda c: c.us_per_call).backend
     _stats["measured"] += 1

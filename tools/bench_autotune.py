@@ -1,0 +1,176 @@
+"""Backend "auto" on kernel-bench's bundled suite, against every fixed backend.
+
+Run: ``uv run python tools/bench_autotune.py`` (``--quick``: the quick scale and
+fewer rounds; ``--reverse``: time the backends in the other order; ``--json``).
+
+1. suite: every case of every operation of the suite (default scale), timed on
+   each backend registered for the CPU and on ``"auto"``. Each candidate is a
+   chain of calls in one compiled program (kernel-bench's engine), the
+   candidates interleaved round by round (the order rotating); the figure is
+   the least time per call over the rounds, the statistic the autotuner uses. ``auto`` decides in this process, from an empty cache
+   (a temporary directory), so its first lowering measures. Per case: the
+   best fixed backend, auto's choice and auto / best (goal: at most 1.05).
+   Over the suite: the sum of the per-call times of every case, for auto and
+   for each backend registered for every operation (what a single fixed
+   default would cost).
+2. lowering: the cost of a decision already made, at lowering time: lowering a
+   new jit of ``axpy`` with ``backend="auto"`` against ``backend="numba"``,
+   interleaved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+# The tool is the program: it may point the autotune cache at a fresh place.
+os.environ["KERNEL_BENCH_AUTOTUNE_DIR"] = tempfile.mkdtemp(prefix="bench-autotune-")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from kernel_bench import autotune  # noqa: E402
+from kernel_bench._timing import chained  # noqa: E402
+from kernel_bench.examples import example_kernels, set_scale  # noqa: E402
+
+_RUN_S = 0.02  # target length of one timed run
+
+
+def _calls_per_run(run: Any, data: tuple[Any, ...]) -> int:
+    probe = jnp.asarray(4, jnp.int32)
+    jax.block_until_ready(run(probe, *data))
+    start = time.perf_counter()
+    jax.block_until_ready(run(probe, *data))
+    per_call = (time.perf_counter() - start) / 4
+    return max(1, min(100_000, round(_RUN_S / max(per_call, 1e-9))))
+
+
+def time_case(kernel: Any, cfg: Any, rounds: int, reverse: bool) -> dict[str, Any]:
+    backends = [*kernel.available_backends("cpu"), "auto"]
+    if reverse:
+        backends.reverse()
+    data = tuple(jax.device_put(cfg.args))
+    runs, counts = {}, {}
+    with autotune.recording() as found:
+        for b in backends:
+            runs[b] = chained(functools.partial(kernel.call, backend=b, **cfg.kernel_kwargs))
+            counts[b] = _calls_per_run(runs[b], data)
+    arrays = {b: jnp.asarray(n, jnp.int32) for b, n in counts.items()}
+    times: dict[str, list[float]] = {b: [] for b in backends}
+    for r in range(rounds):
+        for b in backends[r % len(backends) :] + backends[: r % len(backends)]:
+            start = time.perf_counter()
+            jax.block_until_ready(runs[b](arrays[b], *data))
+            times[b].append((time.perf_counter() - start) * 1e6 / counts[b])
+    us = {b: min(t) for b, t in times.items()}
+    fixed = {b: t for b, t in us.items() if b != "auto"}
+    best = min(fixed, key=fixed.__getitem__)
+    chosen = sorted({d.backend for d in found})
+    return {
+        "case": f"{kernel.name}/{cfg.name}",
+        "us_per_call": us,
+        "best": best,
+        "auto_chose": chosen,
+        "auto_over_best": us["auto"] / us[best],
+    }
+
+
+def bench_suite(scale: str, rounds: int, reverse: bool) -> dict[str, Any]:
+    set_scale(scale)
+    kernels = example_kernels()
+    cases = [
+        time_case(k, cfg, rounds, reverse)
+        for k in kernels
+        for cfg in k.benchmark_data(platform="cpu")
+    ]
+    everywhere = [
+        b
+        for b in kernels[0].available_backends("cpu")
+        if all(b in k.available_backends("cpu") for k in kernels)
+    ]
+    totals = {b: sum(c["us_per_call"][b] for c in cases) for b in [*everywhere, "auto"]}
+    return {
+        "cases": cases,
+        "totals_us": totals,
+        "worst_auto_over_best": max(c["auto_over_best"] for c in cases),
+    }
+
+
+def bench_lowering(rounds: int, inner: int = 20) -> dict[str, float]:
+    from kernel_bench.examples import axpy
+
+    x = jnp.ones(1000, jnp.float32)
+    a = jnp.ones(1, jnp.float32)
+    jax.jit(functools.partial(axpy.call, backend="auto")).lower(x, x, a)  # decide once
+
+    def lower(backend: str) -> float:
+        start = time.perf_counter()
+        for _ in range(inner):
+            # A new function each time: JAX's caches do not hold its lowering.
+            jax.jit(lambda x, y, a: axpy.call(x, y, a, backend=backend)).lower(x, x, a)
+        return (time.perf_counter() - start) / inner * 1e6
+
+    lower("auto"), lower("numba")  # warm
+    times: dict[str, list[float]] = {"auto": [], "numba": []}
+    for _ in range(rounds):
+        for b in times:
+            times[b].append(lower(b))
+    us = {b: statistics.median(t) for b, t in times.items()}
+    # The lookup alone, as the lowering rule makes it.
+    avals = [jax.core.ShapedArray(v.shape, v.dtype) for v in (x, x, a)]
+    lookup = functools.partial(autotune.decide, axpy, "cpu", avals, avals[:1], False, ())
+    start = time.perf_counter()
+    for _ in range(10_000):
+        lookup()
+    lookup_us = (time.perf_counter() - start) / 10_000 * 1e6
+    return {
+        "auto_us": us["auto"],
+        "numba_us": us["numba"],
+        "overhead_us": us["auto"] - us["numba"],
+        "lookup_us": lookup_us,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="the quick scale, fewer rounds")
+    parser.add_argument("--reverse", action="store_true", help="time the backends in reverse order")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args(argv)
+    rounds = 5 if args.quick else 15
+    results = {
+        "suite": bench_suite("quick" if args.quick else "default", rounds, args.reverse),
+        "lowering": bench_lowering(rounds),
+    }
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    suite = results["suite"]
+    for c in suite["cases"]:
+        cells = "  ".join(f"{b} {t:9.2f}" for b, t in c["us_per_call"].items())
+        print(
+            f"{c['case']:<32} us/call: {cells}  | best {c['best']}, auto chose "
+            f"{'+'.join(c['auto_chose'])}, auto/best {c['auto_over_best']:.3f}"
+        )
+    totals = "  ".join(f"{b} {t:.1f}" for b, t in suite["totals_us"].items())
+    print(f"suite total us/call (one call of every case): {totals}")
+    print(f"worst auto/best over the cases: {suite['worst_auto_over_best']:.3f}")
+    low = results["lowering"]
+    print(
+        f"lowering a new jit of axpy: auto (decided) {low['auto_us']:.0f} us, numba "
+        f"{low['numba_us']:.0f} us, difference {low['overhead_us']:.1f} us; the lookup of a "
+        f"decision in memory alone: {low['lookup_us']:.1f} us"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
