@@ -1,4 +1,5 @@
-"""Tutorial 3: benchmarking the backends of an operation and choosing one.
+"""Tutorial 3: benchmarking the backends of an operation and choosing one, by
+hand or automatically per call signature (backend "auto").
 
 Run it: ``uv run python docs/benchmarking.py``. Every step asserts its result,
 so this file doubles as a test (CI runs it). The command ``uv run
@@ -79,5 +80,27 @@ softplus.set_default("cpu", best)
 y = jax.jit(softplus.call)(x)
 np.testing.assert_allclose(y, jax.nn.softplus(x), rtol=1e-5, atol=1e-6)
 print(f"default backend on cpu: {best}")
+
+# --- 6. Or let each call signature choose: backend "auto" ----------------------
+# The fastest backend depends on the size (and the machine, dtype, batch):
+# "auto" measures every backend the first time XLA lowers a call of a new
+# signature, checks that their results agree, keeps the fastest on disk
+# (~/.cache/kernel-bench/autotune) and uses it from then on, in this process
+# and the next. explain() shows the candidates and the choice.
+from kernel_bench import autotune  # noqa: E402
+
+autotune.set_budget(0.1)  # seconds of timing per new decision (default 0.2)
+softplus.set_default("cpu", "auto")
+for n in (100, 100_000):
+    xs = jnp.linspace(-3.0, 3.0, n, dtype=jnp.float32)
+    with autotune.recording() as decisions:
+        y = jax.jit(softplus.call)(xs)  # decided while this call is lowered
+    np.testing.assert_allclose(y, jax.nn.softplus(xs), rtol=1e-5, atol=1e-6)
+    (decision,) = decisions
+    assert decision.backend in ("numba", "jax") and decision.source in ("measured", "disk")
+    print(f"n={n}: auto uses {decision.backend}")
+decision = softplus.explain(xs, outs=jax.ShapeDtypeStruct(xs.shape, xs.dtype))
+assert {c.backend for c in decision.candidates} == {"numba", "jax"}
+assert softplus.fixed_default("cpu") == best  # used where nothing can be measured
 
 print("all steps passed")
