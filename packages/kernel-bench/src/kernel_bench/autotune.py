@@ -90,6 +90,8 @@ TOLERANCES: dict[str, tuple[float, float]] = {
 CACHE_ENV = "KERNEL_BENCH_AUTOTUNE_DIR"
 _MAX_ROUNDS = 5
 _MIN_ROUNDS = 3
+# Two best candidates closer than this ratio get more rounds of their own.
+_CLOSE = 1.10
 _KV_TIMEOUT_MS = 600_000
 _VERSIONED = (
     "jax",
@@ -667,9 +669,11 @@ def _time(
 ) -> tuple[dict[str, list[float]], dict[str, int]]:
     """Microseconds per call of each run, round by round, every run in each
     round, the order rotating; the calls per run chosen so that every run
-    takes about the same share of the budget."""
+    takes about the same share of the budget. Two thirds of the budget go to
+    every candidate; where the two best are within :data:`_CLOSE` of each
+    other, the last third to more rounds of those two alone."""
     budget = get_budget()
-    per_run = budget / (_MAX_ROUNDS * len(runs))
+    per_run = budget * 2 / 3 / (_MAX_ROUNDS * len(runs))
     probe = jax.numpy.asarray(4, dtype=jax.numpy.int32)
     counts = {}
     for backend, run in runs.items():
@@ -680,15 +684,24 @@ def _time(
         counts[backend] = max(1, min(1_000_000, round(per_run / max(per_call, 1e-9))))
     arrays = {b: jax.numpy.asarray(n, dtype=jax.numpy.int32) for b, n in counts.items()}
     times: dict[str, list[float]] = {b: [] for b in runs}
-    order = list(runs)
-    start_all = time.perf_counter()
-    for r in range(_MAX_ROUNDS):
-        if r >= _MIN_ROUNDS and time.perf_counter() - start_all > budget:
-            break
-        for backend in order[r % len(order) :] + order[: r % len(order)]:
-            start = time.perf_counter()
-            jax.block_until_ready(runs[backend](arrays[backend], *data))
-            times[backend].append((time.perf_counter() - start) * 1e6 / counts[backend])
+
+    def rounds(order: list[str], seconds: float) -> None:
+        start_all = time.perf_counter()
+        for r in range(_MAX_ROUNDS):
+            if r >= _MIN_ROUNDS and time.perf_counter() - start_all > seconds:
+                break
+            for backend in order[r % len(order) :] + order[: r % len(order)]:
+                start = time.perf_counter()
+                jax.block_until_ready(runs[backend](arrays[backend], *data))
+                times[backend].append((time.perf_counter() - start) * 1e6 / counts[backend])
+
+    rounds(list(runs), budget * 2 / 3)
+    if len(runs) > 2:
+        best, second = sorted(runs, key=lambda b: min(times[b]))[:2]
+        if min(times[second]) < _CLOSE * min(times[best]):
+            rounds([best, second], budget / 3)
+    elif len(runs) == 2:
+        rounds(list(runs), budget / 3)
     return times, counts
 
 
