@@ -315,23 +315,57 @@ def test_bundled_suite_runs(tmp_path, capsys):
     assert "numba vs jax" in next(line for line in out.splitlines() if line.startswith("label"))
 
 
-def test_progress_bar_redraws_on_a_terminal():
-    class Terminal(io.StringIO):
-        def isatty(self):
-            return True
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
 
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@pytest.fixture
+def color_terminal(monkeypatch):
+    # rich decides from the environment how much a terminal can show.
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setenv("COLUMNS", "120")
+    for name in ("NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "FORCE_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_progress_bar_draws_with_rich_on_a_terminal(color_terminal):
     stream = Terminal()
-    bar = ProgressBar(stream, width=4)
+    bar = ProgressBar(stream, width=8)
     bar.prefix = "k "
+    streams = (sys.stdout, sys.stderr)
     bar(0, 2, "first step")
-    bar(1, 2, "b")
+    assert (sys.stdout, sys.stderr) == streams
+    bar(1, 2, "second [step]")
     bar(2, 2, "done")
-    frames = stream.getvalue().split("\r")[1:]
-    assert [re.sub(r" +\d+\.\ds ", " T ", f) for f in frames] == [
-        "k [....] 0/2 T first step",
-        "k [##..] 1/2 T b         ",
-        "k [####] 2/2 T done\n",
+    bar(0, 1, "again")
+    bar(1, 1, "done")
+    raw = stream.getvalue()
+    # Bar, steps, time elapsed and left, the step (the times are the machine's).
+    frames = [re.sub(r"\d:\d\d:\d\d|-:--:--", "T", ANSI.sub("", f)) for f in raw.split("\r")]
+    # Redrawn in place at each step; each run ends on its own line, the cursor shown.
+    assert frames == [
+        "━━━━━━━━ 0/2 T eta T k first step",
+        "━━━━╺━━━ 1/2 T eta T k second [step]",
+        "━━━━━━━━ 2/2 T eta T k done",
+        "━━━━━━━━ 2/2 T eta T k done\n━━━━━━━━ 0/1 T eta T k again",
+        "━━━━━━━━ 1/1 T eta T k done",
+        "━━━━━━━━ 1/1 T eta T k done\n",
     ]
+    assert raw.endswith("\n\x1b[?25h")
+    assert (sys.stdout, sys.stderr) == streams
+
+
+def test_progress_bar_stopped_midway_leaves_the_cursor_shown(color_terminal):
+    stream = Terminal()
+    bar = ProgressBar(stream)
+    bar(0, 3, "a")
+    bar(1, 3, "b")
+    cursor = re.findall(r"\x1b\[\?25([hl])", stream.getvalue())
+    assert cursor[-1] == "h"
 
 
 def test_progress_bar_writes_lines_elsewhere():

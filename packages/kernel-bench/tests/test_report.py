@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import re
 
 import pytest
 from kernel_bench import BenchmarkRecord, BenchmarkResult, compare
+from kernel_bench._console import print_table, report_renderables
+from kernel_bench._table import records_report, render
+from rich.console import Console
 
 
 def whole(message: str) -> str:
@@ -65,6 +69,132 @@ def test_wide_table_one_column_per_backend(capsys):
         "! label add/n=8, platform cpu, backend bad: RuntimeError: boom\n"
         "! label add/n=64, platform cpu, backend bad: result differs from backend 'jax'\n"
     )
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+GREEN = "\x1b[1;32m"
+RED = "\x1b[31m"
+
+
+def draw(width, records=RESULT.records, **options):
+    stream = io.StringIO()
+    console = Console(file=stream, force_terminal=True, color_system="standard", width=width)
+    for renderable in report_renderables(records_report(records, **options), width=width):
+        console.print(renderable, crop=False)
+    return stream.getvalue().splitlines()
+
+
+def cells(line):
+    return re.split(r"  +", ANSI.sub("", line).strip())
+
+
+DIFFERS = "result differs from backend 'jax'"
+
+
+def test_terminal_long_table():
+    lines = draw(140, speedup_vs="jax")
+    assert cells(lines[0]) == [
+        *("label", "platform", "backend", "mean ms", "std ms", "min ms", "calls/s"),
+        *("vs jax", "status"),
+    ]
+    assert set(ANSI.sub("", lines[1])) == {"─"}
+    assert [cells(line) for line in lines[2:8]] == [
+        ["add/n=8", "cpu", "jax", "2", "0.5", "2", "500", "1.00x", "ok"],
+        ["add/n=8", "cpu", "numba", "0.5", "0.5", "0.5", "2,000", "4.00x", "ok"],
+        ["add/n=8", "cpu", "bad", "-", "-", "-", "-", "-", "RuntimeError: boom"],
+        ["add/n=64", "cpu", "jax", "3", "0.5", "3", "333", "1.00x", "ok"],
+        ["add/n=64", "cpu", "numba", "6", "0.5", "6", "167", "0.50x", "ok"],
+        ["add/n=64", "cpu", "bad", "1", "0.5", "1", "1,000", "3.00x", DIFFERS],
+    ]
+    # Colour marks the fastest backend of each case, instead of `*`; failures are red.
+    assert re.search(re.escape(GREEN) + r" *0\.5\x1b", lines[3])
+    assert re.search(re.escape(GREEN) + r" *3\x1b", lines[5])
+    assert [i for i, line in enumerate(lines) if GREEN in line] == [3, 5, len(lines) - 1]
+    assert f"{RED}RuntimeError: boom" in lines[4] and f"{RED}result differs" in lines[7]
+    assert [i for i, line in enumerate(lines) if RED in line] == [4, 7]
+    assert "*" not in "".join(lines)
+    assert ANSI.sub("", lines[-1]) == "fastest backend of the case"
+
+
+def test_terminal_table_fits_the_width():
+    long_error = "ValueError: " + "the message goes on " * 8
+    records = [*RESULT.records, rec("slow", "add/n=8", None, success=False, error=long_error)]
+    text = [ANSI.sub("", line).rstrip() for line in draw(90, records)]
+    assert max(map(len, text)) <= 90
+    # The status column wraps the whole message instead of cutting it at 60 characters.
+    at = text[0].index("status")
+    status = " ".join(line[at:] for line in text[2:])
+    assert long_error.strip() in " ".join(status.split())
+    assert BenchmarkResult(records).table().count("...") == 1  # plain text cuts it
+
+
+@pytest.mark.parametrize("width", [64, 40])
+def test_terminal_table_wraps_headers_and_never_cuts_numbers(width):
+    lines = [
+        ANSI.sub("", line).rstrip() for line in draw(width, compare_by="backend", speedup_vs="jax")
+    ]
+    rows = [line.split() for line in lines if line.startswith("add/")]
+    assert rows == [
+        ["add/n=8", "cpu", "2", "0.5", "failed", "!", "4.00x", "-"],
+        ["add/n=64", "cpu", "3", "6", "1", "!", "0.50x", "3.00x"],
+    ]
+    rule = next(i for i, line in enumerate(lines) if set(line) == {"─"})
+    # The headers of numbers wrap at spaces ("numba vs jax" on two or three lines).
+    assert rule > 1 and lines[rule - 1].split()[:2] == ["label", "platform"]
+    assert lines[0].split()[0] == "numba"
+    # 64 characters are enough once headers wrap; 40 are not: the table is then
+    # drawn as narrow as its numbers allow, wider than asked, for the terminal to wrap.
+    assert max(map(len, lines[: rule + 3])) == (64 if width == 64 else 54)
+
+
+def test_terminal_wide_table():
+    lines = draw(100, compare_by="backend", speedup_vs="jax")
+    text = [ANSI.sub("", line).rstrip() for line in lines]
+    assert text[0].split() == [
+        *("label", "platform", "jax", "ms", "numba", "ms", "bad", "ms"),
+        *("numba", "vs", "jax", "bad", "vs", "jax"),
+    ]
+    assert text[2].split() == ["add/n=8", "cpu", "2", "0.5", "failed", "!", "4.00x", "-"]
+    assert text[3].split() == ["add/n=64", "cpu", "3", "6", "1", "!", "0.50x", "3.00x"]
+    assert re.search(re.escape(GREEN) + r" *0\.5\x1b", lines[2])
+    assert re.search(re.escape(GREEN) + r" *3\x1b", lines[3])
+    assert f"{RED}failed !" in lines[2] and f"{RED}     1 !" in lines[3]
+    assert text[4:6] == [
+        "! label add/n=8, platform cpu, backend bad: RuntimeError: boom",
+        "! label add/n=64, platform cpu, backend bad: result differs from backend 'jax'",
+    ]
+    assert all(line.startswith(RED) for line in lines[4:6])
+
+
+def test_print_draws_on_a_terminal_only(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    terminal, pipe = Terminal(), io.StringIO()
+    RESULT.print(speedup_vs="jax", file=terminal)
+    RESULT.print(speedup_vs="jax", file=pipe)
+    assert pipe.getvalue() == RESULT.table(speedup_vs="jax") + "\n"
+    drawn = ANSI.sub("", terminal.getvalue())
+    assert "─" in drawn and "---" not in drawn and " *" not in drawn
+    assert drawn.splitlines()[0].split()[:3] == ["label", "platform", "backend"]
+    assert drawn.rstrip().endswith("\nfastest backend of the case")
+
+
+def test_print_table_of_strings():
+    header, rows = ["kernel", "tags", "cpu"], [["add", "-", "numba*, jax"], ["mul", "x, y", "jax*"]]
+    pipe, terminal = io.StringIO(), Terminal()
+    print_table(header, rows, [False] * 3, file=pipe)
+    print_table(header, rows, [False] * 3, file=terminal)
+    assert pipe.getvalue() == render(header, rows, [False] * 3) + "\n"
+    drawn = [line.rstrip() for line in ANSI.sub("", terminal.getvalue()).splitlines()]
+    assert [re.split(r"  +", line) for line in drawn[:1] + drawn[2:]] == [
+        header,
+        ["add", "-", "numba*, jax"],
+        ["mul", "x, y", "jax*"],
+    ]
 
 
 def test_grouped_and_sorted():

@@ -7,12 +7,12 @@ import io
 import json
 import os
 import pathlib
-import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
+from ._console import print_report
 from ._record import RECORD_FIELDS, BenchmarkRecord
-from ._table import format_table
+from ._table import format_table, records_report
 from ._version import __version__
 
 __all__ = ["FILE_FORMATS", "BenchmarkResult"]
@@ -130,19 +130,23 @@ class BenchmarkResult:
             compare_by: one column per value of this field (typically
                 ``"backend"``: one row per case, one time column per backend).
                 Failures are listed under the table.
-            highlight_best: mark the fastest successful backend of each case with ``*``.
+            highlight_best: mark the fastest successful backend of each case with ``*``
+                (on a terminal: in bold green).
             speedup_vs: a backend; add how many times faster than it each record
                 is on the same case (``"2.00x"``: half its time).
-            file: where to print; standard output by default.
+            file: where to print; standard output by default. On a terminal the
+                table is drawn with rich, fitted to its width, failures in red;
+                anywhere else it is the text ``table`` returns.
         """
-        text = self.table(
+        report = records_report(
+            self.records,
             sort_by=sort_by,
             group_by=group_by,
             compare_by=compare_by,
             highlight_best=highlight_best,
             speedup_vs=speedup_vs,
         )
-        print(text, file=sys.stdout if file is None else file)
+        print_report(report, file)
 
     def plot(self, path: str | os.PathLike[str], *, title: str | None = None) -> pathlib.Path:
         """Write a PNG chart of the time per call of every backend on every case.

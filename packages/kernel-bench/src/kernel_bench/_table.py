@@ -1,13 +1,36 @@
-"""Text tables of benchmark records: one row per record, or one column per backend."""
+"""Tables of benchmark records: one row per record, or one column per backend.
+
+A table is built once, as columns of marked cells (``Table``). ``Table.plain``
+writes it as aligned text: what ``BenchmarkResult.table`` returns and what is
+printed anywhere but a terminal. ``_console`` draws the same cells with rich on
+a terminal.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from ._record import BenchmarkRecord
 
-__all__ = ["GROUP_KEYS", "SORT_KEYS", "format_ms", "format_rate", "format_table", "render"]
+__all__ = [
+    "BEST",
+    "BEST_MEANING",
+    "FAILED",
+    "GROUP_KEYS",
+    "NO_RECORDS",
+    "SORT_KEYS",
+    "Cell",
+    "Column",
+    "Report",
+    "Table",
+    "format_ms",
+    "format_rate",
+    "format_table",
+    "records_report",
+    "render",
+]
 
 #: Fields that name a record: what ``group_by`` and ``compare_by`` accept.
 GROUP_KEYS: tuple[str, ...] = ("label", "platform", "backend")
@@ -25,6 +48,16 @@ SORT_KEYS: tuple[str, ...] = (
 )
 _DESCENDING = ("throughput", "speedup")
 _STATUS_WIDTH = 60
+_NOTE_WIDTH = 200
+
+#: The mark of the fastest successful backend of a case.
+BEST = "*"
+#: The mark of a backend that failed (raised, or its results differ).
+FAILED = "!"
+#: What a ``BEST`` mark means; the plain text writes it after ``*``.
+BEST_MEANING = "fastest backend of the case"
+#: The text of a report without records.
+NO_RECORDS = "(no benchmark records)"
 
 
 def format_ms(value: float | None) -> str:
@@ -37,8 +70,11 @@ def format_rate(value: float | None) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def _first_line(text: str, width: int = _STATUS_WIDTH) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def _shorten(line: str, width: int) -> str:
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
@@ -54,6 +90,96 @@ def render(header: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequen
         return "  ".join(parts).rstrip()
 
     return "\n".join([line(header), "  ".join("-" * w for w in widths), *map(line, rows)])
+
+
+class Column(NamedTuple):
+    """A column of a ``Table``.
+
+    Args:
+        name: the header.
+        numeric: right-aligned.
+        marked: the cells' marks are shown as text after them (``"0.5 *"``;
+            on a terminal only ``!``, colour showing the fastest).
+        limit: in plain text, longer cells are cut to this many characters
+            (ending in ``...``); on a terminal they are shown whole, wrapped.
+    """
+
+    name: str
+    numeric: bool = False
+    marked: bool = False
+    limit: int | None = None
+
+
+class Cell(NamedTuple):
+    """One cell: its text and its mark (``BEST``, ``FAILED`` or ``""``)."""
+
+    text: str
+    mark: str = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    """Columns and rows of cells, with an optional title above and notes below."""
+
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    title: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_strings(
+        cls, header: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool]
+    ) -> Table:
+        """A table of unmarked cells."""
+        columns = tuple(Column(h, numeric=num) for h, num in zip(header, numeric, strict=True))
+        return cls(columns, tuple(tuple(Cell(c) for c in row) for row in rows))
+
+    def texts(self, *, terminal: bool = False) -> list[list[str]]:
+        """The cells' text as shown: in plain text, or (``terminal``) beside
+        colour, which marks the fastest backend instead of ``*`` and needs no cut."""
+        shown = (FAILED,) if terminal else (BEST, FAILED)
+        # A column showing a mark pads its unmarked cells, so that the digits line up.
+        pad = [
+            column.marked and any(row[j].mark in shown for row in self.rows)
+            for j, column in enumerate(self.columns)
+        ]
+        out = []
+        for row in self.rows:
+            line = []
+            for j, (cell, column) in enumerate(zip(row, self.columns, strict=True)):
+                text = cell.text
+                if column.limit is not None and not terminal:
+                    text = _shorten(text, column.limit)
+                if pad[j] and text:
+                    text += f" {cell.mark}" if cell.mark in shown else "  "
+                line.append(text)
+            out.append(line)
+        return out
+
+    def plain(self) -> str:
+        """The table as aligned text: the title, a header, a rule, the rows, the notes."""
+        text = render(
+            [c.name for c in self.columns], self.texts(), [c.numeric for c in self.columns]
+        )
+        if self.notes:
+            text = "\n".join([text, *self.notes])
+        return text if self.title is None else f"{self.title}\n{text}"
+
+
+@dataclass(frozen=True)
+class Report:
+    """Tables shown one after the other; ``marks_best``: some cell is marked
+    ``BEST``, and a line below the tables says what that means."""
+
+    tables: tuple[Table, ...]
+    marks_best: bool = False
+
+    def plain(self) -> str:
+        """The tables as text, a blank line between them; ``NO_RECORDS`` if none."""
+        if not self.tables:
+            return NO_RECORDS
+        text = "\n\n".join(t.plain() for t in self.tables)
+        return f"{text}\n\n{BEST} {BEST_MEANING}" if self.marks_best else text
 
 
 def _check_choice(name: str, value: Any, choices: Sequence[str]) -> None:
@@ -101,7 +227,7 @@ def _sort_key(
     return key
 
 
-def format_table(
+def records_report(
     records: Sequence[BenchmarkRecord],
     *,
     sort_by: str | None = None,
@@ -109,8 +235,8 @@ def format_table(
     compare_by: str | None = None,
     highlight_best: bool = True,
     speedup_vs: str | None = None,
-) -> str:
-    """The records as text; see ``BenchmarkResult.print`` for the options."""
+) -> Report:
+    """The tables of the records; see ``BenchmarkResult.print`` for the options."""
     _check_choice("sort_by", sort_by, SORT_KEYS)
     _check_choice("group_by", group_by, GROUP_KEYS)
     _check_choice("compare_by", compare_by, GROUP_KEYS)
@@ -125,7 +251,7 @@ def format_table(
     if sort_by == "speedup" and speedup_vs is None:
         raise ValueError("`sort_by='speedup'` needs `speedup_vs`, the backend to compare with")
     if not records:
-        return "(no benchmark records)"
+        return Report(())
 
     speedup = _speedups(records, speedup_vs)
     best = _best(records) if highlight_best else set()
@@ -136,18 +262,35 @@ def format_table(
     for i in order:
         groups.setdefault(None if group_by is None else getattr(records[i], group_by), []).append(i)
 
-    sections = []
+    tables = []
     for value, members in groups.items():
-        table = (
-            _long(records, members, group_by, best, speedup, speedup_vs)
+        title = None if group_by is None else f"{group_by}: {value}"
+        tables.append(
+            _long(records, members, group_by, best, speedup, speedup_vs, title)
             if compare_by is None
-            else _wide(records, members, group_by, compare_by, best, speedup, speedup_vs)
+            else _wide(records, members, group_by, compare_by, best, speedup, speedup_vs, title)
         )
-        sections.append(table if group_by is None else f"{group_by}: {value}\n{table}")
-    text = "\n\n".join(sections)
-    if best:
-        text += "\n\n* fastest backend of the case"
-    return text
+    return Report(tuple(tables), marks_best=bool(best))
+
+
+def format_table(
+    records: Sequence[BenchmarkRecord],
+    *,
+    sort_by: str | None = None,
+    group_by: str | None = None,
+    compare_by: str | None = None,
+    highlight_best: bool = True,
+    speedup_vs: str | None = None,
+) -> str:
+    """The records as plain text; see ``BenchmarkResult.print`` for the options."""
+    return records_report(
+        records,
+        sort_by=sort_by,
+        group_by=group_by,
+        compare_by=compare_by,
+        highlight_best=highlight_best,
+        speedup_vs=speedup_vs,
+    ).plain()
 
 
 def _long(
@@ -157,28 +300,27 @@ def _long(
     best: set[int],
     speedup: dict[int, float | None],
     speedup_vs: str | None,
-) -> str:
+    title: str | None,
+) -> Table:
     keys = [k for k in GROUP_KEYS if k != group_by]
-    header = [*keys, "mean ms", "std ms", "min ms", "calls/s"]
+    columns = [Column(k) for k in keys]
+    columns.append(Column("mean ms", numeric=True, marked=bool(best.intersection(members))))
+    columns += [Column(h, numeric=True) for h in ("std ms", "min ms", "calls/s")]
     if speedup_vs is not None:
-        header.append(f"vs {speedup_vs}")
-    header.append("status")
-    # Marked or not, the digits of a column line up.
-    marked = bool(best.intersection(members))
+        columns.append(Column(f"vs {speedup_vs}", numeric=True))
+    columns.append(Column("status", limit=_STATUS_WIDTH))
     rows = []
     for i in members:
         r = records[i]
-        row = [getattr(r, k) for k in keys]
-        mark = (" *" if i in best else "  ") if marked else ""
-        row += [format_ms(r.mean_ms) + mark, format_ms(r.std_ms), format_ms(r.min_ms)]
-        row.append(format_rate(r.throughput))
+        row = [Cell(getattr(r, k)) for k in keys]
+        row.append(Cell(format_ms(r.mean_ms), BEST if i in best else ""))
+        row += [Cell(format_ms(r.std_ms)), Cell(format_ms(r.min_ms))]
+        row.append(Cell(format_rate(r.throughput)))
         if speedup_vs is not None:
-            s = speedup.get(i)
-            row.append("-" if s is None else f"{s:.2f}x")
-        row.append("ok" if r.success else _first_line(r.error or "failed"))
-        rows.append(row)
-    numeric = [False] * len(keys) + [True] * (len(header) - len(keys) - 1) + [False]
-    return render(header, rows, numeric)
+            row.append(Cell(_format_speedup(speedup.get(i))))
+        row.append(Cell("ok") if r.success else Cell(_first_line(r.error or "failed"), FAILED))
+        rows.append(tuple(row))
+    return Table(tuple(columns), tuple(rows), title)
 
 
 def _wide(
@@ -189,49 +331,50 @@ def _wide(
     best: set[int],
     speedup: dict[int, float | None],
     speedup_vs: str | None,
-) -> str:
+    title: str | None,
+) -> Table:
     keys = [k for k in GROUP_KEYS if k not in (group_by, compare_by)]
-    columns = list(dict.fromkeys(getattr(records[i], compare_by) for i in members))
+    values = list(dict.fromkeys(getattr(records[i], compare_by) for i in members))
     cells: dict[tuple[Any, ...], dict[Any, int]] = {}
     for i in members:
         r = records[i]
         cells.setdefault(tuple(getattr(r, k) for k in keys), {})[getattr(r, compare_by)] = i
     name = (lambda v: str(v)) if compare_by == "backend" else (lambda v: f"{compare_by}={v}")
-    header = [*keys] + [f"{name(v)} ms" for v in columns]
     with_speedup = [
         v
-        for v in columns
+        for v in values
         if speedup_vs is not None and not (compare_by == "backend" and v == speedup_vs)
     ]
-    header += [f"{name(v)} vs {speedup_vs}" for v in with_speedup]
     # Columns holding a mark pad unmarked cells, so that the digits line up.
     marked = {
         getattr(records[i], compare_by) for i in members if i in best or not records[i].success
     }
+    columns = [Column(k) for k in keys]
+    columns += [Column(f"{name(v)} ms", numeric=True, marked=v in marked) for v in values]
+    columns += [Column(f"{name(v)} vs {speedup_vs}", numeric=True) for v in with_speedup]
     rows, notes = [], []
     for row_key, by_value in cells.items():
-        row = list(row_key)
-        for v in columns:
+        row = [Cell(k) for k in row_key]
+        for v in values:
             i = by_value.get(v)
             if i is None:
-                row.append("")
+                row.append(Cell(""))
                 continue
             r = records[i]
-            cell = format_ms(r.mean_ms) if r.mean_ms is not None else "failed"
+            text = format_ms(r.mean_ms) if r.mean_ms is not None else "failed"
             if not r.success:
-                cell += " !"
+                row.append(Cell(text, FAILED))
                 where = ", ".join(f"{k} {getattr(r, k)}" for k in GROUP_KEYS)
-                notes.append(f"! {where}: {_first_line(r.error or 'failed', 200)}")
-            elif i in best:
-                cell += " *"
-            elif v in marked:
-                cell += "  "
-            row.append(cell)
+                error = _shorten(_first_line(r.error or "failed"), _NOTE_WIDTH)
+                notes.append(f"{FAILED} {where}: {error}")
+            else:
+                row.append(Cell(text, BEST if i in best else ""))
         for v in with_speedup:
             i = by_value.get(v)
-            s = None if i is None else speedup.get(i)
-            row.append("-" if s is None else f"{s:.2f}x")
-        rows.append(row)
-    numeric = [False] * len(keys) + [True] * (len(header) - len(keys))
-    table = render(header, rows, numeric)
-    return "\n".join([table, *notes]) if notes else table
+            row.append(Cell(_format_speedup(None if i is None else speedup.get(i))))
+        rows.append(tuple(row))
+    return Table(tuple(columns), tuple(rows), title, tuple(notes))
+
+
+def _format_speedup(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
