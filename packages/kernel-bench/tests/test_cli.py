@@ -274,7 +274,8 @@ def test_suite_sets_scale_and_writes_files(tmp_path, capsys, monkeypatch, fake_k
     ]
     monkeypatch.setitem(sys.modules, "kernel_bench.examples", suite)
     monkeypatch.setattr(kernel_bench, "examples", suite, raising=False)
-    assert main(["--full", "--platform", "cpu", *FAST, "--output-dir", str(tmp_path / "out")]) == 0
+    argv = ["--full", "--platform", "cpu", "--no-autotune", *FAST]
+    assert main([*argv, "--output-dir", str(tmp_path / "out")]) == 0
     assert scales == ["full"]
     captured = capsys.readouterr()
     assert "kernel-bench: skipping 'ex_gpu_only': no backend for platform 'cpu'" in captured.err
@@ -309,10 +310,17 @@ def test_bundled_suite_runs(tmp_path, capsys):
     kernels = {r.label.split("/")[0] for r in result.records}
     assert kernels == {"axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat"}
     backends = {r.backend for r in result.records}
-    assert backends >= {"numba", "jax"}
+    assert backends >= {"numba", "jax", "auto"}
     assert ("warp" in backends) == (importlib.util.find_spec("warp_ffi") is not None)
     # Warp prints its banner to standard output when it starts, before the table.
     assert "numba vs jax" in next(line for line in out.splitlines() if line.startswith("label"))
+    # The table ends with the backend "auto" picked for each operation and shape.
+    choices = out.split("autotuned backends:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert choices[0].split()[:4] == ["operation", "call", "signature", "auto"]
+    picked = {line.split()[0]: line for line in choices[2:] if line.strip()}
+    assert set(picked) >= {"axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat"}
+    assert all(" measured " in line for line in picked.values()), out
+    assert set(picked) == {"axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat"}
 
 
 class Terminal(io.StringIO):

@@ -12,6 +12,7 @@ from typing import Any
 
 from . import autotune
 from ._compare import compare
+from ._console import print_table
 from ._kernel import AUTO, PLATFORMS, benchmark_kernel, default_platform
 from ._progress import ProgressBar
 from ._result import FILE_FORMATS, BenchmarkResult
@@ -312,7 +313,9 @@ def _report(
         speedup_vs = None
     result.print(compare_by="backend", speedup_vs=speedup_vs)
     if decisions:
-        print("\n" + _choices(decisions))
+        print("\nautotuned backends:")
+        header, rows = _choices(decisions)
+        print_table(header, rows, [False] * len(header))
     for path in (json_path, png_path):
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -327,10 +330,8 @@ def _report(
     return 0
 
 
-def _choices(decisions: Sequence[autotune.Decision]) -> str:
-    """The autotuned choice per operation and call signature, as a table."""
-    from ._table import render
-
+def _choices(decisions: Sequence[autotune.Decision]) -> tuple[list[str], list[list[str]]]:
+    """The autotuned choice per operation and call signature: header and rows."""
     rows, seen = [], set()
     for d in decisions:
         if d.key in seen:
@@ -347,7 +348,7 @@ def _choices(decisions: Sequence[autotune.Decision]) -> str:
         left_out = ", ".join(f"{c.backend} ({c.status})" for c in d.candidates if c.status != "ok")
         rows.append([d.op, d.signature, d.backend, d.source, margin, left_out or "-"])
     header = ["operation", "call signature", "auto picks", "decided by", "margin", "left out"]
-    return "autotuned backends:\n" + render(header, rows, [False] * len(header))
+    return header, rows
 
 
 def _check_output(parser: argparse.ArgumentParser, output: pathlib.Path | None) -> None:
@@ -389,8 +390,6 @@ def _list(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         _import(parser, module)
     from xla_custom_kernel import registered_kernels
 
-    from ._table import render
-
     kernels = registered_kernels(tags=args.tags)
     if not kernels:
         print("no registered kernels" + (f" with tags {', '.join(args.tags)}" if args.tags else ""))
@@ -406,7 +405,7 @@ def _list(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         row.append("yes" if k.has_benchmark_data else "no")
         rows.append(row)
     header = ["kernel", "tags", *PLATFORMS, "benchmark data"]
-    print(render(header, rows, [False] * len(header)))
+    print_table(header, rows, [False] * len(header))
     print("\n* default backend of the platform")
     return 0
 
