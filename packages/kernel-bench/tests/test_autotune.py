@@ -322,3 +322,27 @@ def test_cli_autotune_run_names_unknown_operations(capsys):
         main(["autotune", "run", "no_such_op"])
     err = capsys.readouterr().err
     assert "no operation named 'no_such_op' in the bundled suite (axpy, exp_trace, lif_step" in err
+
+
+def test_under_scan_grad_and_leak_checking():
+    from kernel_bench.examples import csr_matvec, random_csr
+
+    data, indices, indptr = random_csr(50, 40, 0.2)
+    v = jnp.linspace(-1.0, 1.0, 40, dtype=jnp.float32)
+
+    def loss(data, v, backend):
+        def step(carry, _):
+            y = csr_matvec.call(data, indices, indptr, carry, shape=(50, 40), backend=backend)
+            return carry + 0.01 * y[:40], None
+
+        out, _ = jax.lax.scan(step, v, None, length=3)
+        return out.sum()
+
+    with jax.checking_leaks(), autotune.recording() as found:
+        got = jax.jit(jax.grad(loss, argnums=(0, 1)), static_argnums=2)(data, v, "auto")
+    want = jax.jit(jax.grad(loss, argnums=(0, 1)), static_argnums=2)(data, v, "jax")
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    # The forward and transposed products were decided (once each per signature).
+    assert {d.op for d in found} == {"csr_matvec"}
+    assert len({d.key for d in found}) == autotune.stats()["measured"] >= 2
