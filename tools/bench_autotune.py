@@ -30,8 +30,17 @@ import tempfile
 import time
 from typing import Any
 
-# The tool is the program: it may point the autotune cache at a fresh place.
+# The tool is the program: it may point the autotune cache at a fresh place,
+# and quiet Warp, whose banner and module lines (printed when the examples are
+# imported) would go into the output and the JSON. The libraries never do
+# either on import.
 os.environ["KERNEL_BENCH_AUTOTUNE_DIR"] = tempfile.mkdtemp(prefix="bench-autotune-")
+try:
+    import warp
+
+    warp.config.log_level = warp.LOG_WARNING
+except ImportError:
+    pass
 
 import jax
 import jax.numpy as jnp
@@ -149,16 +158,6 @@ def bench_lowering(rounds: int, inner: int = 20) -> dict[str, float]:
     }
 
 
-def _quiet_warp() -> None:
-    # The tool is the program: Warp's banner and module lines would go into
-    # the output (and the JSON). Never done on import by the libraries.
-    try:
-        import warp
-    except ImportError:
-        return
-    warp.config.log_level = warp.LOG_WARNING
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -167,7 +166,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reverse", action="store_true", help="time the backends in reverse order")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
-    _quiet_warp()
     rounds = 5 if args.quick else 15
     results = {
         "suite": bench_suite("quick" if args.quick else "default", rounds, args.reverse),

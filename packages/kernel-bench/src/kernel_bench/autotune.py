@@ -319,10 +319,17 @@ def _read(path: pathlib.Path) -> dict[str, Any]:
     return decisions if isinstance(decisions, dict) else {}
 
 
-def _write(path: pathlib.Path, fingerprint_: Mapping[str, Any] | None, decisions: dict) -> None:
+def _write(
+    path: pathlib.Path,
+    fingerprint_: Mapping[str, Any] | None,
+    decisions: dict[str, Any],
+    *,
+    merge: bool = True,
+) -> None:
     # Another process may have written decisions since this one read the
-    # file: merge, then replace the file in one step.
-    merged = {**_read(path), **decisions}
+    # file: merge (unless the point is to drop some), then replace the file in
+    # one step. A fingerprint of None keeps the file's.
+    merged = {**_read(path), **decisions} if merge else decisions
     if fingerprint_ is None:
         try:
             fingerprint_ = json.loads(path.read_text(encoding="utf-8")).get("fingerprint")
@@ -394,9 +401,7 @@ def clear(op: str | None = None) -> int:
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
             elif len(keep) != len(decisions):
-                path.write_text(
-                    json.dumps({"fingerprint": None, "decisions": keep}, indent=1), encoding="utf-8"
-                )
+                _write(path, None, keep, merge=False)
         for key in [k for k, d in _memory.items() if op is None or d.op == op]:
             del _memory[key]
         _disk.clear()
