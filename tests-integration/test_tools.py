@@ -92,3 +92,19 @@ def test_bench_warp_cpu_runs(tmp_path):
     assert {"warp_per_call_us", "noop_per_call_us", "ratio_per_call_warp_over_noop"} <= set(
         results["chain"]
     )
+
+
+def test_bench_autotune_runs():
+    import json
+
+    command = [sys.executable, str(TOOLS / "bench_autotune.py"), "--quick", "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=900)
+    results = json.loads(done.stdout)
+    suite = results["suite"]
+    cases = {c["case"].split("/")[0] for c in suite["cases"]}
+    assert cases == {"axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat"}
+    for c in suite["cases"]:
+        assert set(c["auto_chose"]) <= set(c["us_per_call"]) - {"auto"}
+        assert c["chosen_over_best"] >= 1.0
+    assert {"numba", "jax", "auto", "auto's choices"} <= set(suite["totals_us"])
+    assert {"auto_us", "numba_us", "lookup_us"} <= set(results["lowering"])

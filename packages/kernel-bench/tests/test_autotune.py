@@ -227,6 +227,9 @@ def test_clear_forgets_on_disk_and_in_memory():
     assert sorted(d.op for d in autotune.cached_decisions()) == sorted([first.name, second.name])
     assert autotune.clear(first.name) == 1
     assert [d.op for d in autotune.cached_decisions()] == [second.name]
+    (path,) = autotune.cache_dir().glob("*.json")
+    kept = json.loads(path.read_text())
+    assert kept["fingerprint"]["platform"] == "cpu" and len(kept["decisions"]) == 1
     assert autotune.explain(first, x, outs=_out(x)).source == "measured"
     assert autotune.clear() == 2
     assert autotune.cached_decisions() == []
@@ -346,3 +349,25 @@ def test_under_scan_grad_and_leak_checking():
     # The forward and transposed products were decided (once each per signature).
     assert {d.op for d in found} == {"csr_matvec"}
     assert len({d.key for d in found}) == autotune.stats()["measured"] >= 2
+
+
+def test_under_shard_map_the_shard_shape_is_the_key():
+    from jax.sharding import Mesh
+    from jax.sharding import PartitionSpec as P
+
+    if len(jax.devices()) < 4:
+        pytest.skip("needs 4 devices (the workspace conftest forces 4 CPU devices)")
+    op = _op({"slow": _sleeping(1e-3), "fast": lambda x: 2 * x})
+    mesh = Mesh(np.array(jax.devices()[:4]), ("d",))
+    f = jax.jit(
+        jax.shard_map(
+            lambda x: op(x, outs=_out(x), backend="auto"),
+            mesh=mesh,
+            in_specs=P("d"),
+            out_specs=P("d"),
+        )
+    )
+    x = jnp.arange(32, dtype=jnp.float32)
+    with autotune.recording() as found:
+        np.testing.assert_array_equal(f(x), 2 * np.arange(32))
+    assert [(d.signature, d.backend) for d in found] == [("float32[8]", "fast")]
