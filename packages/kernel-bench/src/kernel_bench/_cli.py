@@ -98,28 +98,27 @@ def _timing_options() -> argparse.ArgumentParser:
         metavar="FILE",
         help=f"write the records to FILE ({' or '.join(FILE_FORMATS)}) and the plot beside it",
     )
-    progress = parent.add_mutually_exclusive_group()
-    progress.add_argument(
-        "--progress",
-        dest="progress",
-        action="store_true",
-        default=None,
-        help="show a progress bar on standard error (default: when it is a terminal)",
+    _switch(
+        parent,
+        "progress",
+        "show a progress bar on standard error (default: when it is a terminal)",
     )
-    progress.add_argument("--no-progress", dest="progress", action="store_false")
     parent.add_argument(
         "-v", "--verbose", action="store_true", help="print each backend's time as it finishes"
     )
-    tune = parent.add_mutually_exclusive_group()
-    tune.add_argument(
-        "--autotune",
-        dest="autotune",
-        action="store_true",
-        default=None,
-        help='also run backend "auto" and show its choices (default for the bundled suite)',
+    _switch(
+        parent,
+        "autotune",
+        'also run backend "auto" and show its choices (default for the bundled suite)',
     )
-    tune.add_argument("--no-autotune", dest="autotune", action="store_false")
     return parent
+
+
+def _switch(parser: argparse.ArgumentParser, name: str, help: str) -> None:
+    """``--name`` and ``--no-name``, leaving ``args.name`` None when neither is given."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(f"--{name}", dest=name, action="store_true", default=None, help=help)
+    group.add_argument(f"--no-{name}", dest=name, action="store_false")
 
 
 def build_parser() -> argparse.ArgumentParser:
