@@ -75,12 +75,12 @@ class BackendTable:
         check_platform(platform)
         with self._lock:
             if backend == AUTO:
-                require_tuner()
                 if not self._entries.get(platform):
                     raise NoKernelError(
                         f"no kernel registered for platform {platform!r} in {self.kernel_name!r} "
                         f"to choose from; registered: {self.summary()}"
                     )
+                require_tuner()
                 if platform not in self._auto:
                     self._auto.add(platform)
                     invalidate_caches()
