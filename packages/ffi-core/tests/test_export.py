@@ -193,3 +193,26 @@ def test_bad_arguments():
         ffi_core.export(3)
     with pytest.raises(ValueError, match=re.escape("a recipe step needs a str 'kind', got {}")):
         ffi_core.record_recipe("t", {})
+
+
+def test_kernel_catalog_finds_by_digest_and_says_what_to_import():
+    import types
+
+    catalog = ffi_core.KernelCatalog("toy kernel", "toy_kernel", "the @toy function", "reads")
+    first = types.SimpleNamespace(digest="d1", qualname="add")
+    assert catalog.remember(first) is first
+    # A second info with a known digest: the first one stays.
+    assert catalog.remember(types.SimpleNamespace(digest="d1", qualname="add")) is first
+    assert catalog.find({"digest": "d1", "kernel": "add"}) is first
+    with pytest.raises(ffi_core.MissingKernelError) as changed:
+        catalog.find({"digest": "d2", "kernel": "add"})
+    assert str(changed.value) == (
+        "toy kernel 'add' is known here, but its code or the values it reads differ from the "
+        "exported kernel's; import the version that was exported"
+    )
+    with pytest.raises(ffi_core.MissingKernelError) as unknown:
+        catalog.find({"digest": "d3", "kernel": "mul"})
+    assert str(unknown.value) == (
+        "toy kernel 'mul' is not known here: import the module that wraps it with toy_kernel, "
+        "or pass the @toy function in `kernels`"
+    )

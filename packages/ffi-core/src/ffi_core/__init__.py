@@ -23,6 +23,7 @@ from ._dtypes import UnsupportedDTypeError as UnsupportedDTypeError
 from ._dtypes import code_from_dtype as code_from_dtype
 from ._dtypes import dtype_from_code as dtype_from_code
 from ._export import ExportError as ExportError
+from ._export import KernelCatalog as KernelCatalog
 from ._export import MissingKernelError as MissingKernelError
 from ._export import Unexportable as Unexportable
 from ._export import custom_call_targets as custom_call_targets
@@ -75,6 +76,7 @@ __all__ = [
     "ExportError",
     "FFIError",
     "HandlerTraits",
+    "KernelCatalog",
     "MissingKernelError",
     "TargetConflictError",
     "Unexportable",

@@ -9,7 +9,6 @@ kernel's digest and the signature, and the rebuilder here compiles that pair.
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,34 +20,19 @@ from ._spec import CallSig, KernelInfo
 
 __all__ = ["kernel_info"]
 
-_lock = threading.Lock()
-_known: dict[str, KernelInfo] = {}
+_catalog = ffi_core.KernelCatalog("numba kernel", "numba_kernel", "the @numba.njit function")
 
 
 @functools.cache
 def kernel_info(kernel: Any) -> KernelInfo:
     """The validated ``KernelInfo`` of ``kernel``, remembered by digest."""
     info = KernelInfo(kernel)
-    with _lock:
-        _known.setdefault(info.digest, info)
+    _catalog.remember(info)
     return info
 
 
 def _rebuild(step: Mapping[str, Any]) -> None:
-    with _lock:
-        info = _known.get(step["digest"])
-        same_name = [i for i in _known.values() if i.qualname == step["kernel"]]
-    if info is None:
-        if same_name:
-            raise ffi_core.MissingKernelError(
-                f"numba kernel {step['kernel']!r} is known here, but its code or the values it "
-                "captures differ from the exported kernel's; import the version that was exported"
-            )
-        raise ffi_core.MissingKernelError(
-            f"numba kernel {step['kernel']!r} is not known here: import the module that wraps "
-            "it with numba_kernel, or pass the @numba.njit function in `kernels`"
-        )
-    ensure_target(info, CallSig.from_step(step))
+    ensure_target(_catalog.find(step), CallSig.from_step(step))
 
 
 def _accept(obj: object) -> bool:

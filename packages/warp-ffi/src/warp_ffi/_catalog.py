@@ -24,7 +24,7 @@ __all__ = ["kernel_info"]
 
 _lock = threading.Lock()
 _infos: weakref.WeakKeyDictionary[Any, KernelInfo] = weakref.WeakKeyDictionary()
-_known: dict[str, KernelInfo] = {}
+_catalog = ffi_core.KernelCatalog("warp kernel", "warp_kernel", "the @wp.kernel", "reads")
 
 
 def kernel_info(kernel: Any) -> KernelInfo:
@@ -36,24 +36,12 @@ def kernel_info(kernel: Any) -> KernelInfo:
         info = KernelInfo(kernel)
         with _lock:
             info = _infos.setdefault(kernel, info)
-            _known.setdefault(info.digest, info)
+        _catalog.remember(info)
     return info
 
 
 def _rebuild(step: Mapping[str, Any]) -> None:
-    with _lock:
-        info = _known.get(step["digest"])
-        same_name = [i for i in _known.values() if i.qualname == step["kernel"]]
-    if info is None:
-        if same_name:
-            raise ffi_core.MissingKernelError(
-                f"warp kernel {step['kernel']!r} is known here, but its code or the values it "
-                "reads differ from the exported kernel's; import the version that was exported"
-            )
-        raise ffi_core.MissingKernelError(
-            f"warp kernel {step['kernel']!r} is not known here: import the module that wraps "
-            "it with warp_kernel, or pass the @wp.kernel in `kernels`"
-        )
+    info = _catalog.find(step)
     sig = CallSig.from_step(step)
     loaded = load_kernel(info, sig.primal_dtypes())
     if loaded.code_hash != step["code"]:
