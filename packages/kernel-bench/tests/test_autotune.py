@@ -371,3 +371,30 @@ def test_under_shard_map_the_shard_shape_is_the_key():
     with autotune.recording() as found:
         np.testing.assert_array_equal(f(x), 2 * np.arange(32))
     assert [(d.signature, d.backend) for d in found] == [("float32[8]", "fast")]
+
+
+def test_a_static_value_written_with_an_address_stays_in_this_process():
+    op = xck.XLACustomKernel(f"autotune_test_{next(_names)}")
+    op.def_kernel("slow", "cpu", lambda outs, fn: _sleeping(1e-3))
+    op.def_kernel("fast", "cpu", lambda outs, fn: lambda x: 2 * x)
+    marker = object()  # hashable, its repr holds an address
+    x = jnp.ones(4, jnp.float32)
+    decision = autotune.explain(op, x, outs=_out(x), fn=marker)
+    assert decision.backend == "fast" and decision.source == "measured"
+    assert autotune.cached_decisions() == []  # not written: no other process could find it
+
+
+def test_processes_cannot_agree_on_a_static_value_written_with_an_address(monkeypatch):
+    op = xck.XLACustomKernel(f"autotune_test_{next(_names)}")
+    op.def_kernel("slow", "cpu", lambda outs, fn: _sleeping(1e-3))
+    op.def_kernel("fast", "cpu", lambda outs, fn: lambda x: 2 * x)
+    monkeypatch.setattr(autotune, "_distributed_client", lambda: object())  # as if 2 processes
+    x = jnp.ones(4, jnp.float32)
+    with pytest.raises(RuntimeError) as info:
+        autotune.explain(op, x, outs=_out(x), fn=object())
+    assert str(info.value) == (
+        f"backend 'auto' of {op.name} cannot be agreed between processes: static keyword 'fn' "
+        "is written with a memory address, different in every process, so the processes would "
+        "not find each other's decision; pass a value whose repr is the same everywhere, or "
+        "pick a backend by name"
+    )

@@ -42,6 +42,7 @@ import json
 import os
 import pathlib
 import platform as _platform
+import re
 import tempfile
 import threading
 import time
@@ -109,6 +110,8 @@ _VERSIONED = (
     "kernel-bench",
 )
 _JAX_PLATFORM = {"cpu": "cpu", "gpu": "gpu", "tpu": "tpu"}
+# "<function f at 0x7f...>": a repr that differs in every process.
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 
 
 class AutotuneWarning(UserWarning):
@@ -280,6 +283,7 @@ def _cpu_model() -> str:
     return _platform.processor() or _platform.machine()
 
 
+@functools.cache
 def _versions() -> dict[str, str | None]:
     found: dict[str, str | None] = {}
     for name in _VERSIONED:
@@ -441,6 +445,10 @@ class _Signature:
         }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]
 
+    def unstable_static(self) -> str | None:
+        """The first static keyword whose repr holds a memory address, or None."""
+        return next((k for k, v in self.static if _ADDRESS.search(repr(v))), None)
+
     def words(self) -> str:
         parts = [", ".join(map(_describe_aval, self.inputs)) or "no inputs"]
         if self.static:
@@ -505,6 +513,14 @@ def _decide(kernel: Any, sig: _Signature) -> Decision:
     client = _distributed_client()
     if client is None:
         return _local(kernel, sig)
+    unstable = sig.unstable_static()
+    if unstable:
+        raise RuntimeError(
+            f"backend 'auto' of {sig.op} cannot be agreed between processes: static "
+            f"keyword {unstable!r} is written with a memory address, different in every "
+            "process, so the processes would not find each other's decision; pass a value "
+            "whose repr is the same everywhere, or pick a backend by name"
+        )
     kv_key = f"kernel_bench/autotune/{sig.key}"
     if jax.process_index() == 0:
         decision = _local(kernel, sig)
@@ -552,7 +568,9 @@ def _local(kernel: Any, sig: _Signature) -> Decision:
         _stats["disk"] += 1
         return found
     decision = _measure(kernel, sig, device)
-    if decision.source == "measured":
+    # A static value written with a memory address makes a key no later
+    # process computes again: such decisions stay in this process.
+    if decision.source == "measured" and sig.unstable_static() is None:
         _to_disk(sig.platform, decision)
     return decision
 
