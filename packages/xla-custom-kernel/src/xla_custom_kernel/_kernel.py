@@ -23,7 +23,6 @@ from ._primitive import Generated, new_primitive, out_structs
 from ._registry import register_kernel
 from ._rules import Rules
 from ._selection import (
-    AUTO,
     current_forced,
     forced_backend,
     get_backend,
@@ -279,8 +278,6 @@ class XLACustomKernel:
             backend = current_forced()
         else:
             self._table.check_known(backend)
-            if backend == AUTO:
-                require_tuner()
         if self._rules.jvp is not None:
             self._rules.jvp.check_arity(self.name, len(inputs))
         results = self.primitive.bind(
@@ -315,8 +312,6 @@ class XLACustomKernel:
             )
         if backend is not None:
             self._table.check_known(backend)
-            if backend == AUTO:
-                require_tuner()
         with forced_backend(backend):
             return self._call_fn(*args, **kwargs)
 

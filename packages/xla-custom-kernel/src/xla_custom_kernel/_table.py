@@ -124,10 +124,13 @@ class BackendTable:
         return entries[backend]
 
     def check_known(self, backend: Any) -> None:
-        """Refuse a backend registered on no platform (a call's ``backend=``)."""
+        """Refuse a backend registered on no platform (a call's ``backend=``), and
+        ``"auto"`` where kernel-bench, which makes its choices, is missing."""
         if not isinstance(backend, str):
             raise TypeError(f"`backend` must be a str or None, got {type(backend)!r}")
-        if backend != AUTO and not any(backend in e for e in self._entries.values()):
+        if backend == AUTO:
+            require_tuner()
+        elif not any(backend in e for e in self._entries.values()):
             raise UnknownBackendError(
                 f"unknown backend {backend!r} for kernel {self.kernel_name!r}; registered: "
                 f"{self.summary()}"
