@@ -45,19 +45,10 @@ except ImportError:
 import jax
 import jax.numpy as jnp
 from kernel_bench import autotune
-from kernel_bench._timing import chained
+from kernel_bench._timing import calls_per_run, chained, interleaved
 from kernel_bench.examples import example_kernels, set_scale
 
 _RUN_S = 0.02  # target length of one timed run
-
-
-def _calls_per_run(run: Any, data: tuple[Any, ...]) -> int:
-    probe = jnp.asarray(4, jnp.int32)
-    jax.block_until_ready(run(probe, *data))
-    start = time.perf_counter()
-    jax.block_until_ready(run(probe, *data))
-    per_call = (time.perf_counter() - start) / 4
-    return max(1, min(100_000, round(_RUN_S / max(per_call, 1e-9))))
 
 
 def time_case(kernel: Any, cfg: Any, rounds: int, reverse: bool) -> dict[str, Any]:
@@ -69,14 +60,8 @@ def time_case(kernel: Any, cfg: Any, rounds: int, reverse: bool) -> dict[str, An
     with autotune.recording() as found:
         for b in backends:
             runs[b] = chained(functools.partial(kernel.call, backend=b, **cfg.kernel_kwargs))
-            counts[b] = _calls_per_run(runs[b], data)
-    arrays = {b: jnp.asarray(n, jnp.int32) for b, n in counts.items()}
-    times: dict[str, list[float]] = {b: [] for b in backends}
-    for r in range(rounds):
-        for b in backends[r % len(backends) :] + backends[: r % len(backends)]:
-            start = time.perf_counter()
-            jax.block_until_ready(runs[b](arrays[b], *data))
-            times[b].append((time.perf_counter() - start) * 1e6 / counts[b])
+            counts[b] = calls_per_run(runs[b], data, _RUN_S, most=100_000)
+    times = interleaved(runs, counts, data, rounds=rounds)
     us = {b: min(t) for b, t in times.items()}
     fixed = {b: t for b, t in us.items() if b != "auto"}
     best = min(fixed, key=fixed.__getitem__)

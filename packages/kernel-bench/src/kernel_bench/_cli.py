@@ -458,13 +458,13 @@ def _autotune(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import jax
 
     kernels = [k for t in args.targets for k in _suite_kernel(parser, t, args.scale)]
+    device = jax.devices(platform)[0]
     status = 0
     for kernel in dict.fromkeys(kernels):
         if not kernel.has_call or not kernel.has_benchmark_data:
             print(f"kernel-bench: skipping '{kernel.name}': it needs def_call and benchmark data")
             status = 1
             continue
-        device = jax.devices(platform)[0]
         for cfg in kernel.benchmark_data(platform=platform):
             call = functools.partial(kernel.call, backend=AUTO, **cfg.kernel_kwargs)
             with autotune.recording() as found:

@@ -52,11 +52,17 @@ def _mismatch(ref: Any, out: Any, rtol: float, atol: float) -> str | None:
         if a.shape != b.shape or a.dtype != b.dtype:
             return f"output {i} is {b.dtype.name}{list(b.shape)}, expected {a.dtype.name}{list(a.shape)}"
         if not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
-            with np.errstate(invalid="ignore"):
-                diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-            worst = float(np.nanmax(diff)) if diff.size and not np.all(np.isnan(diff)) else np.nan
+            worst = max_difference(a, b)
             return f"output {i} differs (max abs difference {worst:.3g}, rtol={rtol}, atol={atol})"
     return None
+
+
+def max_difference(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest absolute difference of two arrays of one shape (complex
+    values too), ignoring NaNs; NaN where no element pair has a number."""
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(a.astype(np.complex128) - b.astype(np.complex128))
+    return float(np.nanmax(diff)) if diff.size and not np.all(np.isnan(diff)) else np.nan
 
 
 def _metadata(platform: str) -> dict[str, Any]:

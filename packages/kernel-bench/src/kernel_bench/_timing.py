@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-__all__ = ["Timing", "benchmark_function", "chained", "check_count"]
+__all__ = [
+    "Timing",
+    "benchmark_function",
+    "calls_per_run",
+    "chained",
+    "check_count",
+    "interleaved",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +100,47 @@ def chained(fn: Callable[..., Any]) -> Callable[..., Any]:
         return out, acc
 
     return lambda count, *data: run(count, *data)[0]
+
+
+def calls_per_run(
+    run: Callable[..., Any], data: Sequence[Any], seconds: float, *, most: int = 1_000_000
+) -> int:
+    """How many calls a run of ``run`` (made by :func:`chained`) should chain to
+    last about ``seconds``: from a warm-up run and a timed run of 4 calls, at
+    least 1 and at most ``most``."""
+    probe = jnp.asarray(4, dtype=jnp.int32)
+    jax.block_until_ready(run(probe, *data))  # warm
+    start = time.perf_counter()
+    jax.block_until_ready(run(probe, *data))
+    per_call = (time.perf_counter() - start) / 4
+    return max(1, min(most, round(seconds / max(per_call, 1e-9))))
+
+
+def interleaved(
+    runs: Mapping[str, Callable[..., Any]],
+    counts: Mapping[str, int],
+    data: Sequence[Any],
+    *,
+    rounds: int,
+    seconds: float = math.inf,
+    min_rounds: int = 1,
+) -> dict[str, list[float]]:
+    """Microseconds per call of each run (made by :func:`chained`, chaining
+    ``counts[name]`` calls), round by round, every run once a round, the order
+    rotating. At most ``rounds`` rounds; once ``min_rounds`` are done, no new
+    round starts after ``seconds``."""
+    order = list(runs)
+    arrays = {b: jnp.asarray(counts[b], dtype=jnp.int32) for b in order}
+    times: dict[str, list[float]] = {b: [] for b in order}
+    start_all = time.perf_counter()
+    for r in range(rounds):
+        if r >= min_rounds and time.perf_counter() - start_all > seconds:
+            break
+        for name in order[r % len(order) :] + order[: r % len(order)]:
+            start = time.perf_counter()
+            jax.block_until_ready(runs[name](arrays[name], *data))
+            times[name].append((time.perf_counter() - start) * 1e6 / counts[name])
+    return times
 
 
 def _chained(fn: Callable[..., Any], n: int) -> Callable[..., Any]:

@@ -45,7 +45,6 @@ import platform as _platform
 import re
 import tempfile
 import threading
-import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -54,8 +53,9 @@ import jax
 import numpy as np
 from jax import core as jax_core
 
+from ._kernel import default_platform, max_difference
 from ._table import render
-from ._timing import chained
+from ._timing import calls_per_run, chained, interleaved
 
 __all__ = [
     "CACHE_ENV",
@@ -618,9 +618,7 @@ def _disagreement(ref: Sequence[Any], out: Sequence[Any]) -> str | None:
         a, b = np.asarray(a), np.asarray(b)
         rtol, atol = TOLERANCES.get(a.dtype.name, (0.0, 0.0))
         if not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
-            with np.errstate(invalid="ignore"):
-                diff = np.abs(a.astype(np.complex128) - b.astype(np.complex128))
-            worst = float(np.nanmax(diff)) if diff.size else 0.0
+            worst = max_difference(a, b)
             return f"output {i} differs by up to {worst:.3g} (rtol={rtol}, atol={atol})"
     return None
 
@@ -697,26 +695,20 @@ def _time(
     other, the last third to more rounds of those two alone."""
     budget = get_budget()
     per_run = budget * 2 / 3 / (_MAX_ROUNDS * len(runs))
-    probe = jax.numpy.asarray(4, dtype=jax.numpy.int32)
-    counts = {}
-    for backend, run in runs.items():
-        jax.block_until_ready(run(probe, *data))  # warm
-        start = time.perf_counter()
-        jax.block_until_ready(run(probe, *data))
-        per_call = (time.perf_counter() - start) / 4
-        counts[backend] = max(1, min(1_000_000, round(per_run / max(per_call, 1e-9))))
-    arrays = {b: jax.numpy.asarray(n, dtype=jax.numpy.int32) for b, n in counts.items()}
+    counts = {b: calls_per_run(run, data, per_run) for b, run in runs.items()}
     times: dict[str, list[float]] = {b: [] for b in runs}
 
-    def rounds(order: list[str], seconds: float) -> None:
-        start_all = time.perf_counter()
-        for r in range(_MAX_ROUNDS):
-            if r >= _MIN_ROUNDS and time.perf_counter() - start_all > seconds:
-                break
-            for backend in order[r % len(order) :] + order[: r % len(order)]:
-                start = time.perf_counter()
-                jax.block_until_ready(runs[backend](arrays[backend], *data))
-                times[backend].append((time.perf_counter() - start) * 1e6 / counts[backend])
+    def rounds(names: list[str], seconds: float) -> None:
+        found = interleaved(
+            {b: runs[b] for b in names},
+            counts,
+            data,
+            rounds=_MAX_ROUNDS,
+            seconds=seconds,
+            min_rounds=_MIN_ROUNDS,
+        )
+        for b, t in found.items():
+            times[b] += t
 
     rounds(list(runs), budget * 2 / 3)
     if len(runs) > 2:
@@ -737,8 +729,6 @@ def explain(
     """The decision ``"auto"`` makes for ``kernel(*inputs, outs=outs, **static)``
     on ``platform`` (default: JAX's default backend), measured if it is not
     known yet. ``inputs`` may be arrays or ``jax.ShapeDtypeStruct``s."""
-    from ._kernel import default_platform
-
     platform = default_platform() if platform is None else platform
     if platform not in _JAX_PLATFORM:
         raise ValueError(f"`platform` must be None, 'cpu', 'gpu' or 'tpu', got {platform!r}")
