@@ -308,10 +308,9 @@ def fingerprint(platform: str) -> dict[str, Any]:
     }
 
 
-def _cache_file(platform: str) -> pathlib.Path:
-    fp = fingerprint(platform)
-    digest = hashlib.sha256(json.dumps(fp, sort_keys=True).encode()).hexdigest()[:16]
-    return cache_dir() / f"{platform}-{digest}.json"
+def _cache_file(fingerprint_: Mapping[str, Any]) -> pathlib.Path:
+    digest = hashlib.sha256(json.dumps(fingerprint_, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_dir() / f"{fingerprint_['platform']}-{digest}.json"
 
 
 def _read(path: pathlib.Path) -> dict[str, Any]:
@@ -353,7 +352,7 @@ def _write(
 
 
 def _from_disk(platform: str, key: str) -> Decision | None:
-    path = _cache_file(platform)
+    path = _cache_file(fingerprint(platform))
     if path not in _disk:
         _disk[path] = _read(path)
     found = _disk[path].get(key)
@@ -366,10 +365,11 @@ def _from_disk(platform: str, key: str) -> Decision | None:
 
 
 def _to_disk(platform: str, decision: Decision) -> None:
-    path = _cache_file(platform)
+    fingerprint_ = fingerprint(platform)
+    path = _cache_file(fingerprint_)
     stored = decision.to_dict()
     try:
-        _write(path, fingerprint(platform), {decision.key: stored})
+        _write(path, fingerprint_, {decision.key: stored})
     except OSError as exc:
         warnings.warn(
             f"kernel-bench could not write the autotune cache {path}: {exc}; decisions are "
