@@ -398,3 +398,20 @@ def test_processes_cannot_agree_on_a_static_value_written_with_an_address(monkey
         "not find each other's decision; pass a value whose repr is the same everywhere, or "
         "pick a backend by name"
     )
+
+
+def test_explain_and_def_autotune_data_name_what_they_accept(capsys):
+    op = _op({"a": lambda x: 2 * x, "b": lambda x: x + x})
+    x = jnp.ones(2, jnp.float32)
+    with pytest.raises(ValueError) as info:
+        autotune.explain(op, x, outs=_out(x), platform="xpu")
+    assert str(info.value) == "`platform` must be None, 'cpu', 'gpu' or 'tpu', got 'xpu'"
+    with pytest.raises(ValueError) as info:
+        autotune.explain(op, x, outs=_out(x), platform="tpu")
+    assert str(info.value) == f"kernel {op.name!r} has no backend for platform 'tpu'"
+    with pytest.raises(TypeError) as info:
+        op.def_autotune_data("not a function")
+    assert str(info.value) == "`fn` must be callable, got <class 'str'>"
+    with pytest.raises(SystemExit):
+        main(["autotune", "run", "axpy", "--budget", "0"])
+    assert "--budget must be a positive number of seconds, got 0.0" in capsys.readouterr().err
