@@ -1,0 +1,1 @@
+"""cuda-source-ffi: CUDA C++ source, compiled with NVRTC, as JAX GPU operations."""

@@ -1,0 +1,1 @@
+"""triton-ffi: Triton kernels as JAX GPU operations, launched natively."""
