@@ -27,11 +27,11 @@ import ffi_core
 import jax
 import jax.numpy as jnp
 from ffi_core import native as nv
+from ffi_core.cuda import CTX_FN, LAUNCH_FN, NativeDriver, _target
 from jax.interpreters import mlir
 from numba import cfunc, cuda, njit, types
 from numba_cpu_ffi import numba_kernel
-from numba_cuda_ffi import _primitive, _runtime, _target, numba_cuda_kernel
-from numba_cuda_ffi._driver import CTX_FN, LAUNCH_FN, NativeDriver
+from numba_cuda_ffi import _primitive, numba_cuda_kernel
 
 CONTEXT = 77
 _u32 = types.uint32
@@ -96,7 +96,7 @@ def _lower_cuda_path_on_cpu() -> None:
         return ffi_core.register_target(name, handler, content=content, platform="cpu", pin=pin)
 
     nv.stream_get = _stream_get_on_cpu  # read when a handler is generated
-    _runtime._jax_cuda_devices = lambda: (_Device(),)
+    _target._jax_cuda_devices = lambda: (_Device(),)
     _target.driver = lambda: _NoGPU()
     _target.register_target = register_on_cpu
     mlir.register_lowering(

@@ -29,6 +29,9 @@ WITH_EXAMPLES = {
     "ffi_core._jax_compat",
     "ffi_core._registry",
     "ffi_core._spec",
+    "ffi_core.cuda._launch",
+    "ffi_core.cuda._layout",
+    "ffi_core.cuda._ptx",
     "ffi_core.testing",
 }
 

@@ -5,9 +5,10 @@ import re
 
 import numpy as np
 import pytest
+from ffi_core.cuda import ptx_entry, ptx_params
 from numba import cuda
 from numba_cuda_ffi import KernelCompileError
-from numba_cuda_ffi._compile import compile_kernel, param_layout, ptx_entry, ptx_params
+from numba_cuda_ffi._compile import compile_kernel, param_layout
 from numba_cuda_ffi._spec import ArraySig, KernelInfo
 
 CC = (9, 0)
@@ -133,19 +134,6 @@ def test_compile_is_cached():
     assert compile_kernel(info, arrays, CC) is compile_kernel(info, arrays, CC)
     assert compile_kernel(info, arrays, (8, 0)).cc == (8, 0)
     assert ".target sm_80" in compile_kernel(info, arrays, (8, 0)).ptx
-
-
-def test_ptx_parsing():
-    ptx = (
-        ".visible .entry _Z1kPf(\n\t.param .u64 _Z1kPf_param_0,\n"
-        "\t.param .align 8 .b8 _Z1kPf_param_1[24],\n\t.param .u32 _Z1kPf_param_2\n)\n{ ret; }"
-    )
-    assert ptx_entry(ptx) == "_Z1kPf"
-    assert ptx_params(ptx) == (8, 24, 4)
-    with pytest.raises(
-        KernelCompileError, match=re.escape("expected one .entry in the PTX, found 0: []")
-    ):
-        ptx_entry("// nothing")
 
 
 def test_compile_error_names_kernel():

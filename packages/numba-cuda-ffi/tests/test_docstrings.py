@@ -19,7 +19,6 @@ WITH_EXAMPLES = {
     "numba_cuda_ffi._callable",
     "numba_cuda_ffi._compile",
     "numba_cuda_ffi._kernel",
-    "numba_cuda_ffi._launch",
 }
 
 

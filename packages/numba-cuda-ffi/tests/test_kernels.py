@@ -18,9 +18,7 @@ block and stream of each launch) is checked where the device is emulated.
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import re
-import threading
 from typing import Any
 
 import ffi_core
@@ -29,157 +27,52 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
-from ffi_core import capi as C
+from ffi_core.cuda.testing import (
+    EMULATED_STREAM,
+    EmulatedDevice,
+    EmulatedGPU,
+    EmulatedLaunch,
+    emulate,
+    host_array,
+)
+from ffi_core.cuda.testing import (
+    register_on_cpu as emulated_register,
+)
 from jax import lax
-from jax.interpreters import mlir
 from numba import cuda
 from numba.cuda.simulator.kernel import FakeCUDAKernel
-from numba_cuda_ffi import _primitive, _runtime, _target, numba_cuda_kernel
+from numba_cuda_ffi import _primitive, _target, numba_cuda_kernel
 from numba_cuda_ffi._compile import compile_kernel, param_layout
-from numba_cuda_ffi._driver import CTX_FN, LAUNCH_FN, NativeDriver
 
 S = jax.ShapeDtypeStruct
 F32 = np.float32
-FAKE_STREAM = 0x5000
-_API_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
-_HANDLER_FN = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_size_t)
+FAKE_STREAM = EMULATED_STREAM
 
 
-@dataclasses.dataclass
-class _Loaded:
-    ordinal: int
-    py_func: Any
-    dtypes: tuple[np.dtype, ...]
-    layout: tuple[Any, ...]
-
-
-class EmulatedGPU:
-    """Driver entry points that run kernels in numba-cuda's simulator."""
-
-    emulated = True
-    atol = 0.0  # the simulator computes with NumPy: results match NumPy's rounding
-
-    def __init__(self) -> None:
-        self.functions: list[_Loaded] = []
-        self.by_entry: dict[str, Any] = {}
-        self.launches: list[tuple[tuple[int, ...], tuple[int, ...], int, int]] = []
-        self.launched_on: list[int] = []  # the device ordinal of each launch's function
-        self.errors: list[BaseException] = []
-        self._lock = threading.Lock()
-        self.native = NativeDriver(
-            launch=LAUNCH_FN(self._launch),
-            ctx_get_current=CTX_FN(self._get_current),
-            ctx_push=CTX_FN(lambda ctx: 0),
-            ctx_pop=CTX_FN(lambda out: 0),
-            error_name=lambda code: f"CUDA error {code}",
-        )
-
-    # What _target asks of the driver.
-    def compute_capability(self, ordinal: int) -> tuple[int, int]:
-        return (9, 0)
-
-    def load_function(self, ordinal, image, entry, shared_mem):
-        py_func, arrays = self.by_entry[entry]
-        dtypes = tuple(np.dtype(a.dtype) for a in arrays)
-        self.functions.append(_Loaded(ordinal, py_func, dtypes, param_layout(arrays)))
-        return 77, len(self.functions)  # (context, CUfunction): 1-based, never 0
-
-    @staticmethod
-    def _get_current(out: int) -> int:
-        ctypes.c_size_t.from_address(out).value = 77
-        return 0
-
-    def _launch(self, *args: int) -> int:
-        try:
-            self._run(*args)
-        except BaseException as exc:  # reported by the fixture
-            self.errors.append(exc)
-            return 1  # CUDA_ERROR_INVALID_VALUE: the handler reports a failed launch
-        return 0
-
-    def _run(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-        assert extra == 0
-        loaded = self.functions[f - 1]
-        slots = (ctypes.c_size_t * len(loaded.layout)).from_address(params)
-        values = [ctypes.c_int64.from_address(p).value for p in slots]
-        fields: dict[int, dict[str, Any]] = {}
-        for slot, value in zip(loaded.layout, values, strict=True):
-            entry = fields.setdefault(slot.array, {"shape": [], "strides": []})
-            if slot.field in ("shape", "strides"):
-                entry[slot.field].append(value)
-            else:
-                entry[slot.field] = value
-        arrays = []
-        for k, dtype in enumerate(loaded.dtypes):
-            a = fields[k]
-            assert (a["meminfo"], a["parent"]) == (0, 0)
-            assert a["itemsize"] == dtype.itemsize
-            assert a["nitems"] == int(np.prod(a["shape"], dtype=np.int64))
-            nbytes = a["nitems"] * dtype.itemsize
-            if nbytes == 0:
-                arrays.append(np.empty(a["shape"], dtype))
-                continue
-            memory = (ctypes.c_char * nbytes).from_address(a["data"])
-            arrays.append(
-                np.ndarray(tuple(a["shape"]), dtype, buffer=memory, strides=tuple(a["strides"]))
-            )
-        self.launches.append(((gx, gy, gz), (bx, by, bz), shared, stream))
-        self.launched_on.append(loaded.ordinal)
-        kernel = FakeCUDAKernel(loaded.py_func, device=False)
-        with self._lock:  # the simulator swaps module globals: one kernel at a time
-            kernel[(gx, gy, gz), (bx, by, bz), 0, shared](*arrays)
+def _simulate(py_func: Any, arrays: tuple[Any, ...], launch: EmulatedLaunch) -> None:
+    """Run ``py_func`` in numba-cuda's simulator on the arrays the handler
+    packed as Numba's array structs (checked field by field)."""
+    layout = param_layout(arrays)
+    fields: dict[int, dict[str, Any]] = {}
+    for slot, value in zip(layout, launch.params, strict=True):
+        entry = fields.setdefault(slot.array, {"shape": [], "strides": []})
+        if slot.field in ("shape", "strides"):
+            entry[slot.field].append(value)
+        else:
+            entry[slot.field] = value
+    views = []
+    for k, arr in enumerate(arrays):
+        a, dtype = fields[k], np.dtype(arr.dtype)
+        assert (a["meminfo"], a["parent"]) == (0, 0)
+        assert a["itemsize"] == dtype.itemsize
+        assert a["nitems"] == int(np.prod(a["shape"], dtype=np.int64))
+        views.append(host_array(a["data"], dtype, a["shape"], tuple(a["strides"])))
+    kernel = FakeCUDAKernel(py_func, device=False)
+    kernel[launch.grid, launch.block, 0, launch.shared_mem](*views)
 
 
 _GPU = EmulatedGPU()  # one per process: the handlers compile its entry points in
-_EMULATED_HANDLERS: dict[Any, Any] = {}  # _target's handler cache while emulated
-
-
-def _with_emulated_stream(handler_cfunc: Any) -> Any:
-    """A CPU FFI handler that calls ``handler_cfunc`` with the call frame's API
-    table copied and its stream getter faked (XLA's CPU runtime has no stream;
-    the device ordinal is XLA's own, that of the CPU device running the call)."""
-    real = _HANDLER_FN(ffi_core.handler_address(handler_cfunc))
-    keep: list[Any] = []
-
-    def stream_get(args):
-        C.XLA_FFI_Stream_Get_Args.from_address(args).stream = FAKE_STREAM
-        return None
-
-    fakes = (_API_FN(stream_get),)
-    keep += fakes
-
-    def shim(frame_address: int) -> int:
-        frame = C.XLA_FFI_CallFrame.from_address(frame_address)
-        if frame.extension_start or frame.stage != int(C.ExecutionStage.EXECUTE):
-            return real(frame_address)  # the metadata handshake and other stages
-        api = C.XLA_FFI_Api.from_buffer_copy(
-            ctypes.string_at(frame.api, ctypes.sizeof(C.XLA_FFI_Api))
-        )
-        api.XLA_FFI_Stream_Get = ctypes.cast(fakes[0], ctypes.c_void_p).value
-        copy = C.XLA_FFI_CallFrame.from_buffer_copy(
-            ctypes.string_at(frame_address, ctypes.sizeof(C.XLA_FFI_CallFrame))
-        )
-        copy.api = ctypes.addressof(api)
-        return real(ctypes.addressof(copy))
-
-    wrapped = _HANDLER_FN(shim)
-    keep.append(wrapped)
-    return wrapped, keep
-
-
-def _register_on_cpu(name, handler, *, content, platform, pin):
-    # What the package registers for CUDA goes to the CPU, behind the stream stand-in.
-    assert platform == "cuda"
-    wrapped, keep = _with_emulated_stream(handler)
-    return ffi_core.register_target(
-        name, wrapped, content=content, platform="cpu", pin=(handler, *pin, *keep)
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class _Device:
-    local_hardware_id: int = 0
-    id: int = 0
+_EMULATED_HANDLERS = _GPU.handlers  # the launcher's handler cache while emulated
 
 
 class RealGPU:
@@ -210,37 +103,23 @@ def emulated(monkeypatch):
 
     def compile_and_note(info, arrays, cc):
         compiled = compile_kernel(info, arrays, cc)  # the real compile and ABI check
-        _GPU.by_entry[compiled.entry] = (info.py_func, arrays)
+        _GPU.define(
+            compiled.entry,
+            (8,) * len(compiled.layout),
+            lambda launch: _simulate(info.py_func, arrays, launch),
+        )
         return compiled
 
-    def register_on_cpu(name, handler, *, traits, **kwargs):
-        assert traits == ffi_core.HandlerTraits.COMMAND_BUFFER_COMPATIBLE
-        return _register_on_cpu(name, handler, **kwargs)
-
-    monkeypatch.setattr(_runtime, "_jax_cuda_devices", lambda: (_Device(),))
-    # Handlers built here call the emulated driver: keep them apart from those of
-    # real-GPU runs in the same process, which share their keys (same kernel,
-    # signature and launch) and would otherwise get a handler that launches
-    # into the simulator with device pointers.
-    monkeypatch.setattr(_target, "_handlers", _EMULATED_HANDLERS)
-    monkeypatch.setattr(_target, "driver", lambda: _GPU)
     monkeypatch.setattr(_target, "compile_kernel", compile_and_note)
-    monkeypatch.setattr(_target, "register_target", register_on_cpu)
-    mlir.register_lowering(
-        _primitive.numba_cuda_call_p, _primitive._numba_cuda_call_lowering, platform="cpu"
+    _GPU.devices = (EmulatedDevice(),)
+    _GPU.atol = 0.0  # the simulator computes with NumPy: results match NumPy's rounding
+    lowering = (
+        _primitive.numba_cuda_call_p,
+        _primitive._numba_cuda_call_lowering,
+        _primitive._numba_cuda_call_cpu_lowering,
     )
-    jax.clear_caches()
-    _GPU.launches.clear()
-    _GPU.launched_on.clear()
-    _GPU.errors.clear()
-    with jax.default_device(jax.devices("cpu")[0]):  # also where a real GPU is present
+    with emulate(_GPU, [lowering]):
         yield _GPU
-    if _GPU.errors:
-        raise _GPU.errors[0]
-    mlir.register_lowering(
-        _primitive.numba_cuda_call_p, _primitive._numba_cuda_call_cpu_lowering, platform="cpu"
-    )
-    jax.clear_caches()
 
 
 # ------------------------------------------------------------------ kernels
@@ -502,9 +381,7 @@ def test_each_device_launches_the_function_loaded_for_it(emulated, monkeypatch):
     # function of the device ordinal in the call frame.
     devices = jax.devices("cpu")[:4]
     assert len(devices) == 4, "the workspace conftest gives four CPU devices"
-    monkeypatch.setattr(
-        _runtime, "_jax_cuda_devices", lambda: tuple(_Device(d.id, d.id) for d in devices)
-    )
+    emulated.devices = tuple(EmulatedDevice(d.id, d.id) for d in devices)
     op = numba_cuda_kernel(add, S((4,), jnp.float32), launch_dims=4)
     mesh = jax.sharding.Mesh(np.array(devices), ("d",))
     spec = jax.sharding.PartitionSpec("d")
@@ -594,7 +471,7 @@ def host_callables(emulated, monkeypatch):
         # fail ("Failed to create a child graph node ...: CUDA_ERROR_NOT_SUPPORTED";
         # tools/gpu_check_numba_cuda.py shows it).
         assert traits == ffi_core.HandlerTraits.NONE
-        return _register_on_cpu(name, handler, **kwargs)
+        return emulated_register(name, handler, **kwargs)
 
     monkeypatch.setattr(_callable, "numba_cuda", lambda: fake_cuda)
     monkeypatch.setattr(_callable, "driver", lambda: allocator)
@@ -729,7 +606,7 @@ def test_real_handler_cache_holds_no_emulated_handler():
     # the real-GPU runs), the module's own cache holds none of their handlers:
     # a real run reusing one would launch into the simulator with device
     # pointers, which crashed a GPU machine.
-    from numba_cuda_ffi import _target as real_target
+    from ffi_core.cuda import _target as real_target
 
     assert real_target._handlers is not _EMULATED_HANDLERS
     assert not any(entry in _EMULATED_HANDLERS.values() for entry in real_target._handlers.values())

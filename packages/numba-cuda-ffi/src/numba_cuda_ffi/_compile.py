@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from typing import Any
 
 import numpy as np
 from ffi_core import ArraySig
+from ffi_core.cuda import PtxError, ptx_entry, ptx_params
 
 from ._runtime import numba_cuda
 from ._spec import KernelInfo
@@ -28,16 +28,11 @@ __all__ = [
     "Slot",
     "compile_kernel",
     "param_layout",
-    "ptx_entry",
-    "ptx_params",
 ]
 
 #: The scalar fields that open Numba's array struct, in order; ``shape`` and
 #: ``strides`` (one 8-byte value per axis each) follow.
 ARRAY_FIELDS = ("meminfo", "parent", "nitems", "itemsize", "data")
-
-_PTX_SIZES = {"8": 1, "16": 2, "32": 4, "64": 8}
-
 
 class KernelCompileError(TypeError):
     """A kernel that numba-cuda cannot compile for the dtypes and ranks it gets."""
@@ -66,32 +61,6 @@ def param_layout(arrays: tuple[ArraySig, ...]) -> tuple[Slot, ...]:
         slots += [Slot(k, "shape", d) for d in range(arr.rank)]
         slots += [Slot(k, "strides", d) for d in range(arr.rank)]
     return tuple(slots)
-
-
-_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(")
-_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.([busf])(\d+)\s+([\w$]+?)(\[\d+\])?\s*[,)]")
-
-
-def ptx_entry(ptx: str) -> str:
-    """The name of the (only) ``.entry`` in ``ptx``."""
-    names = _ENTRY.findall(ptx)
-    if len(names) != 1:
-        raise KernelCompileError(f"expected one .entry in the PTX, found {len(names)}: {names}")
-    return names[0]
-
-
-def ptx_params(ptx: str) -> tuple[int, ...]:
-    """The byte size of each ``.param`` of the entry in ``ptx``, in order."""
-    start = _ENTRY.search(ptx)
-    if start is None:
-        raise KernelCompileError("the PTX has no .entry")
-    end = ptx.index(")", start.end())
-    sizes = []
-    for kind, bits, _name, count in _PARAM.findall(ptx[start.end() : end + 1]):
-        del kind
-        n = int(count[1:-1]) if count else 1
-        sizes.append(_PTX_SIZES[bits] * n)
-    return tuple(sizes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,7 +126,11 @@ def compile_kernel(info: KernelInfo, arrays: tuple[ArraySig, ...], cc: tuple[int
             f"kernel '{info.name}' does not compile for arrays ({sig}):\n{exc}"
         ) from None
     layout = param_layout(arrays)
-    sizes = ptx_params(ptx)
+    try:
+        entry = ptx_entry(ptx)
+    except PtxError as exc:
+        raise KernelCompileError(f"kernel '{info.name}': {exc}") from None
+    sizes = ptx_params(ptx, entry)
     if sizes != (8,) * len(layout):
         raise KernelCompileError(
             f"kernel '{info.name}' has PTX parameters of sizes {sizes}, not the "
@@ -167,4 +140,4 @@ def compile_kernel(info: KernelInfo, arrays: tuple[ArraySig, ...], cc: tuple[int
     image = _link_cubin(ptx, cc, opts)
     if image is None:
         image = ptx.encode() + b"\0"
-    return CompiledKernel(info.name, cc, ptx, ptx_entry(ptx), image, layout)
+    return CompiledKernel(info.name, cc, ptx, entry, image, layout)

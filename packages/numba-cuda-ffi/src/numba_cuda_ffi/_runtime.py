@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 from types import ModuleType
 
+from ffi_core.cuda import cuda_devices
+
 __all__ = ["INSTALL_HINT", "cuda_devices", "numba_cuda"]
 
 #: How to get numba-cuda with its CUDA compiler libraries.
@@ -55,25 +57,3 @@ def numpy_mismatch_message(exc: BaseException) -> str:
         f"it fails with {exc!s} when it compiles a kernel. Install a NumPy it supports "
         '(`uv add "numpy<2.5"`), or a numba-cuda release made for this NumPy'
     )
-
-
-@functools.cache
-def _jax_cuda_devices() -> tuple[object, ...]:
-    import jax
-
-    try:
-        return tuple(jax.local_devices(backend="cuda"))
-    except RuntimeError:
-        return ()
-
-
-def cuda_devices(what: str) -> tuple[object, ...]:
-    """JAX's local CUDA devices, or a RuntimeError saying ``what`` needs one."""
-    devices = _jax_cuda_devices()
-    if not devices:
-        raise RuntimeError(
-            f"{what} runs on NVIDIA GPUs, but JAX has no CUDA device here; install "
-            'a CUDA build of JAX (`uv add "jax[cuda13]"`) on a machine with an NVIDIA GPU '
-            "and driver"
-        )
-    return devices

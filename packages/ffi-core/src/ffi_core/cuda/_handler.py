@@ -1,0 +1,300 @@
+"""Generate the native FFI handler that launches one kernel signature.
+
+The handler is a Numba ``cfunc`` that XLA calls directly, with no Python on
+the success path: it answers the metadata handshake (declaring itself
+command-buffer compatible, so XLA may capture it into a CUDA graph), checks
+the buffers' count, dtypes and ranks and the attributes' count and dtypes,
+takes the stream and device ordinal from the call frame, picks the
+``CUfunction`` loaded into that device's context, fills the kernel's
+parameters by its :class:`~ffi_core.cuda.ParamLayout` and calls
+``cuLaunchKernel`` on XLA's stream, once, or once per element of a batch. A
+failing driver call becomes an FFI error whose message names the kernel and
+the driver's error.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import json
+import types as pytypes
+from typing import Any
+
+import numpy as np
+
+from .._capi import ErrorCode, HandlerTraits
+from .._dtypes import code_from_dtype
+from .._frame import create_error
+from .._spec import ArraySig
+from ._driver import NativeDriver
+from ._launch import LaunchConfig
+from ._layout import Field, ParamLayout
+
+__all__ = ["MAX_DEVICES", "REPORT_FN", "Handler", "LaunchSpec", "build_handler", "handler_source"]
+
+#: Device ordinals a handler has a function table for.
+MAX_DEVICES = 64
+#: ``XLA_FFI_Error* report(XLA_FFI_Api*, int step, int64 code)``: the failure path.
+REPORT_FN = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int, ctypes.c_longlong)
+
+# What failed, as passed to the report function.
+STEP_DEVICE, STEP_CONTEXT, STEP_LAUNCH = 1, 2, 3
+EXECUTE = 3  # XLA_FFI_ExecutionStage_EXECUTE
+_ATTR_SCALAR = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchSpec:
+    """What one handler is generated for.
+
+    ``arrays`` are the call frame's buffers, the inputs then the outputs, with
+    their ranks in the frame; ``lead`` says which carry a leading batch axis
+    that is launched element by element (the kernel sees them without it; the
+    batch count is the first such buffer's leading size).
+    """
+
+    arrays: tuple[ArraySig, ...]
+    n_in: int
+    layout: ParamLayout
+    launch: LaunchConfig
+    lead: tuple[bool, ...] | None = None
+
+    @property
+    def batched(self) -> bool:
+        return self.lead is not None and any(self.lead)
+
+
+def _report_message(label: str, step: int, code: int, error_name: Any) -> str:
+    if step == STEP_DEVICE:
+        return (
+            f"{label}: no module is loaded for device ordinal {code}; the kernel is loaded "
+            "into every local GPU of JAX when the computation is lowered, so this device was "
+            f"not one of them (at most {MAX_DEVICES} devices are supported)"
+        )
+    what = "cuCtxPushCurrent" if step == STEP_CONTEXT else "cuLaunchKernel"
+    return f"{label}: {what} failed with {error_name(code)} ({code})"
+
+
+def _reporter(label: str, error_name: Any) -> Any:
+    def report(api: int, step: int, code: int) -> int:
+        try:
+            message = _report_message(label, step, code, error_name)
+        except BaseException:
+            message = f"{label}: CUDA driver error {code} at step {step}"
+        return create_error(api, message, ErrorCode.INTERNAL)
+
+    return REPORT_FN(report)
+
+
+def _store_type(ctype: str) -> str:
+    """The Numba type a field of ``ctype`` is stored as (float16 as its bits)."""
+    return {"float16": "uint16", "bool": "uint8"}.get(ctype, ctype)
+
+
+def _attr_dtype(ctype: str) -> str:
+    """The dtype of the attribute carrying a ``ctype`` scalar: XLA has no
+    float16 attributes, so a float16 travels as its 16 bits."""
+    return "uint16" if ctype == "float16" else ctype
+
+
+def _const(field: Field) -> str:
+    if field.ctype == "float16":
+        return str(int(np.float16(field.value).view(np.uint16)))
+    if field.ctype == "bool":
+        return str(int(bool(field.value)))
+    value = np.array(field.value, dtype=field.ctype).item()
+    return repr(value)
+
+
+def handler_source(spec: LaunchSpec, label: str) -> str:
+    """Python source of the handler for ``spec``."""
+    arrays, n_in, layout, launch = spec.arrays, spec.n_in, spec.layout, spec.launch
+    n_out = len(arrays) - n_in
+    lead = spec.lead if spec.batched else (False,) * len(arrays)
+    attr_index = {name: j for j, (name, _) in enumerate(layout.attrs)}
+    n_params = len(layout.params)
+
+    def fail(message: str, indent: str = "        ") -> str:
+        text = json.dumps(f"{label}: {message}")
+        return f"{indent}return error_create(api, cstring({text}), 3)"
+
+    lines = [
+        "@cfunc(types.uintp(types.uintp))",
+        "def handler(frame):",
+        "    if is_metadata_query(frame):",
+        f"        return answer_metadata(frame, {int(HandlerTraits.COMMAND_BUFFER_COMPATIBLE)})",
+        f"    if frame_stage(frame) != {EXECUTE}:",
+        "        return 0",
+        "    api = frame_api(frame)",
+        f"    if num_args(frame) != {n_in} or num_rets(frame) != {n_out}:",
+        fail(f"called with a wrong number of buffers; expected {n_in} inputs and {n_out} outputs"),
+        f"    if num_attrs(frame) != {len(layout.attrs)}:",
+        fail(
+            "called with a wrong number of attributes; expected "
+            + (", ".join(name for name, _ in layout.attrs) or "none")
+        ),
+    ]
+    for name, ctype in layout.attrs:
+        j = attr_index[name]
+        lines += [
+            f"    if attr_type(frame, {j}) != {_ATTR_SCALAR} or "
+            f"attr_scalar_dtype(frame, {j}) != {code_from_dtype(_attr_dtype(ctype))}:",
+            fail(f"attribute {name} is not a {ctype} scalar"),
+        ]
+    for k, arr in enumerate(arrays):
+        getter = f"arg_buffer(frame, {k})" if k < n_in else f"ret_buffer(frame, {k - n_in})"
+        lines += [
+            f"    b_{k} = {getter}",
+            f"    if buffer_dtype(b_{k}) != {code_from_dtype(arr.dtype)} or "
+            f"buffer_rank(b_{k}) != {arr.rank}:",
+            fail(f"buffer {k} is not {arr.dtype} of rank {arr.rank}"),
+        ]
+    first_lead = next((k for k, flag in enumerate(lead) if flag), None)
+    lines += [
+        "    err, stream = stream_get(frame)",
+        "    if err != 0:",
+        "        return err",
+        "    err, ordinal = device_ordinal_get(frame)",
+        "    if err != 0:",
+        "        return err",
+        f"    if ordinal < 0 or ordinal >= {MAX_DEVICES}:",
+        f"        return report(api, {STEP_DEVICE}, ordinal)",
+        "    fn = load({FUNCS} + ordinal * 8, types.uintp)",
+        "    if fn == 0:",
+        f"        return report(api, {STEP_DEVICE}, ordinal)",
+        "    ctx = load({CTXS} + ordinal * 8, types.uintp)",
+        f"    n = buffer_dim(b_{first_lead}, 0)" if first_lead is not None else "    n = 1",
+    ]
+    # Sizes as the kernel sees them (without the batch axis), and each array's
+    # element count, for the zero-size check and the batch offsets.
+    kernel_rank = []
+    for k, arr in enumerate(arrays):
+        first = 1 if lead[k] else 0
+        kernel_rank.append(arr.rank - first)
+        for i in range(arr.rank - first):
+            lines.append(f"    d_{k}_{i} = buffer_dim(b_{k}, {i + first})")
+        product = " * ".join(f"d_{k}_{i}" for i in range(arr.rank - first)) or "1"
+        lines.append(f"    n_{k} = types.int64({product})")
+    out_total = " + ".join(f"n_{k}" for k in range(n_in, len(arrays))) or "1"
+    lines += [
+        "    # Nothing to write: a launch would only read; skip it.",
+        f"    if n == 0 or {out_total} == 0:",
+        "        return 0",
+        f"    storage = stack_buffer({max(layout.size, 8)})",
+        f"    ptrs = stack_buffer({max(n_params, 1) * 8})",
+    ]
+    lines += [f"    store(ptrs + {8 * i}, storage + {offset}, types.uintp)" for i, (offset, _) in
+              enumerate(layout.params)]  # fmt: skip
+    data_fields = []
+    for field in layout.fields:
+        t = f"types.{_store_type(field.ctype)}"
+        at = f"storage + {field.offset}"
+        if field.source == "data":
+            data_fields.append(field)
+            continue
+        if field.source == "const":
+            value = _const(field)
+        elif field.source == "attr":
+            value = f"load(attr_scalar_value(frame, {attr_index[field.name]}), {t})"
+        elif field.source == "dim":
+            value = f"d_{field.buffer}_{field.axis}"
+        elif field.source == "nitems":
+            value = f"n_{field.buffer}"
+        else:  # stride: C-contiguous, times the unit
+            rest = [
+                f"d_{field.buffer}_{i}" for i in range(field.axis + 1, kernel_rank[field.buffer])
+            ]
+            value = " * ".join([str(int(field.value)), *rest])
+        lines.append(f"    store({at}, {value}, {t})")
+    lines += [
+        "    current = stack_buffer(8)",
+        "    rc = ctx_get_current(current)",
+        "    pushed = False",
+        "    if rc == 0 and load(current, types.uintp) != ctx:",
+        "        rc = ctx_push(ctx)",
+        "        pushed = rc == 0",
+        "    if rc != 0:",
+        f"        return report(api, {STEP_CONTEXT}, rc)",
+        "    for b in range(n):",
+    ]
+    for field in data_fields:
+        k = field.buffer
+        offset = f" + b * n_{k} * {np.dtype(arrays[k].dtype).itemsize}" if lead[k] else ""
+        lines.append(
+            f"        store(storage + {field.offset}, buffer_data(b_{k}){offset}, types.uintp)"
+        )
+    gx, gy, gz = launch.grid
+    bx, by, bz = launch.block
+    lines += [
+        f"        rc = launch(fn, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {launch.shared_mem}, "
+        "stream, ptrs, 0)",
+        "        if rc != 0:",
+        "            break",
+        "    if pushed:",
+        "        ctx_pop(current)",
+        "    if rc != 0:",
+        f"        return report(api, {STEP_LAUNCH}, rc)",
+        "    return 0",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Handler:
+    """A compiled handler and the per-device tables it reads."""
+
+    cfunc: Any
+    functions: Any  # ctypes array: CUfunction per device ordinal
+    contexts: Any  # ctypes array: CUcontext per device ordinal
+    report: Any
+    source: str
+
+    def set_device(self, ordinal: int, context: int, function: int) -> None:
+        if not 0 <= ordinal < MAX_DEVICES:
+            raise RuntimeError(
+                f"device ordinal {ordinal} is beyond the {MAX_DEVICES} devices a kernel "
+                "handler supports"
+            )
+        self.contexts[ordinal] = context
+        self.functions[ordinal] = function
+
+    def has_device(self, ordinal: int) -> bool:
+        return 0 <= ordinal < MAX_DEVICES and self.functions[ordinal] != 0
+
+    def pinned(self) -> tuple[Any, ...]:
+        return (self.functions, self.contexts, self.report)
+
+
+_NATIVE_NAMES = (
+    "answer_metadata arg_buffer attr_scalar_dtype attr_scalar_value attr_type buffer_data "
+    "buffer_dim buffer_dtype buffer_rank cstring device_ordinal_get error_create frame_api "
+    "frame_stage is_metadata_query load num_args num_attrs num_rets ret_buffer stack_buffer "
+    "store stream_get"
+).split()
+
+
+def build_handler(spec: LaunchSpec, label: str, native: NativeDriver) -> Handler:
+    """Compile the handler of ``spec`` against ``native``'s driver entry points."""
+    from numba import cfunc, types
+
+    from .. import native as nv
+
+    functions = (ctypes.c_size_t * MAX_DEVICES)()
+    contexts = (ctypes.c_size_t * MAX_DEVICES)()
+    report = _reporter(label, native.error_name)
+    source = handler_source(spec, label)
+    source = source.replace("{FUNCS}", str(ctypes.addressof(functions)))
+    source = source.replace("{CTXS}", str(ctypes.addressof(contexts)))
+    module = pytypes.ModuleType(f"ffi_core_cuda_handler_{abs(hash(source)):x}")
+    module.__dict__.update({name: getattr(nv, name) for name in _NATIVE_NAMES})
+    module.__dict__.update(
+        cfunc=cfunc,
+        types=types,
+        report=report,
+        launch=native.launch,
+        ctx_get_current=native.ctx_get_current,
+        ctx_push=native.ctx_push,
+        ctx_pop=native.ctx_pop,
+    )
+    exec(compile(source, f"<{module.__name__}>", "exec"), module.__dict__)
+    return Handler(module.handler, functions, contexts, report, source)
