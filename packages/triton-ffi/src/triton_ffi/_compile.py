@@ -1,0 +1,419 @@
+"""Compile a ``@triton.jit`` kernel ahead of time for one CUDA target, without a GPU.
+
+The result names every parameter of the compiled CUDA entry in order, with its
+byte size, so a native launcher can pack them from XLA buffers and scalars.
+
+How it compiles:
+    Triton's compiler runs fully on the host: the Python front end, MLIR and
+    LLVM produce PTX, and the ``ptxas`` bundled in the ``triton`` wheel turns
+    it into a cubin (``ptxas`` from CUDA 12.9 below sm_90, the newer
+    ``ptxas-blackwell`` from CUDA 13 for sm_90 and up; sm_90 and up compile
+    for the architecture-specific ``sm_90a``-style target). No driver is needed.
+    The pipeline is driven stage by stage in memory (``ttir`` -> ``ttgir`` ->
+    ``llir`` -> ``ptx`` -> ``cubin``), the way ``triton.compile`` drives it,
+    but without Triton's on-disk cache: that cache's location is a
+    process-wide knob, and a result here is cached per process instead.
+    Nothing global is set: every option goes to the backend explicitly
+    (``enable_fp_fusion`` too, which otherwise makes Triton 3.9 warn, and the
+    target ``arch``, which ``TRITON_OVERRIDE_ARCH`` would otherwise replace).
+
+Specialization:
+    Scalars are never specialized on their value (Triton's own launcher turns
+    an integer equal to 1 into a constant and marks multiples of 16), so one
+    compile serves every value. Pointers are declared 16-byte aligned
+    (``tt.divisibility = 16``), as Triton's launcher does for any tensor whose
+    address allows it: this lets unmasked accesses use 128-bit vector loads
+    (a mask against an unspecialized ``n`` still limits them). XLA's GPU
+    buffers meet it (allocations and the slices XLA hands to custom calls are
+    at least 16-byte aligned); a launcher must still refuse a pointer that is
+    not a multiple of :attr:`CompiledTriton.pointer_align`.
+
+Launch contract:
+    The entry takes the pointer and scalar parameters of the signature in the
+    kernel's order (``tl.constexpr`` ones are compiled in and absent), then
+    the parameters Triton appends (``kind == "scratch"``): a global scratch
+    pointer and a profile scratch pointer. Pass 0 (a null pointer) where the
+    matching ``*_scratch_size`` is 0; otherwise pass device memory of
+    ``size * grid_x * grid_y * grid_z * num_ctas`` bytes aligned to the
+    matching ``*_scratch_align``. The block is ``(32 * num_warps, 1, 1)``;
+    ``shared_mem`` bytes of dynamic shared memory go in the launch, and above
+    48 KiB the function needs ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``
+    first. ``num_ctas`` is always 1 here, so no cluster launch is needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from ffi_core.cuda import PtxError, ptx_entries, ptx_params
+
+__all__ = [
+    "DTYPES",
+    "CompiledTriton",
+    "TritonCompileError",
+    "TritonParam",
+    "compile_triton",
+]
+
+#: Each supported numpy dtype name -> (Triton type string, byte size of a scalar
+#: of it in the launch). A ``bool`` scalar is an ``i1`` in Triton and a 1-byte
+#: ``.u8`` parameter in the PTX.
+DTYPES: dict[str, tuple[str, int]] = {
+    "float16": ("fp16", 2),
+    "bfloat16": ("bf16", 2),
+    "float32": ("fp32", 4),
+    "float64": ("fp64", 8),
+    "int8": ("i8", 1),
+    "int16": ("i16", 2),
+    "int32": ("i32", 4),
+    "int64": ("i64", 8),
+    "uint8": ("u8", 1),
+    "uint16": ("u16", 2),
+    "uint32": ("u32", 4),
+    "uint64": ("u64", 8),
+    "bool": ("i1", 1),
+}
+
+#: The parameters Triton 3.x appends to every entry, in order (both pointers).
+SCRATCH_PARAMS = ("global_scratch", "profile_scratch")
+
+_POINTER_SIZE = 8
+_LOCK = threading.Lock()
+_POINTER_ALIGN = 16
+_ACCEPTED = ", ".join(sorted(DTYPES))
+
+
+class TritonCompileError(TypeError):
+    """A kernel that Triton cannot compile, or whose compiled entry does not
+    take the parameters its signature declares."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TritonParam:
+    """One parameter of the compiled CUDA entry.
+
+    ``kind`` is ``"pointer"``, ``"scalar"`` or ``"scratch"`` (appended by
+    Triton); ``dtype`` is the numpy dtype name of the pointee or scalar (empty
+    for scratch); ``size`` its byte size in the launch; ``index`` its position
+    among the kernel's Python parameters (-1 for scratch).
+    """
+
+    name: str
+    kind: str
+    dtype: str
+    size: int
+    index: int
+
+
+@dataclasses.dataclass(frozen=True)
+class CompiledTriton:
+    """A kernel compiled for one target, with what a launcher needs.
+
+    ``name`` is the Python kernel's name and ``entry`` the PTX/cubin function
+    to look up. ``num_warps`` is the compiled value (Triton may change the
+    requested one, e.g. for warp specialization), so the block is
+    :attr:`block`. Scratch sizes are per program (per CTA).
+    """
+
+    name: str
+    entry: str
+    cc: tuple[int, int]
+    ptx: str
+    cubin: bytes
+    num_warps: int
+    num_stages: int
+    shared_mem: int
+    params: tuple[TritonParam, ...]
+    num_ctas: int = 1
+    cluster_dims: tuple[int, int, int] = (1, 1, 1)
+    global_scratch_size: int = 0
+    global_scratch_align: int = 1
+    profile_scratch_size: int = 0
+    profile_scratch_align: int = 1
+    pointer_align: int = _POINTER_ALIGN
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        """The thread block every launch must use (the PTX requires it exactly)."""
+        return (32 * self.num_warps, 1, 1)
+
+    @property
+    def param_sizes(self) -> tuple[int, ...]:
+        """The byte size of each entry parameter, in order."""
+        return tuple(p.size for p in self.params)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Identity:
+    """Keys the compile cache on the kernel object itself, not on Triton's
+    source hash (which can fail before the compile error could be reported)."""
+
+    kernel: Any
+
+    def __hash__(self) -> int:
+        return id(self.kernel)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.kernel is self.kernel
+
+
+def compile_triton(
+    kernel: Any,
+    signature: Mapping[str, str],
+    constexprs: Mapping[str, object],
+    *,
+    cc: tuple[int, int],
+    num_warps: int = 4,
+    num_stages: int = 3,
+    enable_fp_fusion: bool = True,
+) -> CompiledTriton:
+    """Compile ``kernel`` for compute capability ``cc`` (cached per process).
+
+    ``signature`` maps every parameter that is not ``tl.constexpr`` to a numpy
+    dtype name, with a leading ``*`` for a pointer (``{"x": "*float32", "n":
+    "int32"}``); ``constexprs`` gives each ``tl.constexpr`` parameter's value
+    (one with a default may be left out). ``enable_fp_fusion`` lets the
+    compiler contract ``a * b + c`` into an FMA (Triton 3.9's default).
+    """
+    triton = _import_triton()
+    if not isinstance(kernel, triton.JITFunction):
+        raise TypeError(
+            "compile_triton: kernel must be a @triton.jit function (triton.JITFunction), "
+            f"got {type(kernel).__name__}"
+        )
+    cc = _check_cc(cc)
+    if not isinstance(num_warps, int) or num_warps < 1 or num_warps & (num_warps - 1):
+        raise ValueError(f"compile_triton: num_warps must be a power of two, got {num_warps!r}")
+    if not isinstance(num_stages, int) or num_stages < 1:
+        raise ValueError(
+            f"compile_triton: num_stages must be a positive integer, got {num_stages!r}"
+        )
+    sig, consts = _check_arguments(kernel, signature, constexprs)
+    try:
+        hash(consts)
+    except TypeError:
+        raise TypeError(
+            f"compile_triton: constexprs values must be hashable, got {dict(consts)!r}"
+        ) from None
+    with _LOCK:  # one compile per key, even when threads ask at once
+        return _compile_cached(
+            _Identity(kernel), sig, consts, cc, num_warps, num_stages, bool(enable_fp_fusion)
+        )
+
+
+def _import_triton() -> Any:
+    """The ``triton`` module, or an ImportError saying what to install."""
+    try:
+        import triton
+    except ImportError as exc:  # pragma: no cover - triton is a dependency on Linux
+        raise ImportError(f"triton-ffi needs the 'triton' package (Linux only): {exc}") from exc
+    return triton
+
+
+def _check_cc(cc: object) -> tuple[int, int]:
+    if (
+        not isinstance(cc, tuple)
+        or len(cc) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in cc)
+    ):
+        raise TypeError(
+            f"compile_triton: cc must be a (major, minor) tuple of ints such as (9, 0), got {cc!r}"
+        )
+    return (cc[0], cc[1])
+
+
+def _check_arguments(
+    kernel: Any, signature: Mapping[str, str], constexprs: Mapping[str, object]
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, object], ...]]:
+    """Validate the names and dtypes against the kernel's parameters.
+
+    Returns the signature in the kernel's parameter order and the constexprs
+    (defaults filled in) in the same order, both as hashable tuples.
+    """
+    kname = kernel.__name__
+    if not isinstance(signature, Mapping):
+        raise TypeError(
+            f"compile_triton: signature must be a dict of parameter name -> dtype name, "
+            f"got {type(signature).__name__}"
+        )
+    if not isinstance(constexprs, Mapping):
+        raise TypeError(
+            f"compile_triton: constexprs must be a dict of parameter name -> value, "
+            f"got {type(constexprs).__name__}"
+        )
+    params = list(kernel.params)
+    names = [p.name for p in params]
+    constexpr_names = [p.name for p in params if p.is_constexpr]
+    for name in signature:
+        if name not in names:
+            raise ValueError(
+                f"compile_triton: signature names {name!r}, which kernel {kname!r} does not have; "
+                f"its parameters are {names}"
+            )
+        if name in constexpr_names:
+            raise ValueError(
+                f"compile_triton: {name!r} is a tl.constexpr parameter of kernel {kname!r}; "
+                "give its value in constexprs, not a dtype in signature"
+            )
+    for name in constexprs:
+        if name not in constexpr_names:
+            raise ValueError(
+                f"compile_triton: constexprs names {name!r}, which is not a tl.constexpr "
+                f"parameter of kernel {kname!r}; its tl.constexpr parameters are {constexpr_names}"
+            )
+    missing = [n for n in names if n not in constexpr_names and n not in signature]
+    if missing:
+        raise ValueError(
+            f"compile_triton: signature lacks {missing}, parameters of kernel {kname!r} "
+            "that are not tl.constexpr; give each a dtype name such as '*float32' or 'int32'"
+        )
+    missing = [
+        p.name for p in params if p.is_constexpr and p.name not in constexprs and not p.has_default
+    ]
+    if missing:
+        raise ValueError(
+            f"compile_triton: constexprs lacks {missing}, tl.constexpr parameters of kernel "
+            f"{kname!r} without a default"
+        )
+    sig = []
+    consts = []
+    for p in params:
+        if p.is_constexpr:
+            consts.append((p.name, constexprs[p.name] if p.name in constexprs else p.default))
+            continue
+        spec = signature[p.name]
+        if not isinstance(spec, str) or spec.removeprefix("*") not in DTYPES:
+            raise TypeError(
+                f"compile_triton: signature[{p.name!r}] is {spec!r}, not a supported type; "
+                f"expected a dtype name, with a leading '*' for a pointer, from: {_ACCEPTED}"
+            )
+        sig.append((p.name, spec))
+    return tuple(sig), tuple(consts)
+
+
+@functools.cache
+def _compile_cached(
+    kernel: _Identity,
+    signature: tuple[tuple[str, str], ...],
+    constexprs: tuple[tuple[str, object], ...],
+    cc: tuple[int, int],
+    num_warps: int,
+    num_stages: int,
+    enable_fp_fusion: bool,
+) -> CompiledTriton:
+    fn = kernel.kernel
+    names = [p.name for p in fn.params]
+    sig = dict(signature)
+    tsig = {}
+    params = []
+    for index, name in enumerate(names):
+        if name not in sig:
+            tsig[name] = "constexpr"
+            continue
+        spec = sig[name]
+        dtype = spec.removeprefix("*")
+        ttype, size = DTYPES[dtype]
+        if spec.startswith("*"):
+            tsig[name] = "*" + ttype
+            params.append(TritonParam(name, "pointer", dtype, _POINTER_SIZE, index))
+        else:
+            tsig[name] = ttype
+            params.append(TritonParam(name, "scalar", dtype, size, index))
+    params.extend(TritonParam(n, "scratch", "", _POINTER_SIZE, -1) for n in SCRATCH_PARAMS)
+    attrs = {
+        (names.index(p.name),): [["tt.divisibility", _POINTER_ALIGN]]
+        for p in params
+        if p.kind == "pointer"
+    }
+    arch = cc[0] * 10 + cc[1]
+    options = {
+        "num_warps": num_warps,
+        "num_stages": num_stages,
+        "num_ctas": 1,
+        "enable_fp_fusion": enable_fp_fusion,
+        "arch": f"sm{arch}",
+    }
+    try:
+        stages, metadata = _run_pipeline(fn, tsig, dict(constexprs), attrs, arch, options)
+    except Exception as exc:
+        raise TritonCompileError(
+            f"Triton could not compile kernel {fn.__name__!r} for sm_{arch}: {exc}"
+        ) from exc
+    entry = str(metadata["name"])
+    ptx = str(stages["ptx"])
+    _check_against_ptx(fn.__name__, ptx, entry, tuple(params))
+    return CompiledTriton(
+        name=fn.__name__,
+        entry=entry,
+        cc=cc,
+        ptx=ptx,
+        cubin=bytes(stages["cubin"]),
+        num_warps=int(metadata["num_warps"]),
+        num_stages=int(metadata["num_stages"]),
+        shared_mem=int(metadata["shared"] or 0),
+        params=tuple(params),
+        num_ctas=int(metadata["num_ctas"]),
+        cluster_dims=(int(metadata["num_ctas"]), 1, 1),
+        global_scratch_size=int(metadata["global_scratch_size"]),
+        global_scratch_align=int(metadata["global_scratch_align"]),
+        profile_scratch_size=int(metadata["profile_scratch_size"]),
+        profile_scratch_align=int(metadata["profile_scratch_align"]),
+    )
+
+
+def _run_pipeline(
+    fn: Any,
+    signature: dict[str, str],
+    constexprs: dict[str, object],
+    attrs: dict[tuple[int], list[list[object]]],
+    arch: int,
+    options: dict[str, object],
+) -> tuple[dict[str, object], dict[str, object]]:
+    """Run Triton's stages in memory; return each stage's output and the
+    metadata the stages fill in (``name``, ``shared``, scratch sizes...)."""
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import ASTSource, make_backend
+
+    target = GPUTarget("cuda", arch, 32)
+    backend = make_backend(target)
+    opts = backend.parse_options(options)
+    src = ASTSource(fn, signature, constexprs, attrs)
+    stages: dict[str, Any] = {}
+    backend.add_stages(stages, opts, src.language)
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    module: Any = src.make_ir(
+        target, opts, backend.get_codegen_implementation(opts), backend.get_module_map(), context
+    )
+    metadata: dict[str, object] = {"target": target, **opts.__dict__}
+    outputs: dict[str, object] = {}
+    for ext, stage in stages.items():
+        module = stage(module, metadata)
+        outputs[ext] = module
+    return outputs, metadata
+
+
+def _check_against_ptx(kernel: str, ptx: str, entry: str, params: tuple[TritonParam, ...]) -> None:
+    """Raise TritonCompileError unless the PTX ``entry`` exists and takes
+    exactly ``params`` (same count, same byte sizes, same order)."""
+    if entry not in ptx_entries(ptx):
+        raise TritonCompileError(
+            f"kernel {kernel!r}: the PTX has no entry {entry!r}; it has {list(ptx_entries(ptx))}"
+        )
+    try:
+        sizes = ptx_params(ptx, entry)
+    except PtxError as exc:
+        raise TritonCompileError(f"kernel {kernel!r}: {exc}") from exc
+    declared = tuple(p.size for p in params)
+    if sizes != declared:
+        layout = [(p.name, p.size) for p in params]
+        raise TritonCompileError(
+            f"kernel {kernel!r}: PTX entry {entry!r} takes parameters of {list(sizes)} bytes, "
+            f"but the declared layout is {layout}"
+        )

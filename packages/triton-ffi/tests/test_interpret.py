@@ -1,0 +1,185 @@
+"""Triton's interpreter on host numpy arrays, without torch and without
+``TRITON_INTERPRET``: results equal numpy's, written in place."""
+
+import os
+import re
+import sys
+
+import numpy as np
+import pytest
+
+triton = pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+
+from triton_ffi._interpret import run_interpreted  # noqa: E402
+
+SIZES = [1, 100, 256, 1000, 4096]
+
+
+@triton.jit
+def add(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def scaled(x, out, alpha, n, BLOCK: tl.constexpr = 256):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=mask) * alpha, mask=mask)
+
+
+@triton.jit
+def transpose(x, out, rows, cols, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    mask = (rm[:, None] < rows) & (rn[None, :] < cols)
+    tile = tl.load(x + rm[:, None] * cols + rn[None, :], mask=mask)
+    tl.store(out + rn[None, :] * rows + rm[:, None], tile, mask=mask)
+
+
+@triton.jit
+def row_sums(x, out, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    values = tl.load(x + row * cols + offs, mask=offs < cols, other=0.0)
+    tl.store(out + row, tl.sum(values, axis=0) + tl.cdiv(cols, 2))
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_add(n):
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    run_interpreted(add, (triton.cdiv(n, 256),), [x, y, out, n], {"BLOCK": 256})
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_add_leaves_memory_past_n_alone():
+    x = np.arange(300, dtype=np.int64)
+    out = np.full(300, -1, np.int64)
+    run_interpreted(add, (2,), [x, x, out, np.int32(257)], {"BLOCK": 256})
+    np.testing.assert_array_equal(out[:257], 2 * x[:257])
+    assert (out[257:] == -1).all()
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize(
+    ("dtype", "alpha"),
+    [
+        (np.float32, 2.5),
+        (np.float32, np.float32(-0.75)),
+        (np.float64, np.float64(1.0 / 3.0)),
+        (np.float16, np.float16(3.0)),
+    ],
+)
+def test_scaled(n, dtype, alpha):
+    x = np.linspace(-4, 4, n).astype(dtype)
+    out = np.zeros(n, dtype)
+    run_interpreted(scaled, (triton.cdiv(n, 128),), [x, out, alpha, n], {"BLOCK": 128})
+    expected = (x * np.asarray(alpha, np.float32 if isinstance(alpha, float) else dtype)).astype(
+        dtype
+    )
+    np.testing.assert_allclose(out, expected, rtol=1e-6 if dtype != np.float16 else 1e-3)
+
+
+def test_scaled_default_constexpr():
+    x = np.arange(1000, dtype=np.float32)
+    out = np.zeros_like(x)
+    run_interpreted(scaled, (4,), [x, out, np.float32(2.0), 1000], {})
+    np.testing.assert_array_equal(out, 2 * x)
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(1, 1), (16, 32), (33, 70), (64, 17)])
+def test_transpose_2d(rows, cols):
+    x = np.arange(rows * cols, dtype=np.int32).reshape(rows, cols)
+    out = np.zeros((cols, rows), np.int32)
+    grid = (triton.cdiv(rows, 16), triton.cdiv(cols, 32))
+    run_interpreted(transpose, grid, [x, out, rows, cols], {"BM": 16, "BN": 32}, num_warps=2)
+    np.testing.assert_array_equal(out, x.T)
+
+
+def test_standard_library_calls():
+    x = np.arange(5 * 37, dtype=np.float32).reshape(5, 37)
+    out = np.zeros(5, np.float32)
+    run_interpreted(row_sums, (5,), [x, out, 37], {"BLOCK": 64})
+    np.testing.assert_array_equal(out, x.sum(axis=1) + 19)
+    # Calling a @triton.jit function outside a kernel is refused again afterwards.
+    with pytest.raises(RuntimeError, match="outside of the scope of a kernel"):
+        tl.cdiv(3, 2)
+
+
+def test_no_torch_and_no_environment():
+    environ = dict(os.environ)
+    x = np.ones(10, np.float32)
+    out = np.zeros(10, np.float32)
+    run_interpreted(add, (1,), [x, x, out, 10], {"BLOCK": 16})
+    np.testing.assert_array_equal(out, 2 * x)
+    assert dict(os.environ) == environ
+    assert "TRITON_INTERPRET" not in os.environ
+    assert "torch" not in sys.modules
+    assert isinstance(add, triton.JITFunction)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (
+            lambda: run_interpreted(add.fn, (1,), [], {}),
+            TypeError,
+            "run_interpreted: kernel must be a @triton.jit function (triton.JITFunction), "
+            "got function",
+        ),
+        (
+            lambda: run_interpreted(add, 1, [], {}),
+            TypeError,
+            "run_interpreted: grid must be a tuple of 1 to 3 non-negative ints, got 1",
+        ),
+        (
+            lambda: run_interpreted(add, (1, 1, 1, 1), [], {}),
+            TypeError,
+            "run_interpreted: grid must be a tuple of 1 to 3 non-negative ints, got (1, 1, 1, 1)",
+        ),
+        (
+            lambda: run_interpreted(add, (1,), [np.zeros(1)], {"BLOCK": 1}),
+            TypeError,
+            "run_interpreted: kernel 'add' takes 4 arguments that are not tl.constexpr "
+            "(['x', 'y', 'out', 'n']), got 1",
+        ),
+        (
+            lambda: run_interpreted(add, (1,), [np.zeros(1)] * 3 + [1], {}),
+            ValueError,
+            "run_interpreted: constexprs lacks ['BLOCK'], tl.constexpr parameters of kernel "
+            "'add' without a default",
+        ),
+        (
+            lambda: run_interpreted(add, (1,), [np.zeros(1)] * 3 + [1], {"BLOCK": 1, "n": 1}),
+            ValueError,
+            "run_interpreted: constexprs names 'n', which is not a tl.constexpr parameter of "
+            "kernel 'add'; its tl.constexpr parameters are ['BLOCK']",
+        ),
+        (
+            lambda: run_interpreted(add, (1,), [np.zeros(1)] * 3 + ["1"], {"BLOCK": 1}),
+            TypeError,
+            "run_interpreted: argument 'n' must be a numpy array or a scalar, got str",
+        ),
+        (
+            lambda: run_interpreted(add, (1,), [np.zeros(1, np.complex64)] * 3 + [1], {"BLOCK": 1}),
+            TypeError,
+            "run_interpreted: argument 'x' has dtype complex64, which is not supported; "
+            "expected one of bfloat16, bool, float16, float32, float64, int16, int32, int64, "
+            "int8, uint16, uint32, uint64, uint8",
+        ),
+        (
+            lambda: run_interpreted(add, (1,), [np.zeros(1)] * 3 + [1], {"BLOCK": 1}, num_warps=6),
+            ValueError,
+            "run_interpreted: num_warps must be a power of two, got 6",
+        ),
+    ],
+)
+def test_argument_errors(call, error, message):
+    with pytest.raises(error, match=re.escape(message)) as info:
+        call()
+    assert str(info.value) == message
