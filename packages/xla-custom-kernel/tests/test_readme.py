@@ -11,6 +11,11 @@ PACKAGE = pathlib.Path(__file__).parents[1]
 CHECKS = [
     "\nassert scale.defaults == {'cpu': 'jax', 'gpu': 'jax', 'tpu': 'jax'}"
     "\nassert (f(x) == 2 * x).all()",
+    "\nassert (f(x, 'pallas') == 2 * x + 1).all() and (f(x, 'numba') == 2 * x + 1).all()"
+    "\nassert (jax.vmap(lambda x: affine(x, outs=out, backend='pallas'))"
+    "(jnp.ones((3, 4), device=x.device)) == 3).all()"
+    "\nassert (jax.grad(lambda x: affine(x, outs=out, backend='pallas').sum())(x) == 2).all()"
+    "\nassert affine.available_backends('gpu') == ['pallas']",
     "\nassert (y == 2 * x).all() and double.get_default('cpu') == 'auto'"
     "\nassert decision.backend in ('jax', 'sum') and len(decision.candidates) == 2",
     "\nassert (op(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype)) == x + 1).all()"
@@ -24,7 +29,7 @@ def test_readme_has_the_examples_checked_here():
 
 # Examples that need kernel-bench (backend "auto"), absent where this package
 # is installed alone.
-NEEDS_KERNEL_BENCH = {1}
+NEEDS_KERNEL_BENCH = {2}
 
 
 @pytest.mark.parametrize("index", range(len(CHECKS)))

@@ -86,8 +86,10 @@ def test_def_pallas_kernel_refuses_cpu(name):
     with pytest.raises(
         ValueError,
         match=re.escape(
-            "`platform` of a Pallas kernel must be 'gpu' or 'tpu', got 'cpu' "
-            "(Pallas runs on CPU only in interpret mode: register that with def_kernel)"
+            "`platform` of a Pallas kernel must be 'gpu' or 'tpu', got 'cpu'; Pallas runs on "
+            "CPU only in interpret mode: def_pallas_kernel('cpu', kg, interpret=True) "
+            "registers kg for tests and development and passes it interpret=True, which "
+            "kg must pass on to pallas_call"
         ),
     ):
         k.def_pallas_kernel("cpu", _kg)

@@ -7,6 +7,8 @@ adapters of named backends (``_adapters``), the primitive with its lowering
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -202,17 +204,69 @@ class XLACustomKernel:
         return self.def_backend_kernel("triton", kg, asdefault)
 
     def def_pallas_kernel(
-        self, platform: str, kg: Callable[..., Any], asdefault: bool = False
+        self,
+        platform: str,
+        kg: Callable[..., Any],
+        asdefault: bool = False,
+        *,
+        interpret: bool = False,
     ) -> KernelEntry:
-        """Register a Pallas backend ``"pallas"`` on ``"gpu"`` or ``"tpu"``; ``kg``
-        returns a function calling ``jax.experimental.pallas.pallas_call``."""
+        """Register a Pallas backend ``"pallas"``; ``kg`` returns a function
+        calling ``jax.experimental.pallas.pallas_call``.
+
+        On ``"gpu"`` and ``"tpu"`` the kernel is compiled (Triton or Mosaic).
+        For tests and development on a machine without them, register the same
+        generator on ``"cpu"`` with ``interpret=True``: Pallas then runs the
+        kernel body as JAX operations (slow; not what runs on a GPU). A
+        generator with an ``interpret`` parameter gets it on every platform
+        (``True`` only where registered with ``interpret=True``) and passes it
+        to ``pallas_call``; ``interpret=True`` needs one.
+
+        Args:
+            platform: ``"gpu"`` or ``"tpu"``; ``"cpu"`` with ``interpret=True``.
+            kg: ``kg(outs=..., **static_kwargs)``, or ``kg(outs=...,
+                interpret=..., **static_kwargs)``.
+            asdefault: make it the platform's default.
+            interpret: run ``pallas_call`` in interpret mode, on ``"cpu"`` only.
+
+        Returns:
+            The :class:`KernelEntry` registered (batching ``"auto"``: under
+            ``vmap``, ``pallas_call``'s own batching rule adds a grid axis).
+
+        Example:
+            >>> import jax, jax.numpy as jnp
+            >>> from jax.experimental import pallas as pl
+            >>> def add_one(x_ref, o_ref):
+            ...     o_ref[...] = x_ref[...] + 1
+            >>> def kg(outs, *, interpret=False):
+            ...     return pl.pallas_call(add_one, out_shape=outs, interpret=interpret)
+            >>> op = XLACustomKernel("doc_pallas_add_one")
+            >>> _ = op.def_pallas_kernel("gpu", kg)  # compiled, on a GPU
+            >>> _ = op.def_pallas_kernel("cpu", kg, interpret=True)  # for tests
+            >>> x = jnp.arange(3.0)
+            >>> op(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype))
+            Array([1., 2., 3.], dtype=float32)
+        """
         check_platform(platform)
-        if platform == "cpu":
+        if not isinstance(interpret, bool):
+            raise TypeError(f"`interpret` must be a bool, got {type(interpret)!r}")
+        if interpret and platform != "cpu":
             raise ValueError(
-                "`platform` of a Pallas kernel must be 'gpu' or 'tpu', got 'cpu' "
-                "(Pallas runs on CPU only in interpret mode: register that with def_kernel)"
+                f"`interpret=True` is for platform 'cpu' (tests and development), got "
+                f"{platform!r}; on {platform!r} the compiled kernel runs: register it with "
+                f"def_pallas_kernel({platform!r}, kg)"
             )
-        return self._register(KernelEntry("pallas", platform, kg, "auto"), asdefault)
+        if platform not in _PALLAS_PLATFORMS and not interpret:
+            raise ValueError(
+                f"`platform` of a Pallas kernel must be "
+                f"{' or '.join(map(repr, _PALLAS_PLATFORMS))}, got {platform!r}; Pallas runs on "
+                "CPU only in interpret mode: def_pallas_kernel('cpu', kg, interpret=True) "
+                "registers kg for tests and development and passes it interpret=True, which "
+                "kg must pass on to pallas_call"
+            )
+        return self._register(
+            KernelEntry("pallas", platform, _pallas_generator(kg, interpret), "auto"), asdefault
+        )
 
     # ---------------------------------------------------------------- defaults
 
@@ -441,3 +495,46 @@ class XLACustomKernel:
             raise TypeError(f"`fun` must be callable, got {type(fun)!r}")
         self._rules.transpose = fun
         return fun
+
+
+#: Platforms where Pallas compiles kernels; on "cpu" it only interprets them.
+_PALLAS_PLATFORMS = ("gpu", "tpu")
+
+
+def _takes_interpret(kg: Callable[..., Any]) -> bool:
+    try:
+        param = inspect.signature(kg).parameters.get("interpret")
+    except (TypeError, ValueError):  # no signature to read: it cannot be told
+        return False
+    return param is not None and param.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
+
+
+def _pallas_generator(kg: Callable[..., Any], interpret: bool) -> Callable[..., Any]:
+    # The registration, not the call, says whether pallas_call interprets: a
+    # "gpu" entry always compiles and a "cpu" one always interprets.
+    if not _takes_interpret(kg):
+        if interpret:
+            raise TypeError(
+                "with interpret=True the kernel generator `kg` must take an `interpret` "
+                "keyword and pass it to pallas_call, e.g. `def kg(outs, *, interpret=False): "
+                f"return pl.pallas_call(body, out_shape=outs, interpret=interpret)`; got {kg!r}"
+            )
+        return kg
+    return _PallasGenerator(kg, interpret)
+
+
+@dataclasses.dataclass(frozen=True)
+class _PallasGenerator:
+    kg: Callable[..., Any]
+    interpret: bool
+
+    def __call__(self, **kwargs: Any) -> Any:
+        if "interpret" in kwargs:
+            raise TypeError(
+                "static keyword `interpret` of a Pallas kernel is set by its registration "
+                "(def_pallas_kernel(..., interpret=...)), not by the call; remove it from the call"
+            )
+        return self.kg(**kwargs, interpret=self.interpret)
