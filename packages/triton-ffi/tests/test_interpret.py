@@ -183,3 +183,27 @@ def test_argument_errors(call, error, message):
     with pytest.raises(error, match=re.escape(message)) as info:
         call()
     assert str(info.value) == message
+
+
+def test_a_kernel_compiles_after_an_interpreted_run_that_called_a_helper():
+    # tl.sum is a @triton.jit helper: interpreting it once patched
+    # triton.language for good, and no kernel compiled afterwards.
+    from triton_ffi import compile_triton
+
+    x = np.ones((2, 8), np.float32)
+    out = np.zeros(2, np.float32)
+    run_interpreted(_row_sum_for_patch_check, (2,), [x, out, 8], {"BLOCK": 8})
+    np.testing.assert_array_equal(out, [8.0, 8.0])
+    signature = {"x_ptr": "*float32", "out_ptr": "*float32", "cols": "int32"}
+    compiled = compile_triton(
+        _row_sum_for_patch_check, signature, {"BLOCK": 16}, cc=(8, 0), aligned=False
+    )
+    assert compiled.pointer_align == 1
+
+
+@triton.jit
+def _row_sum_for_patch_check(x_ptr, out_ptr, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    j = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * cols + j, mask=j < cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(x, axis=0))

@@ -34,6 +34,7 @@ __all__ = [
 #: ``strides`` (one 8-byte value per axis each) follow.
 ARRAY_FIELDS = ("meminfo", "parent", "nitems", "itemsize", "data")
 
+
 class KernelCompileError(TypeError):
     """A kernel that numba-cuda cannot compile for the dtypes and ranks it gets."""
 

@@ -170,8 +170,13 @@ def compile_triton(
     num_warps: int = 4,
     num_stages: int = 3,
     enable_fp_fusion: bool = True,
+    aligned: bool = True,
 ) -> CompiledTriton:
     """Compile ``kernel`` for compute capability ``cc`` (cached per process).
+
+    ``aligned=False`` declares no pointer alignment (``pointer_align`` 1): for
+    pointers that may be offset inside a buffer, such as one batch element's
+    rows.
 
     ``signature`` maps every parameter that is not ``tl.constexpr`` to a numpy
     dtype name, with a leading ``*`` for a pointer (``{"x": "*float32", "n":
@@ -201,7 +206,14 @@ def compile_triton(
         ) from None
     with _LOCK:  # one compile per key, even when threads ask at once
         return _compile_cached(
-            _Identity(kernel), sig, consts, cc, num_warps, num_stages, bool(enable_fp_fusion)
+            _Identity(kernel),
+            sig,
+            consts,
+            cc,
+            num_warps,
+            num_stages,
+            bool(enable_fp_fusion),
+            bool(aligned),
         )
 
 
@@ -304,6 +316,7 @@ def _compile_cached(
     num_warps: int,
     num_stages: int,
     enable_fp_fusion: bool,
+    aligned: bool = True,
 ) -> CompiledTriton:
     fn = kernel.kernel
     names = [p.name for p in fn.params]
@@ -327,7 +340,7 @@ def _compile_cached(
     attrs = {
         (names.index(p.name),): [["tt.divisibility", _POINTER_ALIGN]]
         for p in params
-        if p.kind == "pointer"
+        if p.kind == "pointer" and aligned
     }
     arch = cc[0] * 10 + cc[1]
     options = {
@@ -362,6 +375,7 @@ def _compile_cached(
         global_scratch_align=int(metadata["global_scratch_align"]),
         profile_scratch_size=int(metadata["profile_scratch_size"]),
         profile_scratch_align=int(metadata["profile_scratch_align"]),
+        pointer_align=_POINTER_ALIGN if aligned else 1,
     )
 
 

@@ -33,6 +33,7 @@ import functools
 import inspect
 import numbers
 import threading
+import types
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -174,10 +175,24 @@ def _scalar(name: str, value: np.ndarray) -> Any:
 
 @functools.cache
 def _interpreted(fn: Any) -> Any:
-    """One ``InterpretedFunction`` per Python function (it caches its rewrite)."""
+    """One ``InterpretedFunction`` per Python function (it caches its rewrite).
+
+    It interprets a copy of ``fn`` whose globals are a copy of the module's:
+    Triton's rewriter adds its own module's globals to the globals of the
+    function it rewrites, which then breaks compiling kernels of that module
+    for a GPU (a compile after an interpreted run failed in the code generator).
+    """
     from triton.runtime.interpreter import InterpretedFunction
 
-    return InterpretedFunction(fn)
+    clone = types.FunctionType(
+        fn.__code__, dict(fn.__globals__), fn.__name__, fn.__defaults__, fn.__closure__
+    )
+    clone.__kwdefaults__ = fn.__kwdefaults__
+    clone.__qualname__ = fn.__qualname__
+    clone.__module__ = fn.__module__
+    clone.__annotations__ = dict(fn.__annotations__)
+    clone.__doc__ = fn.__doc__
+    return InterpretedFunction(clone)
 
 
 class _interpreted_jit_calls:
@@ -196,7 +211,18 @@ class _interpreted_jit_calls:
 
 
 def _call_interpreted(self: Any, *args: Any, **kwargs: Any) -> Any:
-    return _interpreted(self.fn)(*args, **kwargs)
+    # A @triton.jit helper (tl.sum, a user's @triton.jit function) called from
+    # an interpreted kernel. InterpretedFunction.__call__ would patch
+    # triton.language for the interpreter and never undo it, after which no
+    # kernel compiles for a GPU in this process; patch for this call only.
+    from triton.runtime.interpreter import _patch_lang
+
+    interpreted = _interpreted(self.fn)
+    scope = _patch_lang(interpreted.fn)
+    try:
+        return interpreted.rewrite()(*args, **kwargs)
+    finally:
+        scope.restore()
 
 
 class _HostStorage:

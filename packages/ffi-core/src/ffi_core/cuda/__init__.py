@@ -26,6 +26,11 @@ from ._launch import launch_config as launch_config
 from ._layout import Field as Field
 from ._layout import LayoutBuilder as LayoutBuilder
 from ._layout import ParamLayout as ParamLayout
+from ._op import VMAP_METHODS as VMAP_METHODS
+from ._op import LaunchPlan as LaunchPlan
+from ._op import LaunchPlanner as LaunchPlanner
+from ._op import cuda_launch as cuda_launch
+from ._op import cuda_launch_p as cuda_launch_p
 from ._ptx import PtxError as PtxError
 from ._ptx import ptx_entries as ptx_entries
 from ._ptx import ptx_entry as ptx_entry
@@ -34,17 +39,21 @@ from ._target import KernelImage as KernelImage
 from ._target import cuda_devices as cuda_devices
 from ._target import device_ordinal as device_ordinal
 from ._target import ensure_target as ensure_target
+from ._target import local_capabilities as local_capabilities
 
 __all__ = [
     "CTX_FN",
     "LAUNCH_FN",
     "MAX_DEVICES",
+    "VMAP_METHODS",
     "Driver",
     "DriverError",
     "Field",
     "Handler",
     "KernelImage",
     "LaunchConfig",
+    "LaunchPlan",
+    "LaunchPlanner",
     "LaunchSpec",
     "LayoutBuilder",
     "NativeDriver",
@@ -52,11 +61,14 @@ __all__ = [
     "PtxError",
     "build_handler",
     "cuda_devices",
+    "cuda_launch",
+    "cuda_launch_p",
     "device_ordinal",
     "driver",
     "ensure_target",
     "handler_source",
     "launch_config",
+    "local_capabilities",
     "ptx_entries",
     "ptx_entry",
     "ptx_params",

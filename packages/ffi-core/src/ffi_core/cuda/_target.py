@@ -19,7 +19,13 @@ from .._registry import register_target, target_name
 from ._driver import driver
 from ._handler import Handler, LaunchSpec, build_handler
 
-__all__ = ["KernelImage", "cuda_devices", "device_ordinal", "ensure_target"]
+__all__ = [
+    "KernelImage",
+    "cuda_devices",
+    "device_ordinal",
+    "ensure_target",
+    "local_capabilities",
+]
 
 #: ``image(compute_capability) -> (image bytes, entry name)``: a cubin (or
 #: NUL-terminated PTX) holding the kernel's entry, built for that device.
@@ -55,6 +61,13 @@ def device_ordinal(device: object) -> int:
     """The CUDA ordinal of a JAX device (its local hardware id)."""
     hardware_id = getattr(device, "local_hardware_id", None)
     return int(hardware_id if hardware_id is not None else device.id)  # type: ignore[attr-defined]
+
+
+def local_capabilities(what: str) -> tuple[tuple[int, int], ...]:
+    """The compute capability of each of JAX's local GPUs, in device order
+    (a RuntimeError saying ``what`` needs one where there is none)."""
+    drv = driver()
+    return tuple(drv.compute_capability(device_ordinal(d)) for d in cuda_devices(what))
 
 
 def ensure_target(

@@ -291,7 +291,9 @@ class EmulatedGPU:
     loading an image records the entry, and ``cuLaunchKernel`` calls the
     stand-in on the parameters the real handler packed. An exception in a
     stand-in fails the launch (the handler reports it as a driver error) and
-    is raised again when :func:`emulate` exits.
+    is raised again when :func:`emulate` exits. Use one per process: a
+    registered target keeps the handler built against the emulated driver it
+    was first lowered with.
     """
 
     emulated = True
@@ -300,7 +302,10 @@ class EmulatedGPU:
         self.cc = compute_capability
         self.devices: tuple[Any, ...] = tuple(EmulatedDevice(i, i) for i in range(devices))
         self.kernels: dict[str, tuple[tuple[int, ...], Callable[[EmulatedLaunch], None]]] = {}
-        self.loaded: list[tuple[int, str, bytes]] = []
+        self.loaded: list[tuple[int, str, tuple[int, ...], Any]] = []
+        #: ``resolve(entry, image) -> (sizes, run)`` for entries not defined
+        #: with :meth:`define` (a bridge's stand-in keyed by its image), or None.
+        self.resolve: Callable[[str, bytes], Any] | None = None
         self.launches: list[tuple[tuple[int, ...], tuple[int, ...], int, int]] = []
         self.launched_on: list[int] = []
         self.errors: list[BaseException] = []
@@ -332,9 +337,12 @@ class EmulatedGPU:
         return self.cc
 
     def load_function(self, ordinal: int, image: bytes, entry: str, shared_mem: int):
-        if entry not in self.kernels:
+        found = self.kernels.get(entry)
+        if found is None and self.resolve is not None:
+            found = self.resolve(entry, image)
+        if found is None:
             raise KeyError(f"the emulated GPU has no stand-in for kernel entry {entry!r}")
-        self.loaded.append((ordinal, entry, image))
+        self.loaded.append((ordinal, entry, *found))
         return _EMULATED_CONTEXT, len(self.loaded)  # CUfunction: 1-based, never 0
 
     @staticmethod
@@ -344,8 +352,7 @@ class EmulatedGPU:
 
     def _launch(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) -> int:
         try:
-            ordinal, entry, _ = self.loaded[f - 1]
-            sizes, run = self.kernels[entry]
+            ordinal, entry, sizes, run = self.loaded[f - 1]
             pointers = (ctypes.c_size_t * max(len(sizes), 1)).from_address(params)
             raw = [ctypes.string_at(p, n) for p, n in zip(pointers, sizes, strict=False)]
             if extra != 0:

@@ -1,0 +1,172 @@
+"""``cuda_launch_p``: one JAX primitive for kernels any bridge launches natively.
+
+A bridge describes a kernel with a :class:`LaunchPlanner`: given the arrays
+as the kernel sees them (the batch axis of a batched call excluded) it names
+the target, gives the parameter layout and launch, and builds the image for a
+compute capability. The primitive does the rest the same way for every
+bridge: lowering to an FFI call of the launcher's handler (scalar parameters
+travel as the call's attributes, so one compiled handler serves every value),
+``vmap`` (one native call launching once per batch element by default, or the
+``jax.ffi`` methods), and a clear error where a call is placed on the CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import jax
+import numpy as np
+from jax.extend.core import Primitive
+from jax.interpreters import batching, mlir
+
+from .._batching import batch_call
+from .._jax_compat import def_eager_impl
+from .._spec import ArraySig, array_sig
+from ._handler import LaunchSpec
+from ._launch import LaunchConfig
+from ._layout import ParamLayout
+from ._target import KernelImage, cuda_devices, ensure_target
+
+__all__ = ["VMAP_METHODS", "LaunchPlan", "LaunchPlanner", "cuda_launch", "cuda_launch_p"]
+
+#: How a launcher op is batched under ``jax.vmap``: None (one native call that
+#: launches once per batch element), an XLA loop, or the kernel handling a
+#: leading batch axis itself (as ``jax.ffi.ffi_call``'s methods).
+VMAP_METHODS = (None, "sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchPlan:
+    """One kernel's target for one signature: ``prefix`` and ``parts`` name it
+    (``parts`` identify the kernel's code and all else the handler depends
+    on), ``layout`` and ``launch`` make the handler, ``image`` builds the
+    kernel for a compute capability."""
+
+    prefix: str
+    parts: tuple[str, ...]
+    layout: ParamLayout
+    launch: LaunchConfig
+    image: KernelImage = dataclasses.field(compare=False)
+
+
+class LaunchPlanner(Protocol):
+    """What a bridge tells the primitive about one kernel (hashable)."""
+
+    label: str
+
+    def plan(
+        self,
+        inputs: tuple[tuple[ArraySig, tuple[int, ...]], ...],
+        outputs: tuple[tuple[ArraySig, tuple[int, ...]], ...],
+        batched: bool,
+    ) -> LaunchPlan:
+        """The target of the kernel for arrays of these signatures and shapes
+        (as the kernel sees them); ``batched``: launched once per batch
+        element, at offsets inside the buffers."""
+        ...
+
+
+cuda_launch_p = Primitive("cuda_launch")
+cuda_launch_p.multiple_results = True
+
+
+def _abstract_eval(*avals, planner, out_avals, aliases, vmap_method, batched, attrs):
+    del avals, planner, aliases, vmap_method, batched, attrs
+    return list(out_avals)
+
+
+def _kernel_view(avals: Sequence[Any], lead: Sequence[bool]) -> tuple[Any, ...]:
+    return tuple(
+        (ArraySig(array_sig(a).dtype, len(a.shape) - int(b)), tuple(a.shape[int(b) :]))
+        for a, b in zip(avals, lead, strict=True)
+    )
+
+
+def _attribute(dtype: str, value: Any) -> Any:
+    scalar = np.asarray(value, dtype=dtype)
+    if scalar.dtype == np.float16:  # XLA has no float16 attributes: its bits
+        scalar = scalar.view(np.uint16)
+    return scalar[()]
+
+
+def _lowering(ctx, *operands, planner, out_avals, aliases, vmap_method, batched, attrs):
+    del out_avals, vmap_method
+    n_in = len(ctx.avals_in)
+    lead_in = tuple(batched) if batched is not None else (False,) * n_in
+    lead_out = (batched is not None,) * len(ctx.avals_out)
+    plan = planner.plan(
+        _kernel_view(ctx.avals_in, lead_in),
+        _kernel_view(ctx.avals_out, lead_out),
+        batched is not None,
+    )
+    arrays = tuple(array_sig(a) for a in (*ctx.avals_in, *ctx.avals_out))
+    lead = (*lead_in, *lead_out) if batched is not None else None
+    spec = LaunchSpec(arrays, n_in, plan.layout, plan.launch, lead)
+    name = ensure_target(plan.prefix, (*plan.parts, repr(spec)), spec, planner.label, plan.image)
+    values = {n: _attribute(dtype, v) for n, dtype, v in attrs}
+    lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=dict(aliases) if aliases else None)
+    return lowering(ctx, *operands, **values)
+
+
+def _cpu_lowering(ctx, *operands, planner, **params):
+    del ctx, operands, params
+    raise RuntimeError(
+        f"{planner.label} runs on NVIDIA GPUs only, but this computation is placed on the CPU; "
+        "put its inputs on a GPU (jax.device_put(x, jax.devices('cuda')[0]))"
+    )
+
+
+def _batching(args, dims, *, planner, out_avals, aliases, vmap_method, batched, attrs):
+    bind = functools.partial(
+        cuda_launch_p.bind, planner=planner, aliases=aliases, vmap_method=vmap_method, attrs=attrs
+    )
+    return batch_call(
+        bind,
+        args,
+        dims,
+        out_avals=out_avals,
+        batched=batched,
+        vmap_method=vmap_method,
+        aliased={i for i, _ in aliases},
+    )
+
+
+def cuda_launch(
+    planner: LaunchPlanner,
+    args: Sequence[Any],
+    out_avals: tuple[Any, ...],
+    *,
+    aliases: tuple[tuple[int, int], ...] = (),
+    vmap_method: str | None = None,
+    attrs: tuple[tuple[str, str, Any], ...] = (),
+) -> list[Any]:
+    """Launch ``planner``'s kernel on ``args``; its outputs of ``out_avals``.
+
+    ``attrs`` are the scalar parameters as ``(name, dtype, value)``; checked
+    arguments are the caller's job (the bridge knows its kernel's rules).
+    """
+    if vmap_method not in VMAP_METHODS:
+        raise ValueError(
+            f"`vmap_method` must be one of {', '.join(map(repr, VMAP_METHODS))}, "
+            f"got {vmap_method!r}"
+        )
+    cuda_devices(planner.label)
+    return cuda_launch_p.bind(
+        *args,
+        planner=planner,
+        out_avals=tuple(out_avals),
+        aliases=tuple(aliases),
+        vmap_method=vmap_method,
+        batched=None,
+        attrs=tuple(sorted(attrs)),
+    )
+
+
+def_eager_impl(cuda_launch_p)
+cuda_launch_p.def_abstract_eval(_abstract_eval)
+mlir.register_lowering(cuda_launch_p, _lowering, platform="cuda")
+mlir.register_lowering(cuda_launch_p, _cpu_lowering, platform="cpu")
+batching.primitive_batchers[cuda_launch_p] = _batching

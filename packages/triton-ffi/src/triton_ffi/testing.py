@@ -1,0 +1,72 @@
+"""Run triton-ffi operations without a GPU: the emulated GPU of ffi-core's
+launcher, with each compiled kernel's launch executed by Triton's interpreter.
+
+Everything up to the driver is what a GPU machine runs: the wrapper's checks,
+the lowering, the kernel compiled to PTX and cubin for the emulated device's
+architecture, its parameter list checked against the PTX, the generated native
+handler called by XLA with its buffer checks and parameter packing. The launch
+then runs the same ``@triton.jit`` kernel in Triton's interpreter on the host
+memory behind the pointers and scalars the handler packed, with the grid it
+launched; a wrong pointer, scalar, grid or batch offset gives a wrong result.
+
+    >>> from ffi_core.cuda.testing import EmulatedGPU, emulate
+    >>> gpu = interpreted(EmulatedGPU())
+    >>> with emulate(gpu, [LOWERING]):  # doctest: +SKIP
+    ...     op(x, y, n=n)
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from ffi_core.cuda import _op as op_module
+from ffi_core.cuda import cuda_launch_p
+
+from . import _kernel
+from ._interpret import run_interpreted
+
+__all__ = ["LOWERING", "interpreted"]
+
+#: The launcher primitive's CUDA lowering, registered on the CPU by ``emulate``.
+LOWERING = (cuda_launch_p, op_module._lowering, op_module._cpu_lowering)
+
+
+def _stand_in(image: bytes) -> Any:
+    found = _kernel._IMAGES.get(hashlib.sha256(image).hexdigest())
+    if found is None:
+        return None
+    kernel, arrays, _ = found
+    compiled = kernel.compile(
+        tuple(sig.dtype for sig, _ in arrays), (9, 0), True
+    )  # only the parameter list is read: the same on every architecture
+    sizes = compiled.param_sizes
+    params = compiled.params
+
+    def run(launch: Any) -> None:
+        args = []
+        for i, param in enumerate(params):
+            if param.kind == "pointer":
+                sig, shape = arrays[kernel.pointers.index(param.name)]
+                args.append(launch.array(i, sig.dtype, shape))
+            elif param.kind == "scalar":
+                args.append(launch.value(i, param.dtype))
+        grid = tuple(int(g) for g in launch.grid)
+        run_interpreted(kernel.kernel, grid, args, dict(kernel.constexprs), kernel.num_warps)
+
+    return sizes, run
+
+
+def interpreted(gpu: Any) -> Any:
+    """``gpu`` (an ``EmulatedGPU``) running triton-ffi's kernels in Triton's
+    interpreter; chains with other bridges' stand-ins."""
+    previous = gpu.resolve
+
+    def resolve(entry: str, image: bytes) -> Any:
+        found = _stand_in(image)
+        if found is None and previous is not None:
+            return previous(entry, image)
+        return found
+
+    gpu.resolve = resolve
+    return gpu

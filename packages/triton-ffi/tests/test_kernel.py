@@ -1,0 +1,191 @@
+"""triton_kernel under jit, vmap, scan and aliases, on the GPU emulated on the
+CPU: the real compile for sm_90, the real native handler called by XLA, and
+each launch run by Triton's interpreter on the pointers the handler packed."""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+triton = pytest.importorskip("triton")
+import triton.language as tl  # noqa: E402
+from ffi_core.cuda.testing import EMULATED_STREAM, EmulatedGPU, emulate  # noqa: E402
+from triton_ffi import triton_kernel  # noqa: E402
+from triton_ffi.testing import LOWERING, interpreted  # noqa: E402
+
+S = jax.ShapeDtypeStruct
+
+
+@triton.jit
+def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < n
+    tl.store(out_ptr + i, tl.load(x_ptr + i, mask=mask) + tl.load(y_ptr + i, mask=mask), mask=mask)
+
+
+@triton.jit
+def axpy(x_ptr, y_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < n
+    x = tl.load(x_ptr + i, mask=mask)
+    tl.store(out_ptr + i, alpha * x + tl.load(y_ptr + i, mask=mask), mask=mask)
+
+
+@triton.jit
+def row_sum(x_ptr, out_ptr, cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    j = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * cols + j, mask=j < cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(x, axis=0))
+
+
+def _grid(meta):
+    return (triton.cdiv(meta["n"], meta["BLOCK"]),)
+
+
+# One per process: a registered target keeps the handler built against the
+# emulated driver it was first lowered with.
+_GPU = interpreted(EmulatedGPU())
+
+
+@pytest.fixture
+def gpu():
+    with emulate(_GPU, [LOWERING]) as emulated:
+        yield emulated
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("n", [1, 100, 1024, 1500])
+def test_add_under_jit(gpu, n):
+    op = triton_kernel(add, S((n,), jnp.float32), grid=_grid, BLOCK=256)
+    x, y = _rand(n), _rand(n, seed=1)
+    out = jax.jit(lambda a, b: op(a, b, n=n))(x, y)
+    np.testing.assert_array_equal(out, x + y)
+    (grid, block, shared, stream) = gpu.launches[-1]
+    assert grid == (-(-n // 256), 1, 1) and block == (128, 1, 1) and stream == EMULATED_STREAM
+    assert shared == 0
+
+
+def test_scalar_values_share_one_handler(gpu):
+    n = 300
+    op = triton_kernel(axpy, S((n,), jnp.float32), grid=_grid, BLOCK=128)
+    x, y = _rand(n), _rand(n, seed=1)
+    for alpha in (0.5, 2.0, -3.25):
+        np.testing.assert_allclose(op(x, y, alpha=alpha, n=n), alpha * x + y, rtol=1e-6)
+    # alpha travels as an attribute: one handler (and one load) for every value.
+    names = {name for name, _ in gpu.handlers.values() if "axpy" in name}
+    assert len(names) == 1
+    assert sum("axpy" in entry for _, entry, *_ in gpu.loaded) == 1
+
+
+def test_vmap_launches_once_per_element(gpu):
+    rows, cols = 5, 40
+    op = triton_kernel(row_sum, S((rows,), jnp.float32), grid=rows, BLOCK=64)
+    x = _rand(3, rows, cols)
+    out = jax.vmap(lambda a: op(a, cols=cols))(x)
+    np.testing.assert_allclose(out, x.sum(-1), rtol=1e-5)
+    assert len(gpu.launches) == 3
+
+
+def test_vmap_of_unbatched_input_and_scan(gpu):
+    n = 64
+    op = triton_kernel(add, S((n,), jnp.float32), grid=_grid, BLOCK=64)
+    x, y = _rand(4, n), _rand(n, seed=1)
+    np.testing.assert_array_equal(jax.vmap(lambda a: op(a, y, n=n))(x), x + y)
+
+    def step(carry, _):
+        return op(carry, y, n=n), None
+
+    out, _ = jax.lax.scan(step, x[0], None, length=3)
+    np.testing.assert_allclose(out, x[0] + 3 * y, rtol=1e-6)
+
+
+def test_aliases(gpu):
+    n = 50
+    op = triton_kernel(add, S((n,), jnp.float32), grid=_grid, BLOCK=64, input_output_aliases={0: 0})
+    x, y = _rand(n), _rand(n, seed=1)
+    np.testing.assert_array_equal(jax.jit(lambda a, b: op(a, b, n=n))(x, y), x + y)
+
+
+def _message(exc_type, text):
+    return pytest.raises(exc_type, match="^" + re.escape(text) + "$")
+
+
+def test_errors():
+    spec = S((4,), jnp.float32)
+    with _message(
+        TypeError, "`kernel` must be a @triton.jit function (triton.JITFunction), got function"
+    ):
+        triton_kernel(lambda x: x, spec, grid=1)
+    with _message(
+        TypeError,
+        "triton kernel 'add': missing the value of tl.constexpr parameter(s) ['BLOCK']; pass "
+        "them as keywords of triton_kernel, e.g. BLOCK=...",
+    ):
+        triton_kernel(add, spec, grid=1)
+    with _message(
+        TypeError,
+        "triton kernel 'add': 'SIZE' is not a tl.constexpr parameter of the kernel; its "
+        "tl.constexpr parameters are ['BLOCK']",
+    ):
+        triton_kernel(add, spec, grid=1, BLOCK=4, SIZE=3)
+    with _message(
+        TypeError,
+        "triton kernel 'add': `grid` must be an int or a tuple of 1 to 3 ints (or `grid` a "
+        "callable of the meta-parameters returning one), got 'big'",
+    ):
+        triton_kernel(add, spec, grid="big", BLOCK=4)
+    with _message(
+        TypeError,
+        "triton kernel 'add': `grid` must be an int or a tuple of 1 to 3 ints (or `grid` a "
+        "callable of the meta-parameters returning one), got (1, 1, 1, 1)",
+    ):
+        triton_kernel(add, spec, grid=(1, 1, 1, 1), BLOCK=4)
+    op = triton_kernel(add, spec, grid=1, BLOCK=4)
+    x = np.zeros(4, np.float32)
+    with _message(
+        TypeError,
+        "triton kernel 'add': missing scalar parameter(s) ['n']; pass them as keywords of "
+        "the call, e.g. op(..., n=...)",
+    ):
+        op(x, x)
+    with _message(
+        TypeError,
+        "triton kernel 'add' takes 4 parameters that are not tl.constexpr (x_ptr, y_ptr, "
+        "out_ptr, n), but got 4 inputs and 1 outputs, 5 pointers",
+    ):
+        op(x, x, x, x, n=4)
+    with _message(
+        TypeError,
+        "triton kernel 'add': unexpected keyword(s) ['m']; its scalar parameters (after 3 "
+        "pointers) are ['n']",
+    ):
+        op(x, x, n=4, m=2)
+    with _message(
+        TypeError,
+        "triton kernel 'add': scalar parameter 'n' must be an int, a float, a bool or a NumPy "
+        "scalar, got str",
+    ):
+        op(x, x, n="4")
+    with pytest.raises(TypeError, match=r"complex64"):
+        triton_kernel(add, S((4,), jnp.complex64), grid=1, BLOCK=4)
+
+
+def test_gpu_op_on_a_machine_without_gpu():
+    if jax.devices()[0].platform == "gpu":
+        pytest.skip("this machine has a GPU")
+    op = triton_kernel(add, S((4,), jnp.float32), grid=1, BLOCK=4)
+    x = np.zeros(4, np.float32)
+    with _message(
+        RuntimeError,
+        "triton kernel 'add' runs on NVIDIA GPUs, but JAX has no CUDA device here; install a "
+        'CUDA build of JAX (`uv add "jax[cuda13]"`) on a machine with an NVIDIA GPU and driver',
+    ):
+        op(x, x, n=4)
