@@ -1,0 +1,293 @@
+"""CUDA C++ source as JAX GPU operations: ``load_cuda_inline`` / ``load_cuda_file``.
+
+A kernel's parameters are declared once, in order: ``"in"`` (a pointer to the
+next input), ``"out"`` (a pointer to the next output) or ``"name:dtype"`` (a
+scalar, a static keyword of each call that travels as an FFI attribute). At
+lowering the source is compiled with NVRTC for each local GPU's architecture
+(cached by source digest and architecture, in memory and on disk), the
+declared layout is checked against the compiled entry's parameters, and
+ffi-core's native launcher launches it on XLA's stream.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from ffi_core import SUPPORTED_DTYPES, check_aliases, check_inputs, output_avals
+from ffi_core.cuda import LaunchPlan, LayoutBuilder, cuda_launch, launch_config
+
+from ._nvrtc import compile_source, entry_params
+
+__all__ = ["CudaModule", "load_cuda_file", "load_cuda_inline"]
+
+_KIND = "a CUDA kernel"
+_SCALARS = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+)
+
+
+def _parse_params(kernel: str, params: Any) -> tuple[tuple[str, str], ...]:
+    """``params`` as ``(kind, name)``: ("in", ""), ("out", "") or (dtype, name)."""
+    if isinstance(params, str) or not isinstance(params, Sequence):
+        raise TypeError(
+            f"the parameters of kernel {kernel!r} must be a list of 'in', 'out' or "
+            f"'name:dtype' strings, got {params!r}"
+        )
+    parsed = []
+    for p in params:
+        if p in ("in", "out"):
+            parsed.append((p, ""))
+            continue
+        name, _, dtype = p.partition(":") if isinstance(p, str) else ("", "", "")
+        if not name.isidentifier() or dtype not in _SCALARS:
+            raise ValueError(
+                f"parameter {p!r} of kernel {kernel!r} must be 'in', 'out' or 'name:dtype' "
+                f"with dtype one of {', '.join(_SCALARS)}"
+            )
+        parsed.append((dtype, name))
+    return tuple(parsed)
+
+
+@dataclasses.dataclass(frozen=True)
+class _SourceKernel:
+    """One kernel of a module, as the launcher plans it (hashable)."""
+
+    source: str = dataclasses.field(repr=False)
+    digest: str
+    filename: str
+    kernel: str
+    params: tuple[tuple[str, str], ...]
+    options: tuple[str, ...]
+    grid: tuple[int, int, int] | None
+    block: tuple[int, int, int] | None
+    launch_dims: tuple[int, ...] | None
+    threads_per_block: int
+    shared_mem: int
+    label: str
+
+    def plan(self, inputs, outputs, batched: bool) -> LaunchPlan:
+        del outputs, batched
+        builder = LayoutBuilder()
+        n_in = len(inputs)
+        seen_in = seen_out = 0
+        for kind, name in self.params:
+            if kind == "in":
+                builder.pointer(seen_in)
+                seen_in += 1
+            elif kind == "out":
+                builder.pointer(n_in + seen_out)
+                seen_out += 1
+            else:
+                builder.scalar(name, kind)
+        layout = builder.build()
+        launch = launch_config(
+            grid=self.grid,
+            block=self.block,
+            launch_dims=self.launch_dims,
+            threads_per_block=self.threads_per_block,
+            shared_mem=self.shared_mem,
+        )
+
+        def image(cc: tuple[int, int]) -> tuple[bytes, str]:
+            compiled = compile_source(
+                self.source, name=self.filename, kernels=(self.kernel,), arch=cc,
+                options=self.options,
+            )  # fmt: skip
+            sizes = entry_params(compiled, self.kernel)
+            if sizes != layout.param_sizes:
+                raise TypeError(
+                    f"{self.label} is declared with parameters {_describe(self.params)} of "
+                    f"sizes {layout.param_sizes} bytes, but its compiled entry takes "
+                    f"{len(sizes)} parameters of sizes {sizes}"
+                )
+            return compiled.cubin, compiled.entries[self.kernel]
+
+        parts = (self.digest, self.kernel, repr(self.options))
+        return LaunchPlan(f"cuda_source.{_c_name(self.kernel)}", parts, layout, launch, image)
+
+
+def _c_name(kernel: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in kernel)
+
+
+def _describe(params: tuple[tuple[str, str], ...]) -> str:
+    return "(" + ", ".join(k if not n else f"{n}:{k}" for k, n in params) + ")"
+
+
+class CudaModule:
+    """CUDA C++ source and its declared kernels; :meth:`kernel` makes a JAX op."""
+
+    def __init__(
+        self,
+        source: str,
+        kernels: Mapping[str, Sequence[str]],
+        *,
+        name: str = "inline.cu",
+        options: Sequence[str] = (),
+    ) -> None:
+        if not isinstance(source, str):
+            raise TypeError(f"`source` must be a str of CUDA C++, got {type(source).__name__}")
+        if not isinstance(kernels, Mapping) or not kernels:
+            raise TypeError(
+                "`kernels` must be a non-empty dict of kernel name -> parameter list "
+                "('in', 'out' or 'name:dtype' each), e.g. {'axpy': ['in', 'in', 'out', "
+                f"'a:float32', 'n:int32']}}; got {kernels!r}"
+            )
+        if isinstance(options, str) or not all(isinstance(o, str) for o in options):
+            raise TypeError(f"`options` must be a sequence of str, got {options!r}")
+        self.source = source
+        self.name = name
+        self.options = tuple(options)
+        self.digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+        self.kernels = {k: _parse_params(k, v) for k, v in kernels.items()}
+
+    def compile(self, arch: tuple[int, int]):
+        """Compile every declared kernel for ``arch`` now (a ``CompiledSource``);
+        compile errors arrive as :class:`NvrtcCompileError` with NVRTC's log."""
+        return compile_source(
+            self.source, name=self.name, kernels=tuple(self.kernels), arch=arch,
+            options=self.options,
+        )  # fmt: skip
+
+    def kernel(
+        self,
+        kernel: str,
+        outs: Any,
+        *,
+        grid: Any = None,
+        block: Any = None,
+        launch_dims: Any = None,
+        threads_per_block: int = 256,
+        shared_mem: int = 0,
+        vmap_method: str | None = None,
+        input_output_aliases: dict[int, int] | None = None,
+    ) -> Callable[..., Any]:
+        """The JAX operation ``op(*inputs, **scalars)`` launching ``kernel``.
+
+        ``grid`` and ``block``, or ``launch_dims`` (total threads per axis,
+        ``threads_per_block`` per block on one axis), as ints or tuples of up to
+        3; ``launch_dims`` may also be a callable of the call's scalars (a
+        dict). The kernel must check its bounds.
+        """
+        if kernel not in self.kernels:
+            raise KeyError(
+                f"{kernel!r} is not a kernel declared in `kernels` of {self.name!r}; declared: "
+                f"{sorted(self.kernels)}"
+            )
+        params = self.kernels[kernel]
+        label = f"CUDA kernel '{kernel}' of {self.name!r}"
+        avals, rebuild = output_avals(outs, accepted=SUPPORTED_DTYPES, kind=_KIND)
+        aliases = check_aliases(input_output_aliases, len(avals))
+        n_in = sum(k == "in" for k, _ in params)
+        n_out = sum(k == "out" for k, _ in params)
+        if n_out != len(avals):
+            raise ValueError(
+                f"{label} declares {n_out} output pointers ('out'), but `outs` has {len(avals)}"
+            )
+        scalars = {n: k for k, n in params if n}
+        if not callable(launch_dims):
+            launch_config(  # a wrong launch fails here, before any call
+                grid=grid, block=block, launch_dims=launch_dims,
+                threads_per_block=threads_per_block, shared_mem=shared_mem,
+            )  # fmt: skip
+
+        def call(*args: Any, **values: Any) -> Any:
+            if len(args) != n_in:
+                raise TypeError(
+                    f"{label} takes {n_in} inputs (its 'in' parameters), got {len(args)}"
+                )
+            unknown = sorted(set(values) - set(scalars))
+            missing = [n for n in scalars if n not in values]
+            if unknown or missing:
+                raise TypeError(
+                    f"{label} takes the scalar keywords {sorted(scalars)}; "
+                    + (f"missing {missing}" if missing else f"unexpected {unknown}")
+                )
+            for n, dtype in scalars.items():
+                value = values[n]
+                if not isinstance(value, int | float | bool | np.generic):
+                    raise TypeError(
+                        f"{label}: scalar {n!r} must be a number (declared {dtype}), got "
+                        f"{type(value).__name__}"
+                    )
+            check_inputs(args, avals, aliases, name=label, accepted=SUPPORTED_DTYPES, kind=_KIND)
+            dims = launch_dims(dict(values)) if callable(launch_dims) else launch_dims
+            launch = launch_config(
+                grid=grid, block=block, launch_dims=dims,
+                threads_per_block=threads_per_block, shared_mem=shared_mem,
+            )  # fmt: skip
+            planner = _SourceKernel(
+                self.source,
+                self.digest,
+                self.name,
+                kernel,
+                params,
+                self.options,
+                None if launch.launch_dims else launch.grid,
+                None if launch.launch_dims else launch.block,
+                launch.launch_dims,
+                threads_per_block,
+                shared_mem,
+                label,
+            )
+            attrs = tuple((n, scalars[n], values[n]) for n in scalars)
+            results = cuda_launch(
+                planner, args, avals, aliases=aliases, vmap_method=vmap_method, attrs=attrs
+            )
+            return rebuild(tuple(results))
+
+        call.__name__ = _c_name(kernel)
+        call.__doc__ = f"{label} as a JAX operation."
+        return call
+
+
+def load_cuda_inline(
+    source: str,
+    *,
+    kernels: Mapping[str, Sequence[str]],
+    name: str = "inline.cu",
+    options: Sequence[str] = (),
+) -> CudaModule:
+    """CUDA C++ ``source`` with its ``kernels`` declared: ``{kernel name:
+    parameter list}``, each parameter ``"in"``, ``"out"`` or ``"name:dtype"``.
+    A C++ name (a template instance such as ``"scale<float>"``) works too.
+
+    Example:
+        >>> module = load_cuda_inline(
+        ...     'extern "C" __global__ void twice(const float* x, float* y, int n) {\\n'
+        ...     "  int i = blockIdx.x * blockDim.x + threadIdx.x;\\n"
+        ...     "  if (i < n) y[i] = 2 * x[i];\\n}\\n",
+        ...     kernels={"twice": ["in", "out", "n:int32"]},
+        ... )
+        >>> module.kernels["twice"]
+        (('in', ''), ('out', ''), ('int32', 'n'))
+    """
+    return CudaModule(source, kernels, name=name, options=options)
+
+
+def load_cuda_file(
+    path: str | os.PathLike[str],
+    *,
+    kernels: Mapping[str, Sequence[str]],
+    options: Sequence[str] = (),
+) -> CudaModule:
+    """:func:`load_cuda_inline` of the file at ``path`` (its name in NVRTC's log)."""
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    return CudaModule(source, kernels, name=os.path.basename(path), options=options)
