@@ -25,14 +25,15 @@ def adapter_name(name):
 
 def test_builtin_adapters():
     table = xck.backend_adapters()
-    assert {n: (a.platforms, a.batching, a.extra) for n, a in list(table.items())[:4]} == {
+    assert {n: (a.platforms, a.batching, a.extra) for n, a in list(table.items())[:5]} == {
         "numba": (("cpu",), "vmap", "numba"),
         "numba_cuda": (("gpu",), "vmap", "numba-cuda"),
         "warp": (("cpu",), "vmap", "warp"),
-        "triton": (("gpu",), "auto", "triton"),
+        "triton": (("gpu",), "vmap", "triton"),
+        "cuda_raw": (("gpu",), "vmap", "cuda-raw"),
     }
-    assert table["numba"].adapt is not None and table["warp"].adapt is not None
-    assert [table[n].adapt for n in ("numba_cuda", "triton")] == [None] * 2
+    assert all(table[n].adapt is not None for n in ("numba", "warp", "triton", "cuda_raw"))
+    assert table["numba_cuda"].adapt is None
 
 
 def test_a_new_backend_gets_a_def_method_and_runs(name, adapter_name):
@@ -188,3 +189,48 @@ def test_adapters_taking_static_get_the_calls_static_keywords(name, adapter_name
         k(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype), scale=2.0), 2 * x
     )
     assert seen == [{"scale": 2.0}]
+
+
+def test_triton_and_cuda_raw_adapters_wrap_bare_kernels(monkeypatch):
+    # On a GPU-less machine the wrapped ops refuse to run, naming the platform:
+    # what matters here is that the adapters built them from bare kernels.
+    triton_ffi = pytest.importorskip("triton_ffi")
+    cuda_source_ffi = pytest.importorskip("cuda_source_ffi")
+    from xla_custom_kernel._adapters import adapt_cuda_raw, adapt_triton
+
+    made = {}
+
+    def fake_triton_kernel(fn, outs, **config):
+        made["triton"] = (fn, outs, config)
+        return lambda *args, **scalars: ("triton", args, scalars)
+
+    monkeypatch.setattr(triton_ffi, "triton_kernel", fake_triton_kernel)
+    import triton
+
+    @triton.jit
+    def k(x_ptr, out_ptr, n, BLOCK: triton.language.constexpr):
+        pass
+
+    call = adapt_triton(None, None, (k, {"grid": 2, "BLOCK": 8}), "OUTS", static={"n": 5, "z": 1})
+    assert made["triton"] == (k, "OUTS", {"grid": 2, "BLOCK": 8})
+    assert call(1, 2) == ("triton", (1, 2), {"n": 5})
+
+    module = cuda_source_ffi.load_cuda_inline(
+        'extern "C" __global__ void f(const float* x, float* y, int n) {}',
+        kernels={"f": ["in", "out", "n:int32"]},
+    )
+    made_raw = {}
+    monkeypatch.setattr(
+        type(module),
+        "kernel",
+        lambda self, name, outs, **launch: (
+            made_raw.update(args=(name, outs, launch)) or (lambda *a, **s: ("raw", a, s))
+        ),
+    )
+    call = adapt_cuda_raw(None, None, (module, "f", {"grid": 1, "block": 32}), "O", static={"n": 3})
+    assert made_raw["args"] == ("f", "O", {"grid": 1, "block": 32})
+    assert call(7) == ("raw", (7,), {"n": 3})
+    # Anything else is kept as it is.
+    other = object()
+    assert adapt_triton(None, None, other, "O") is other
+    assert adapt_cuda_raw(None, None, other, "O") is other

@@ -55,7 +55,8 @@ def test_def_jax_kernel_on_one_platform(name, platform):
     ("method", "backend", "batching"),
     [
         ("def_numba_cuda_kernel", "numba_cuda", "vmap"),
-        ("def_triton_kernel", "triton", "auto"),
+        ("def_triton_kernel", "triton", "vmap"),
+        ("def_cuda_raw_kernel", "cuda_raw", "vmap"),
     ],
 )
 def test_gpu_shorthands_record_gpu_entries(name, method, backend, batching):

@@ -125,6 +125,54 @@ def adapt_warp(
     return call
 
 
+def _is_triton_kernel(fn: Any) -> bool:
+    return type(fn).__name__ == "JITFunction" and type(fn).__module__.startswith("triton.")
+
+
+def adapt_triton(
+    kernel: Any, entry: Any, fn: Any, outs: Any, *, static: dict[str, Any] | None = None
+) -> Any:
+    """Wrap ``(kernel, config)`` (a bare ``@triton.jit`` kernel and the keywords
+    of ``triton_ffi.triton_kernel``: ``grid``, ``num_warps``, constexprs...)
+    with ``triton_kernel``; the call's static keywords that name the kernel's
+    other parameters are its scalars."""
+    if not (isinstance(fn, tuple) and len(fn) == 2 and _is_triton_kernel(fn[0])):
+        return fn
+    try:
+        from triton_ffi import triton_kernel
+    except ImportError as exc:
+        raise ImportError(f"triton kernels need triton-ffi; {install_hint('triton')}") from exc
+    jit_fn, config = fn
+    op = triton_kernel(jit_fn, outs, **config)
+    names = {p.name for p in jit_fn.params if not p.is_constexpr}
+    scalars = {k: v for k, v in (static or {}).items() if k in names}
+
+    def call(*args: Any) -> Any:
+        return op(*args, **scalars)
+
+    return call
+
+
+def adapt_cuda_raw(
+    kernel: Any, entry: Any, fn: Any, outs: Any, *, static: dict[str, Any] | None = None
+) -> Any:
+    """Wrap ``(module, kernel name, launch)`` (a ``cuda_source_ffi.CudaModule``,
+    one of its kernels and the keywords of ``CudaModule.kernel``: ``grid`` and
+    ``block`` or ``launch_dims``...) as its JAX operation; the call's static
+    keywords that name the kernel's scalars are passed to it."""
+    if not (isinstance(fn, tuple) and len(fn) == 3 and type(fn[0]).__name__ == "CudaModule"):
+        return fn
+    module, name, launch = fn
+    op = module.kernel(name, outs, **launch)
+    names = {n for _, n in module.kernels[name] if n}
+    scalars = {k: v for k, v in (static or {}).items() if k in names}
+
+    def call(*args: Any) -> Any:
+        return op(*args, **scalars)
+
+    return call
+
+
 _lock = threading.Lock()
 _adapters: dict[str, BackendAdapter] = {}
 
@@ -176,6 +224,7 @@ for _adapter in (
     # CPU only: warp-ffi has no GPU path yet (register a GPU callable made
     # another way with def_kernel("warp", "gpu", ...)).
     BackendAdapter("warp", ("cpu",), "vmap", adapt_warp, "warp"),
-    BackendAdapter("triton", ("gpu",), "auto", extra="triton"),
+    BackendAdapter("triton", ("gpu",), "vmap", adapt_triton, "triton"),
+    BackendAdapter("cuda_raw", ("gpu",), "vmap", adapt_cuda_raw, "cuda-raw"),
 ):
     register_backend_adapter(_adapter)

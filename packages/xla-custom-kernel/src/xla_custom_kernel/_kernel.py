@@ -199,8 +199,10 @@ class XLACustomKernel:
         return self.def_backend_kernel("warp", kg, asdefault)
 
     def def_triton_kernel(self, kg: Callable[..., Any], asdefault: bool = False) -> KernelEntry:
-        """Register a Triton backend ``"triton"`` on ``"gpu"``; ``kg`` returns a
-        JAX callable such as one using ``jax_triton.triton_call``."""
+        """Register a Triton backend ``"triton"`` on ``"gpu"``; ``kg`` returns
+        ``(kernel, config)``, a bare ``@triton.jit`` kernel and the keywords of
+        ``triton_ffi.triton_kernel`` (``grid``, ``num_warps``, constexprs), or
+        any JAX callable."""
         return self.def_backend_kernel("triton", kg, asdefault)
 
     def def_pallas_kernel(
