@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from ffi_core import SUPPORTED_DTYPES, check_aliases, check_inputs, output_avals
+from ffi_core.cuda import CTYPES as _SCALARS
 from ffi_core.cuda import LaunchPlan, LayoutBuilder, cuda_launch, launch_config
 
 from ._nvrtc import compile_source, entry_params
@@ -26,20 +27,6 @@ from ._nvrtc import compile_source, entry_params
 __all__ = ["CudaModule", "load_cuda_file", "load_cuda_inline"]
 
 _KIND = "a CUDA kernel"
-_SCALARS = (
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-)
 
 
 def _parse_params(kernel: str, params: Any) -> tuple[tuple[str, str], ...]:

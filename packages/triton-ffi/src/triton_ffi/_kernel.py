@@ -36,7 +36,8 @@ __all__ = ["SUPPORTED_DTYPES", "TritonKernel", "triton_kernel"]
 SUPPORTED_DTYPES = tuple(DTYPES)
 _KIND = "a triton kernel"
 #: Where each compiled image came from, for the emulated GPU of the tests
-#: (``triton_ffi.testing``): image digest -> (kernel, plan arguments).
+#: (``triton_ffi.testing``): image digest -> (kernel, arrays as the kernel
+#: sees them, the compiled entry's parameters).
 _IMAGES: dict[str, tuple[TritonKernel, tuple[Any, ...], tuple[Any, ...]]] = {}
 _IMAGES_LOCK = threading.Lock()
 
@@ -156,7 +157,7 @@ class TritonKernel:
                 )
             digest = hashlib.sha256(built.cubin).hexdigest()
             with _IMAGES_LOCK:
-                _IMAGES[digest] = (self, tuple(arrays), (len(inputs), batched))
+                _IMAGES[digest] = (self, tuple(arrays), built.params)
             return built.cubin, built.entry
 
         parts = (self.digest, repr(self.constexprs), f"w{self.num_warps}s{self.num_stages}")
@@ -248,8 +249,9 @@ def triton_kernel(
                 f"{label}: {key!r} is not a tl.constexpr parameter of the kernel; its "
                 f"tl.constexpr parameters are {constexpr_names}"
             )
-    missing = [p.name for p in params if p.is_constexpr and p.name not in constexprs]
-    missing = [m for m in missing if not next(p for p in params if p.name == m).has_default]
+    missing = [
+        p.name for p in params if p.is_constexpr and p.name not in constexprs and not p.has_default
+    ]
     if missing:
         raise TypeError(
             f"{label}: missing the value of tl.constexpr parameter(s) {missing}; pass them "

@@ -23,6 +23,7 @@ from ._handler import build_handler as build_handler
 from ._handler import handler_source as handler_source
 from ._launch import LaunchConfig as LaunchConfig
 from ._launch import launch_config as launch_config
+from ._layout import CTYPES as CTYPES
 from ._layout import Field as Field
 from ._layout import LayoutBuilder as LayoutBuilder
 from ._layout import ParamLayout as ParamLayout
@@ -43,6 +44,7 @@ from ._target import local_capabilities as local_capabilities
 
 __all__ = [
     "CTX_FN",
+    "CTYPES",
     "LAUNCH_FN",
     "MAX_DEVICES",
     "VMAP_METHODS",

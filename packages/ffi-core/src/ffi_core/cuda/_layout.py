@@ -20,8 +20,10 @@ import numpy as np
 
 __all__ = ["CTYPES", "SOURCES", "Field", "LayoutBuilder", "ParamLayout"]
 
-#: The field types a layout may store, as numpy dtype names.
+#: The field types a layout may store, as numpy dtype names: also the scalar
+#: parameters a kernel can take as FFI attributes.
 CTYPES = (
+    "bool",
     "int8",
     "int16",
     "int32",
@@ -33,7 +35,6 @@ CTYPES = (
     "float16",
     "float32",
     "float64",
-    "bool",
 )
 
 #: Where a field's value comes from:
