@@ -253,14 +253,20 @@ def test_kernel_that_does_not_compile():
     assert "Input types must be the same, got ['float64', 'float32']" in message
 
 
-def test_gpu_lowering_says_what_to_do():
+def test_gpu_lowering_without_a_gpu_says_what_to_do():
     f = warp_kernel(axpy, S((4,), jnp.float32))
     with raises(
-        NotImplementedError,
-        "warp kernel 'axpy' was called on a GPU: warp-ffi runs Warp kernels on the CPU for now; "
-        "put the inputs on a CPU device (jax.device_put(x, jax.devices('cpu')[0]))",
+        RuntimeError,
+        "warp kernel 'axpy' runs on NVIDIA GPUs, but JAX has no CUDA device here; install a "
+        'CUDA build of JAX (`uv add "jax[cuda13]"`) on a machine with an NVIDIA GPU and driver',
     ):
         jax.export.export(jax.jit(lambda x: f(x, x, alpha=1.0)), platforms=["cuda"])(X)
+    with raises(
+        NotImplementedError,
+        "warp kernel 'axpy' was called on an AMD GPU: Warp builds kernels for NVIDIA GPUs and "
+        "CPUs; put the inputs on a CPU or CUDA device",
+    ):
+        jax.export.export(jax.jit(lambda x: f(x, x, alpha=1.0)), platforms=["rocm"])(X)
 
 
 def test_dtype_conversion_refusals():

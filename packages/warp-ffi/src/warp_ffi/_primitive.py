@@ -22,6 +22,7 @@ from ffi_core import (
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
+from . import _gpu
 from ._codegen import ensure_target, load_kernel
 from ._spec import DIMS_ATTR, CallSig, attribute_value, backward_counts, bounds, launch_shape
 
@@ -60,10 +61,9 @@ def _check_int32(info, shapes, dtypes):
             )
 
 
-def _lowering(
-    ctx, *operands, info, out_avals, aliases, scalars, launch, vmap_method, batched, backward
-):
-    del out_avals, vmap_method
+def _call_rows(ctx, info, batched, backward):
+    """``(n_in, input rows, output rows, dtypes)`` of a call: its arrays as the
+    kernel sees them, checked against the kernel's annotations."""
     n_in, ins, outs = _primal_avals(ctx.avals_in, ctx.avals_out, backward)
 
     def row(aval, is_batched):
@@ -74,6 +74,23 @@ def _lowering(
     dtypes = tuple(np.dtype(a.dtype).name for a in (*ins, *outs))
     info.check_call(dtypes, [len(s) for s in (*in_rows, *out_rows)], n_in)
     _check_int32(info, in_rows + out_rows, dtypes)
+    return n_in, in_rows, out_rows, dtypes
+
+
+def _backward_aliases(info, n_in, aliases, backward):
+    """A call's operand-to-output aliases; backward, the cotangents, copied
+    into buffers Warp may change."""
+    if not backward:
+        return dict(aliases)
+    n_out = len(info.arrays) - n_in
+    return {n_in + k: len(info.arrays) + k for k in range(n_out)}
+
+
+def _lowering(
+    ctx, *operands, info, out_avals, aliases, scalars, launch, vmap_method, batched, backward
+):
+    del out_avals, vmap_method
+    n_in, in_rows, out_rows, _ = _call_rows(ctx, info, batched, backward)
     source = hint_source(ctx.avals_in, ctx.avals_out)
     sig = CallSig(
         tuple(array_sig(a) for a in ctx.avals_in),
@@ -85,16 +102,36 @@ def _lowering(
     )
     name, loaded = make_target(info, sig)
     grid, mult = bounds(launch_shape(launch, in_rows, out_rows), loaded.kernel_dim)  # checks it
-    op_aliases = dict(aliases)
-    if backward:  # the cotangents, copied into buffers Warp may change
-        n_out = len(outs)
-        op_aliases = {n_in + k: len(info.arrays) + k for k in range(n_out)}
+    op_aliases = _backward_aliases(info, n_in, aliases, backward)
     lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=op_aliases or None)
     attrs = {} if launch is None else {DIMS_ATTR: np.array([*grid, mult], np.int64)}
     attrs.update((name, attribute_value(v)) for name, v in scalars)
     if source is None:
         return lowering(ctx, *operands, **attrs)
     return lower_with_hint(lowering, ctx, operands, source, **attrs)
+
+
+def _cuda_lowering(
+    ctx, *operands, info, out_avals, aliases, scalars, launch, vmap_method, batched, backward
+):
+    """The GPU path: Warp's CUDA build launched by ffi-core's launcher."""
+    del out_avals, vmap_method
+    n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward)
+    kernel = info.specialized(dtypes)
+    if backward and not (kernel.module.options | kernel.options).get("enable_backward", True):
+        raise NotImplementedError(backward_unavailable(info))
+    return _gpu.lower(
+        ctx,
+        operands,
+        info=info,
+        dtypes=dtypes,
+        shape=launch_shape(launch, in_rows, out_rows),
+        n_in=n_in,
+        batched=batched,
+        backward=backward,
+        aliases=_backward_aliases(info, n_in, aliases, backward),
+        scalars=scalars,
+    )
 
 
 def make_target(info, sig):
@@ -113,10 +150,10 @@ def backward_unavailable(info) -> str:
     )
 
 
-def _gpu_lowering(ctx, *operands, info, **params):
+def _rocm_lowering(ctx, *operands, info, **params):
     raise NotImplementedError(
-        f"warp kernel '{info.name}' was called on a GPU: warp-ffi runs Warp kernels on the "
-        "CPU for now; put the inputs on a CPU device (jax.device_put(x, jax.devices('cpu')[0]))"
+        f"warp kernel '{info.name}' was called on an AMD GPU: Warp builds kernels for NVIDIA "
+        "GPUs and CPUs; put the inputs on a CPU or CUDA device"
     )
 
 
@@ -144,6 +181,6 @@ def _batching(args, dims, *, out_avals, aliases, vmap_method, batched, **params)
 def_eager_impl(warp_kernel_call_p)
 warp_kernel_call_p.def_abstract_eval(_abstract_eval)
 mlir.register_lowering(warp_kernel_call_p, _lowering, platform="cpu")
-for _platform in ("cuda", "rocm"):
-    mlir.register_lowering(warp_kernel_call_p, _gpu_lowering, platform=_platform)
+mlir.register_lowering(warp_kernel_call_p, _cuda_lowering, platform="cuda")
+mlir.register_lowering(warp_kernel_call_p, _rocm_lowering, platform="rocm")
 batching.primitive_batchers[warp_kernel_call_p] = _batching

@@ -18,10 +18,12 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         'warp-ffi needs NVIDIA Warp: install it with `uv add warp-lang` (or `pip install "warp-ffi"`)'
     ) from exc
 
+from warp._src import context as wp_context
 from warp._src import types as wp_types
 
 __all__ = [
     "SUPPORTED_DTYPES",
+    "compile_for_arch",
     "dtype_name_of",
     "jaxinfo_to_warpinfo",
     "jaxtype_to_warptype",
@@ -107,3 +109,26 @@ def runtime() -> Any:
     """Warp's runtime, initialized once (``wp.init()``) and its CPU device."""
     wp.init()
     return wp.get_device("cpu")
+
+
+def compile_for_arch(module: Any, arch: int, use_ptx: bool | None) -> Any:
+    """Build ``module`` for GPU architecture ``arch`` (``sm_<arch>``) into
+    Warp's kernel cache, or find it there; the binary's path.
+
+    What ``wp.compile_aot_module(module, arch=arch)`` does, without its
+    warning about the module's generic kernels that have no overload yet
+    (they are not this kernel's business): the module's build for one
+    architecture, the CUDA context current before it put back after.
+    """
+    runtime()
+    saved = (
+        wp_context.runtime.core.wp_cuda_context_get_current()
+        if wp_context.is_cuda_driver_initialized()
+        else None
+    )
+    try:
+        module._compile(None, None, output_arch=arch, use_ptx=use_ptx)
+        return wp_context._get_module_artifact_path(module, None, arch, None, use_ptx)
+    finally:
+        if saved is not None:
+            wp_context.runtime.core.wp_cuda_context_set_current(saved)

@@ -30,8 +30,10 @@ from ._layout import ParamLayout as ParamLayout
 from ._op import VMAP_METHODS as VMAP_METHODS
 from ._op import LaunchPlan as LaunchPlan
 from ._op import LaunchPlanner as LaunchPlanner
+from ._op import attribute_value as attribute_value
 from ._op import cuda_launch as cuda_launch
 from ._op import cuda_launch_p as cuda_launch_p
+from ._op import lower_launch as lower_launch
 from ._ptx import PtxError as PtxError
 from ._ptx import ptx_entries as ptx_entries
 from ._ptx import ptx_entry as ptx_entry
@@ -61,6 +63,7 @@ __all__ = [
     "NativeDriver",
     "ParamLayout",
     "PtxError",
+    "attribute_value",
     "build_handler",
     "cuda_devices",
     "cuda_launch",
@@ -71,6 +74,7 @@ __all__ = [
     "handler_source",
     "launch_config",
     "local_capabilities",
+    "lower_launch",
     "ptx_entries",
     "ptx_entry",
     "ptx_params",

@@ -30,7 +30,15 @@ from ._launch import LaunchConfig
 from ._layout import ParamLayout
 from ._target import KernelImage, cuda_devices, ensure_target
 
-__all__ = ["VMAP_METHODS", "LaunchPlan", "LaunchPlanner", "cuda_launch", "cuda_launch_p"]
+__all__ = [
+    "VMAP_METHODS",
+    "LaunchPlan",
+    "LaunchPlanner",
+    "attribute_value",
+    "cuda_launch",
+    "cuda_launch_p",
+    "lower_launch",
+]
 
 #: How a launcher op is batched under ``jax.vmap``: None (one native call that
 #: launches once per batch element), an XLA loop, or the kernel handling a
@@ -85,9 +93,41 @@ def _kernel_view(avals: Sequence[Any], lead: Sequence[bool]) -> tuple[Any, ...]:
     )
 
 
-def _attribute(dtype: str, value: Any) -> Any:
+def lower_launch(
+    ctx: Any,
+    operands: Sequence[Any],
+    plan: LaunchPlan,
+    *,
+    label: str,
+    lead: tuple[bool, ...] | None = None,
+    aliases: dict[int, int] | None = None,
+    attrs: dict[str, Any] | None = None,
+    avals_in: Sequence[Any] | None = None,
+) -> Any:
+    """Lower one launch of ``plan`` as an FFI call of the launcher's handler.
+
+    For bridges with a primitive of their own (Warp's, which carries its
+    gradient): ``operands`` (of ``avals_in``, default ``ctx.avals_in``) then
+    ``ctx.avals_out`` are the call's buffers; ``lead`` flags those launched
+    element by element along their leading axis (None: not batched);
+    ``aliases`` maps operands to outputs; ``attrs`` are the scalar
+    attributes, values as XLA takes them (see ``attribute_value``).
+    """
+    avals_in = tuple(ctx.avals_in if avals_in is None else avals_in)
+    if len(avals_in) != len(ctx.avals_in):
+        ctx = ctx.replace(avals_in=avals_in)
+    arrays = tuple(array_sig(a) for a in (*avals_in, *ctx.avals_out))
+    spec = LaunchSpec(arrays, len(avals_in), plan.layout, plan.launch, lead)
+    name = ensure_target(plan.prefix, (*plan.parts, repr(spec)), spec, label, plan.image)
+    lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=aliases or None)
+    return lowering(ctx, *operands, **(attrs or {}))
+
+
+def attribute_value(dtype: str, value: Any) -> Any:
+    """A scalar parameter's value as its FFI attribute: a ``dtype`` NumPy
+    scalar (XLA has no float16 attributes: a float16 travels as its bits)."""
     scalar = np.asarray(value, dtype=dtype)
-    if scalar.dtype == np.float16:  # XLA has no float16 attributes: its bits
+    if scalar.dtype == np.float16:
         scalar = scalar.view(np.uint16)
     return scalar[()]
 
@@ -102,13 +142,15 @@ def _lowering(ctx, *operands, planner, out_avals, aliases, vmap_method, batched,
         _kernel_view(ctx.avals_out, lead_out),
         batched is not None,
     )
-    arrays = tuple(array_sig(a) for a in (*ctx.avals_in, *ctx.avals_out))
-    lead = (*lead_in, *lead_out) if batched is not None else None
-    spec = LaunchSpec(arrays, n_in, plan.layout, plan.launch, lead)
-    name = ensure_target(plan.prefix, (*plan.parts, repr(spec)), spec, planner.label, plan.image)
-    values = {n: _attribute(dtype, v) for n, dtype, v in attrs}
-    lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=dict(aliases) if aliases else None)
-    return lowering(ctx, *operands, **values)
+    return lower_launch(
+        ctx,
+        operands,
+        plan,
+        label=planner.label,
+        lead=(*lead_in, *lead_out) if batched is not None else None,
+        aliases=dict(aliases),
+        attrs={n: attribute_value(dtype, v) for n, dtype, v in attrs},
+    )
 
 
 def _cpu_lowering(ctx, *operands, planner, **params):

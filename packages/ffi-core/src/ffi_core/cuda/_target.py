@@ -66,8 +66,9 @@ def device_ordinal(device: object) -> int:
 def local_capabilities(what: str) -> tuple[tuple[int, int], ...]:
     """The compute capability of each of JAX's local GPUs, in device order
     (a RuntimeError saying ``what`` needs one where there is none)."""
+    devices = cuda_devices(what)  # first: without a GPU, its message is the one to act on
     drv = driver()
-    return tuple(drv.compute_capability(device_ordinal(d)) for d in cuda_devices(what))
+    return tuple(drv.compute_capability(device_ordinal(d)) for d in devices)
 
 
 def ensure_target(
