@@ -28,7 +28,7 @@ def test_builtin_adapters():
     assert {n: (a.platforms, a.batching, a.extra) for n, a in list(table.items())[:5]} == {
         "numba": (("cpu",), "vmap", "numba"),
         "numba_cuda": (("gpu",), "vmap", "numba-cuda"),
-        "warp": (("cpu",), "vmap", "warp"),
+        "warp": (("cpu", "gpu"), "vmap", "warp"),
         "triton": (("gpu",), "vmap", "triton"),
         "cuda_raw": (("gpu",), "vmap", "cuda-raw"),
     }

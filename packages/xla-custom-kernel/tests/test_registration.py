@@ -68,11 +68,14 @@ def test_gpu_shorthands_record_gpu_entries(name, method, backend, batching):
     assert k.defaults == {"gpu": backend}
 
 
-def test_def_warp_kernel_registers_cpu(name):
+def test_def_warp_kernel_registers_cpu_and_gpu(name):
     k = XLACustomKernel(name)
-    entry = k.def_warp_kernel(_kg)
-    assert (entry.backend, entry.platform, entry.batching) == ("warp", "cpu", "vmap")
-    assert k.defaults == {"cpu": "warp"}
+    entries = k.def_warp_kernel(_kg)
+    assert [(e.backend, e.platform, e.batching) for e in entries] == [
+        ("warp", "cpu", "vmap"),
+        ("warp", "gpu", "vmap"),
+    ]
+    assert k.defaults == {"cpu": "warp", "gpu": "warp"}
 
 
 @pytest.mark.parametrize("platform", ["gpu", "tpu"])

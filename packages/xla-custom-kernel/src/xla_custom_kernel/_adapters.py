@@ -221,9 +221,7 @@ def install_hint(backend: str) -> str:
 for _adapter in (
     BackendAdapter("numba", ("cpu",), "vmap", adapt_numba, "numba"),
     BackendAdapter("numba_cuda", ("gpu",), "vmap", extra="numba-cuda"),
-    # CPU only: warp-ffi has no GPU path yet (register a GPU callable made
-    # another way with def_kernel("warp", "gpu", ...)).
-    BackendAdapter("warp", ("cpu",), "vmap", adapt_warp, "warp"),
+    BackendAdapter("warp", ("cpu", "gpu"), "vmap", adapt_warp, "warp"),
     BackendAdapter("triton", ("gpu",), "vmap", adapt_triton, "triton"),
     BackendAdapter("cuda_raw", ("gpu",), "vmap", adapt_cuda_raw, "cuda-raw"),
 ):

@@ -186,16 +186,18 @@ class XLACustomKernel:
         returns a callable made with ``numba_cuda_ffi`` (``xla-custom-kernel[numba-cuda]``)."""
         return self.def_backend_kernel("numba_cuda", kg, asdefault)
 
-    def def_warp_kernel(self, kg: Callable[..., Any], asdefault: bool = False) -> KernelEntry:
-        """Register a Warp backend ``"warp"`` on ``"cpu"``.
+    def def_warp_kernel(
+        self, kg: Callable[..., Any], asdefault: bool = False
+    ) -> tuple[KernelEntry, ...]:
+        """Register a Warp backend ``"warp"`` on ``"cpu"`` and ``"gpu"``; the
+        two entries.
 
         ``kg`` returns a bare ``@wp.kernel`` (or ``(kernel, launch_dims)``),
-        which is wrapped with ``warp_ffi.warp_kernel`` for ``outs``; static
-        keywords of the call that name scalar parameters of the kernel are
-        passed to it. It may also return any JAX callable. Needs
-        ``xla-custom-kernel[warp]``. warp-ffi runs Warp kernels on the CPU
-        only for now; on a GPU register a JAX callable made another way with
-        ``def_kernel("warp", "gpu", kg)``."""
+        which is wrapped with ``warp_ffi.warp_kernel`` for ``outs``: Warp's
+        CPU build called natively on the CPU, its CUDA build launched natively
+        on NVIDIA GPUs. Static keywords of the call that name scalar
+        parameters of the kernel are passed to it. It may also return any JAX
+        callable. Needs ``xla-custom-kernel[warp]``."""
         return self.def_backend_kernel("warp", kg, asdefault)
 
     def def_triton_kernel(self, kg: Callable[..., Any], asdefault: bool = False) -> KernelEntry:
