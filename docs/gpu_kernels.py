@@ -1,5 +1,5 @@
-"""Tutorial 7: GPU kernels from Triton, CUDA C++ and Pallas, and what of each
-runs on a machine without a GPU.
+"""Tutorial 7: GPU kernels from Triton, CUDA C++, Pallas and Warp, and what of
+each runs on a machine without a GPU.
 
 Run it: ``uv run python docs/gpu_kernels.py``. Every step asserts its result,
 so this file doubles as a test (CI runs it).
@@ -11,8 +11,10 @@ an NVIDIA GPU, but much does not: compiling to PTX and cubin for an explicit
 architecture, checking the kernel's parameter list, running a Triton kernel in
 Triton's interpreter, and running the whole operation under ``jax.jit`` on an
 emulated GPU. Pallas kernels join an ``XLACustomKernel`` as a backend that a
-CPU runs in interpret mode. Where JAX sees a CUDA device, the steps below run
-the kernels for real instead.
+CPU runs in interpret mode. A Warp kernel wrapped with ``warp_kernel`` runs on
+either: Warp's CPU build on the CPU, its CUDA build through the same launcher
+on a GPU. Where JAX sees a CUDA device, the steps below run the kernels for
+real instead.
 """
 
 import functools
@@ -23,6 +25,7 @@ import numba
 import numpy as np
 import triton
 import triton.language as tl
+import warp as wp
 import xla_custom_kernel as xck
 from cuda_source_ffi import NvrtcCompileError, entry_params, load_cuda_inline
 from ffi_core.cuda import ptx_params
@@ -30,6 +33,9 @@ from ffi_core.cuda.testing import EmulatedGPU, emulate
 from jax.experimental import pallas as pl
 from triton_ffi import compile_triton, run_interpreted, triton_kernel
 from triton_ffi.testing import LOWERING, interpreted
+from warp_ffi import warp_kernel
+from warp_ffi.testing import LOWERING as WARP_LOWERING
+from warp_ffi.testing import on_cpu
 
 S = jax.ShapeDtypeStruct
 ON_GPU = jax.devices()[0].platform == "gpu"
@@ -382,5 +388,51 @@ else:
     assert "backend 'triton' of kernel 'tutorial_scaled_add' failed on platform 'gpu'" in message
     assert NO_GPU in message
     assert "set_default('gpu', 'cuda_raw')" in message
+
+# --- 10. Warp kernels: one op for the CPU and the GPU -------------------------
+# A warp_kernel op runs where its inputs are. On a GPU, Warp builds the
+# kernel's module for the GPU's architecture (into Warp's kernel cache) and
+# the launcher packs Warp's launch bounds and array structs from the call
+# frame; grad launches Warp's backward entry the same way.
+wp.config.log_level = wp.LOG_WARNING
+
+
+@wp.kernel
+def softplus(x: wp.array(dtype=wp.float32), beta: wp.float32, out: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    out[i] = wp.log(1.0 + wp.exp(beta * x[i])) / beta
+
+
+softplus_op = warp_kernel(softplus, S((n,), jnp.float32))
+
+
+def softplus_loss(x):
+    return softplus_op(x, beta=2.0).sum()
+
+
+def reference_loss(x):
+    return (jnp.log1p(jnp.exp(2.0 * x)) / 2.0).sum()
+
+
+# On the CPU: Warp's CPU build, called natively.
+np.testing.assert_allclose(
+    jax.jit(jax.grad(softplus_loss))(x_cpu), jax.grad(reference_loss)(x_cpu), rtol=1e-5
+)
+if ON_GPU:
+    got = jax.jit(jax.grad(softplus_loss))(x)
+    np.testing.assert_allclose(got, jax.grad(reference_loss)(x), rtol=1e-5)
+else:
+    # The emulated GPU again (the same one: its stand-ins chain), each launch
+    # run by Warp's CPU build of the kernel on the bytes the handler packed for
+    # the CUDA entry: forward and backward.
+    gpu = on_cpu(gpu)
+    with emulate(gpu, [WARP_LOWERING]):
+        value, got = jax.jit(jax.value_and_grad(softplus_loss))(x)
+        np.testing.assert_allclose(value, reference_loss(x), rtol=1e-5)
+        np.testing.assert_allclose(got, jax.grad(reference_loss)(x), rtol=1e-5)
+        entries = [entry for _, entry, *_ in gpu.loaded if entry.startswith("softplus")]
+        assert sorted(e.rsplit("_", 1)[-1] for e in entries) == ["backward", "forward"]
+        grid, block, _, _ = gpu.launches[-1]
+        assert block == (256, 1, 1) and grid == (-(-n // 256), 1, 1)
 
 print("all steps passed")
