@@ -56,13 +56,4 @@ def _stand_in(image: bytes) -> Any:
 def interpreted(gpu: Any) -> Any:
     """``gpu`` (an ``EmulatedGPU``) running triton-ffi's kernels in Triton's
     interpreter; chains with other bridges' stand-ins."""
-    previous = gpu.resolve
-
-    def resolve(entry: str, image: bytes) -> Any:
-        found = _stand_in(image)
-        if found is None and previous is not None:
-            return previous(entry, image)
-        return found
-
-    gpu.resolve = resolve
-    return gpu
+    return gpu.add_stand_ins(lambda entry, image: _stand_in(image))

@@ -68,13 +68,4 @@ def _stand_in(entry: str) -> Any:
 def on_cpu(gpu: Any) -> Any:
     """``gpu`` (an ``EmulatedGPU``) running warp-ffi's kernels with Warp's
     CPU build; chains with other bridges' stand-ins."""
-    previous = gpu.resolve
-
-    def resolve(entry: str, image: bytes) -> Any:
-        found = _stand_in(entry)
-        if found is None and previous is not None:
-            return previous(entry, image)
-        return found
-
-    gpu.resolve = resolve
-    return gpu
+    return gpu.add_stand_ins(lambda entry, image: _stand_in(entry))

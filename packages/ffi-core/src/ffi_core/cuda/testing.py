@@ -327,6 +327,21 @@ class EmulatedGPU:
         """Kernel ``entry`` takes parameters of ``sizes`` bytes and runs as ``run``."""
         self.kernels[entry] = (tuple(sizes), run)
 
+    def add_stand_ins(self, resolve: Callable[[str, bytes], Any]) -> EmulatedGPU:
+        """Try ``resolve(entry, image) -> (sizes, run) or None`` for entries
+        not defined with :meth:`define`, before the resolvers added earlier
+        (so several bridges' stand-ins share one GPU); returns this GPU."""
+        previous = self.resolve
+
+        def chained(entry: str, image: bytes) -> Any:
+            found = resolve(entry, image)
+            if found is None and previous is not None:
+                return previous(entry, image)
+            return found
+
+        self.resolve = chained
+        return self
+
     def clear(self) -> None:
         self.launches.clear()
         self.launched_on.clear()
