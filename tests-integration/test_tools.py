@@ -10,28 +10,30 @@ import sys
 TOOLS = pathlib.Path(__file__).resolve().parents[1] / "tools"
 
 
-def test_bench_numba_cuda_handler_runs():
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(TOOLS / "bench_numba_cuda_handler.py"),
-            "--calls",
-            "20",
-            "--repeats",
-            "1",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
-    ).stdout
+def _bench_launch_host(*args):
+    command = [sys.executable, str(TOOLS / "bench_launch_host.py"), "--calls", "20"]
+    command += ["--repeats", "1", *args]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600).stdout
     lines = out.splitlines()
-    assert lines[0] == "20 chained calls in one jit, best of 1, per call:"
-    assert [line.split("  ")[1].strip() for line in lines[1:]] == [
-        "numba-cuda-ffi handler, no-op launch",
-        "numba-cpu-ffi handler, trivial kernel",
-        "jax.pure_callback",
+    assert lines[0].startswith("20 chained calls of x + y (float32[256]) in one jit, median of 1")
+    assert lines[1].split() == ["bridge", "us/call", "x", "noop", "what", "runs"]
+    return [line.split()[0] for line in lines[2:]]
+
+
+def test_bench_launch_host_runs_every_bridge():
+    # Every row, the GPU bridges through the launcher with a no-op launch (the
+    # tool raises unless each call launched once); and a chosen order.
+    assert _bench_launch_host() == [
+        "numba-cuda",
+        "triton",
+        "cuda-source",
+        "numba-cpu",
+        "noop",
+        "noop-attr",
+        "pure-callback",
+        "jnp",
     ]
+    assert _bench_launch_host("--bridges", "jnp,triton") == ["jnp", "triton"]
 
 
 def _gpu_check_module():
