@@ -27,6 +27,7 @@ def test_bench_launch_host_runs_every_bridge():
         "numba-cuda",
         "triton",
         "cuda-source",
+        "warp",
         "numba-cpu",
         "noop",
         "noop-attr",

@@ -7,7 +7,8 @@ measured on a CPU in one run, with the CUDA driver replaced by native no-ops.
 Each row's op is a tiny elementwise add, ``out = x + y`` on float32[256],
 called ``--calls`` times in a chain (``x = op(x, y)``) inside one ``jax.jit``.
 The GPU bridges (numba-cuda-ffi ``numba_cuda_kernel``, triton-ffi
-``triton_kernel``, cuda-source-ffi ``load_cuda_inline(...).kernel``) go
+``triton_kernel``, cuda-source-ffi ``load_cuda_inline(...).kernel``, warp-ffi
+``warp_kernel`` with Warp's CUDA build) go
 through their real CUDA lowering on the CPU: the kernel is compiled for sm_90
 as on a GPU machine (never loaded), and the real handler that
 ``ffi_core.cuda`` generates for it is registered as a CPU FFI target, which
@@ -233,6 +234,22 @@ def _cuda_source() -> Op:
     return lambda x, y: op(x, y, n=N)
 
 
+def _warp() -> Op:
+    import warp as wp
+    from warp_ffi import _primitive, warp_kernel
+
+    wp.config.log_level = wp.LOG_WARNING  # this process's Warp: no banner
+    lower_on_cpu(_primitive.warp_kernel_call_p, _primitive._cuda_lowering)
+
+    @wp.kernel
+    def add(x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32),
+            out: wp.array(dtype=wp.float32)):  # fmt: skip
+        i = wp.tid()
+        out[i] = x[i] + y[i]
+
+    return warp_kernel(add, SPEC)
+
+
 def _numba_cpu() -> Op:
     from numba_cpu_ffi import numba_kernel
 
@@ -294,6 +311,12 @@ BRIDGES: tuple[Bridge, ...] = (
         "cuda-source",
         "cuda-source-ffi load_cuda_inline(...).kernel, launcher handler, no-op launch",
         _cuda_source,
+        launches=True,
+    ),
+    Bridge(
+        "warp",
+        "warp-ffi warp_kernel on a GPU (Warp's CUDA build), launcher handler, no-op launch",
+        _warp,
         launches=True,
     ),
     Bridge(
