@@ -92,6 +92,12 @@ def flags(
 
 
 @wp.kernel
+def index_4d(x: wp.array4d(dtype=wp.int64), out: wp.array4d(dtype=wp.int64)):
+    i, j, k, m = wp.tid()
+    out[i, j, k, m] = x[i, j, k, m] + wp.int64(1000 * i + 100 * j + 10 * k + m)
+
+
+@wp.kernel
 def count(start: wp.array(dtype=wp.int32), out: wp.array(dtype=wp.int32)):
     i = wp.tid()
     wp.atomic_add(out, i, 1)
@@ -135,6 +141,7 @@ def _rand(*shape, dtype=np.float32, seed=0):
         (mix, ("float64",) * 4),
         (copy_any, ("int16", "int16")),
         (flags, ("float16", "float16")),
+        (index_4d, ("int64", "int64")),
     ],
     ids=lambda v: getattr(v, "key", None) or "-".join(v),
 )
@@ -146,7 +153,7 @@ def test_layout_matches_the_ptx(kernel, dtypes, backward):
     entry = image.backward if backward else image.forward
     n = len(info.arrays)
     adjoint = list(range(n, 2 * n)) if backward else None
-    grid = (7,) if info.specialized(dtypes).adj.kernel_dim == 1 else (3, 5)
+    grid = (7, 3, 5, 2)[: info.specialized(dtypes).adj.kernel_dim]
     layout = _gpu.gpu_layout(info, dtypes, grid, 1, list(range(n)), adjoint)
     assert layout.param_sizes == tuple(ptx_params(image.data[:-1].decode(), entry))
 
@@ -189,6 +196,14 @@ def test_two_dimensional_grid_and_int16_scalar(gpu, x64):
     x = _rand(3, 4, dtype=np.float64)
     expected = x * (np.arange(3)[:, None] + 10 * np.arange(4)[None]) * -3
     np.testing.assert_allclose(jax.jit(lambda a: op(a, scale=-3))(x), expected, rtol=1e-12)
+
+
+def test_four_dimensional_grid(gpu, x64):
+    op = warp_kernel(index_4d, S((2, 3, 4, 5), jnp.int64))
+    x = np.arange(120, dtype=np.int64).reshape(2, 3, 4, 5)
+    i, j, k, m = np.indices(x.shape)
+    np.testing.assert_array_equal(jax.jit(op)(x), x + 1000 * i + 100 * j + 10 * k + m)
+    assert gpu.launches[-1][0] == (1, 1, 1)  # 120 threads, one block
 
 
 def test_launch_dims_given_and_folded(gpu):
