@@ -61,7 +61,39 @@ def test_gpu_check_finds_every_check_script_and_says_when_there_is_no_gpu():
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "numba_cuda     GPU" in proc.stdout
+    assert "bridges        GPU" in proc.stdout
     assert proc.stdout.strip().endswith("summary: no GPU found by any check (nothing verified)")
+
+
+def test_gpu_check_bridges_correctness_on_the_emulated_gpu():
+    # The GPU check of triton-ffi, cuda-source-ffi and warp-ffi's GPU path runs its
+    # correctness part on ffi-core's emulated GPU (two CPU devices stand in for two
+    # GPUs): its kernels, ops and reference results, checked without a GPU.
+    import pytest
+
+    for module in ("triton", "warp_ffi", "cuda_source_ffi"):
+        pytest.importorskip(module)
+    command = [sys.executable, str(TOOLS / "gpu_check_bridges.py"), "--emulated"]
+    proc = subprocess.run(
+        [*command, "--only", "correctness"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
+    rows = _gpu_check_module().parse(proc.stdout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    statuses = {row["name"]: row["status"] for row in rows}
+    assert statuses.pop("versions") == "info"
+    checks = ["jit, scalar parameter", "vmap", "scan", "aliases"]
+    expected = {f"{bridge}: {name}" for bridge in ("triton", "warp") for name in checks}
+    expected |= {f"cuda-source: {name}" for name in ["jit, scalar parameters", *checks[1:]]}
+    expected |= {"triton: grid callable", "cuda-source: launch_dims callable"}
+    expected |= {"warp: 2-d launch", "warp: generic (Any) kernel"}
+    expected |= {"warp: grad vs jnp (float64)", "warp: check_grads (float64)"}
+    expected |= {f"device 1: {bridge}" for bridge in ("triton", "cuda-source", "warp")}
+    assert statuses == dict.fromkeys(expected, "pass")
 
 
 def test_gpu_check_table_and_statuses():
