@@ -8,7 +8,9 @@ the inputs then the outputs; its scalar parameters (``float``, ``int``,
 ``wp.float32``, ...) may sit anywhere and are given as keyword arguments of
 the call. ``warp_kernel`` turns it into a function on JAX arrays. XLA calls a
 native handler that fills Warp's argument structs from the call frame and
-calls the kernel's compiled CPU entry point: no Python per call.
+calls the kernel's compiled CPU entry point: no Python per call. On an NVIDIA
+GPU the same op launches Warp's CUDA build of the kernel through the project's
+native CUDA launcher (tutorial 7, ``docs/gpu_kernels.py``, shows it).
 """
 
 from typing import Any
