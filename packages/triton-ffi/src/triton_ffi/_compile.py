@@ -46,7 +46,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ffi_core.cuda import PtxError, ptx_entries, ptx_params
@@ -161,6 +161,39 @@ class _Identity:
         return isinstance(other, _Identity) and other.kernel is self.kernel
 
 
+def constexpr_mismatch(
+    params: Sequence[Any], constexprs: Mapping[str, Any]
+) -> tuple[list[str], list[str]]:
+    """``(unknown, missing)``: the names in ``constexprs`` that are not
+    tl.constexpr parameters of a kernel with ``params``, and its tl.constexpr
+    parameters without a default that ``constexprs`` lacks."""
+    constexpr_names = [p.name for p in params if p.is_constexpr]
+    unknown = [name for name in constexprs if name not in constexpr_names]
+    missing = [
+        p.name for p in params if p.is_constexpr and p.name not in constexprs and not p.has_default
+    ]
+    return unknown, missing
+
+
+def check_constexprs(
+    where: str, kname: str, params: Sequence[Any], constexprs: Mapping[str, Any]
+) -> None:
+    """The ValueError of ``compile_triton`` and ``run_interpreted`` (``where``)
+    for ``constexprs`` that do not fit kernel ``kname``'s ``params``."""
+    unknown, missing = constexpr_mismatch(params, constexprs)
+    if unknown:
+        names = [p.name for p in params if p.is_constexpr]
+        raise ValueError(
+            f"{where}: constexprs names {unknown[0]!r}, which is not a tl.constexpr "
+            f"parameter of kernel {kname!r}; its tl.constexpr parameters are {names}"
+        )
+    if missing:
+        raise ValueError(
+            f"{where}: constexprs lacks {missing}, tl.constexpr parameters of kernel "
+            f"{kname!r} without a default"
+        )
+
+
 def compile_triton(
     kernel: Any,
     signature: Mapping[str, str],
@@ -271,25 +304,12 @@ def _check_arguments(
                 f"compile_triton: {name!r} is a tl.constexpr parameter of kernel {kname!r}; "
                 "give its value in constexprs, not a dtype in signature"
             )
-    for name in constexprs:
-        if name not in constexpr_names:
-            raise ValueError(
-                f"compile_triton: constexprs names {name!r}, which is not a tl.constexpr "
-                f"parameter of kernel {kname!r}; its tl.constexpr parameters are {constexpr_names}"
-            )
+    check_constexprs("compile_triton", kname, params, constexprs)
     missing = [n for n in names if n not in constexpr_names and n not in signature]
     if missing:
         raise ValueError(
             f"compile_triton: signature lacks {missing}, parameters of kernel {kname!r} "
             "that are not tl.constexpr; give each a dtype name such as '*float32' or 'int32'"
-        )
-    missing = [
-        p.name for p in params if p.is_constexpr and p.name not in constexprs and not p.has_default
-    ]
-    if missing:
-        raise ValueError(
-            f"compile_triton: constexprs lacks {missing}, tl.constexpr parameters of kernel "
-            f"{kname!r} without a default"
         )
     sig = []
     consts = []

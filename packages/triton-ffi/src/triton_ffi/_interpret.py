@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ._compile import DTYPES
+from ._compile import DTYPES, check_constexprs
 
 __all__ = ["run_interpreted"]
 
@@ -100,7 +100,6 @@ def _bind(
         for i, p in enumerate(inspect.signature(kernel.fn).parameters.values())
     ]
     runtime = [p.name for p in params if not p.is_constexpr]
-    constexpr_names = [p.name for p in params if p.is_constexpr]
     if isinstance(args, str | bytes) or not isinstance(args, Sequence):
         raise TypeError(
             f"run_interpreted: args must be a sequence of arrays and scalars, got {type(args).__name__}"
@@ -115,20 +114,7 @@ def _bind(
             f"run_interpreted: constexprs must be a dict of parameter name -> value, "
             f"got {type(constexprs).__name__}"
         )
-    for name in constexprs:
-        if name not in constexpr_names:
-            raise ValueError(
-                f"run_interpreted: constexprs names {name!r}, which is not a tl.constexpr "
-                f"parameter of kernel {kname!r}; its tl.constexpr parameters are {constexpr_names}"
-            )
-    missing = [
-        p.name for p in params if p.is_constexpr and p.name not in constexprs and not p.has_default
-    ]
-    if missing:
-        raise ValueError(
-            f"run_interpreted: constexprs lacks {missing}, tl.constexpr parameters of kernel "
-            f"{kname!r} without a default"
-        )
+    check_constexprs("run_interpreted", kname, params, constexprs)
     return [_convert(name, arg) for name, arg in zip(runtime, args, strict=True)], dict(constexprs)
 
 

@@ -28,7 +28,13 @@ from ffi_core.cuda import (
     local_capabilities,
 )
 
-from ._compile import DTYPES, CompiledTriton, TritonCompileError, compile_triton
+from ._compile import (
+    DTYPES,
+    CompiledTriton,
+    TritonCompileError,
+    compile_triton,
+    constexpr_mismatch,
+)
 
 __all__ = ["SUPPORTED_DTYPES", "TritonKernel", "triton_kernel"]
 
@@ -243,15 +249,12 @@ def triton_kernel(
     label = f"triton kernel '{name}'"
     params = list(kernel.params)
     constexpr_names = [p.name for p in params if p.is_constexpr]
-    for key in constexprs:
-        if key not in constexpr_names:
-            raise TypeError(
-                f"{label}: {key!r} is not a tl.constexpr parameter of the kernel; its "
-                f"tl.constexpr parameters are {constexpr_names}"
-            )
-    missing = [
-        p.name for p in params if p.is_constexpr and p.name not in constexprs and not p.has_default
-    ]
+    unknown, missing = constexpr_mismatch(params, constexprs)
+    if unknown:
+        raise TypeError(
+            f"{label}: {unknown[0]!r} is not a tl.constexpr parameter of the kernel; its "
+            f"tl.constexpr parameters are {constexpr_names}"
+        )
     if missing:
         raise TypeError(
             f"{label}: missing the value of tl.constexpr parameter(s) {missing}; pass them "
