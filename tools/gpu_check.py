@@ -30,6 +30,53 @@ ROOT = os.path.dirname(TOOLS)
 NO_GPU = 2
 
 
+# --- what every check script shares: the CHECK lines this runner parses ---------------
+
+
+def check(name: str, ok: bool | None, detail: str, *, goal: bool = False) -> bool:
+    """Print one result line; ``ok`` None is information, not a pass or fail. A
+    performance ``goal`` that is not met is a ``MISS``, not a failure."""
+    status = "info" if ok is None else ("pass" if ok else ("MISS" if goal else "FAIL"))
+    print("CHECK " + json.dumps({"name": name, "status": status, "detail": detail}), flush=True)
+    return ok is not False or goal
+
+
+def subprocess_env() -> dict[str, str]:
+    """The environment of a check's subprocess: this process's JAX may hold most
+    of the GPU's memory already."""
+    return {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+
+
+def run_tests(paths: list[str], timeout: float | None = None) -> bool:
+    """Run pytest on ``paths`` (from the repository root) in a subprocess; one
+    ``GPU tests`` check line, and pytest's output when it failed."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *paths],
+        cwd=ROOT,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )
+    lines = proc.stdout.strip().splitlines() or ["no output"]
+    failed = [line for line in lines if line.startswith(("FAILED", "ERROR"))]
+    ok = check("GPU tests", proc.returncode == 0, "; ".join([lines[-1], *failed]))
+    if proc.returncode != 0:
+        print(proc.stdout[-20000:])
+    return ok
+
+
+def repeat(step, x, rest, n: int):
+    """``x`` through ``step(x, *rest)`` ``n`` times: a chain of launches to time."""
+    for _ in range(n):
+        x = step(x, *rest)
+    return x
+
+
+# --- the runner --------------------------------------------------------------------
+
+
 def scripts() -> list[str]:
     """The check scripts beside this one, in name order."""
     return sorted(glob.glob(os.path.join(TOOLS, "gpu_check_*.py")))

@@ -65,6 +65,8 @@ import time
 import types
 from typing import Any
 
+from gpu_check import check, repeat, run_tests, subprocess_env
+
 BRIDGES = ("triton", "cuda-source", "warp")
 PARTS = ("tests", "correctness", "graph_check", "benchmark")
 TRITON_BLOCK = 256
@@ -90,14 +92,6 @@ class Sizes:
 FULL = Sizes()
 #: On the emulated GPU every launch runs on the CPU: a few, to exercise the logic.
 EMULATED = Sizes(chain=3, big=2**12, big_chain=2, rounds=1)
-
-
-def check(name: str, ok: bool | None, detail: str, *, goal: bool = False) -> bool:
-    """Print one result line; ``ok`` None is information, not a pass or fail. A
-    performance ``goal`` that is not met is a ``MISS``, not a failure."""
-    status = "info" if ok is None else ("pass" if ok else ("MISS" if goal else "FAIL"))
-    print("CHECK " + json.dumps({"name": name, "status": status, "detail": detail}), flush=True)
-    return ok is not False or goal
 
 
 def _failure(exc: BaseException) -> str:
@@ -807,13 +801,8 @@ def _graph_loops(emulated: bool = False) -> dict[str, Any]:
     return result
 
 
-def _subprocess_env() -> dict[str, str]:
-    # This process's JAX may hold most of the GPU's memory already.
-    return {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
-
-
 def graph_check(emulated: bool = False) -> bool:
-    env = _subprocess_env()
+    env = subprocess_env()
     flags = env.get("XLA_FLAGS", "")
     env["XLA_FLAGS"] = (
         f"{flags} --xla_gpu_enable_command_buffer=CUSTOM_CALL,FUSION "
@@ -933,7 +922,7 @@ def _benchmark(sizes: Sizes, emulated: bool) -> bool:
     import numpy as np
 
     def chain(step: Any, n: int) -> Any:
-        return jax.jit(lambda x, *rest: _repeat(step, x, rest, n))
+        return jax.jit(lambda x, *rest: repeat(step, x, rest, n))
 
     big = f"2^{sizes.big.bit_length() - 1}"
     variants: dict[str, tuple[Any, int, str]] = {}
@@ -1024,43 +1013,13 @@ def _benchmark(sizes: Sizes, emulated: bool) -> bool:
     return ok
 
 
-def _repeat(step: Any, x: Any, rest: Any, n: int) -> Any:
-    for _ in range(n):
-        x = step(x, *rest)
-    return x
-
-
 # --- the packages' tests, and main ---------------------------------------------------
 
 
 def tests(emulated: bool = False) -> bool:
     del emulated  # the tests choose their own device
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "packages/triton-ffi",
-            "packages/cuda-source-ffi",
-            "packages/warp-ffi",
-        ],
-        cwd=root,
-        env=_subprocess_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=3600,
-    )
-    lines = proc.stdout.strip().splitlines() or ["no output"]
-    failed = [line for line in lines if line.startswith(("FAILED", "ERROR"))]
-    ok = check("GPU tests", proc.returncode == 0, "; ".join([lines[-1], *failed]))
-    if proc.returncode != 0:
-        print(proc.stdout[-20000:])
-    return ok
+    paths = ["packages/triton-ffi", "packages/cuda-source-ffi", "packages/warp-ffi"]
+    return run_tests(paths, timeout=3600)
 
 
 def _versions(gpus: list[Any], emulated: bool) -> str:

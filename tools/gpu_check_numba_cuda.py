@@ -44,6 +44,8 @@ import subprocess
 import sys
 import time
 
+from gpu_check import check, repeat, run_tests, subprocess_env
+
 N_CHAIN = 1000
 SIZE = 256
 BIG = 2**24
@@ -59,14 +61,6 @@ _CU_POINTER_ATTRIBUTE_CONTEXT = 1
 _CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
 _CU_FUNC_ATTRIBUTE_BINARY_VERSION = 6
 _CU_STREAM_CAPTURE_STATUS_ACTIVE = 1
-
-
-def check(name: str, ok: bool | None, detail: str, *, goal: bool = False) -> bool:
-    """Print one result line; ``ok`` None is information, not a pass or fail. A
-    performance ``goal`` that is not met is a ``MISS``, not a failure."""
-    status = "info" if ok is None else ("pass" if ok else ("MISS" if goal else "FAIL"))
-    print("CHECK " + json.dumps({"name": name, "status": status, "detail": detail}), flush=True)
-    return ok is not False or goal
 
 
 # --- the probe: an FFI call that reports what it sees from inside XLA ---------------
@@ -249,13 +243,8 @@ print("RESULT " + json.dumps(result))
 """
 
 
-def _subprocess_env() -> dict[str, str]:
-    # This process's JAX may hold most of the GPU's memory already.
-    return {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
-
-
 def graph_check() -> bool:
-    env = _subprocess_env()
+    env = subprocess_env()
     flags = env.get("XLA_FLAGS", "")
     env["XLA_FLAGS"] = (
         f"{flags} --xla_gpu_enable_command_buffer=CUSTOM_CALL,FUSION "
@@ -353,7 +342,7 @@ def benchmark() -> bool:
         return out.copy_to_host()
 
     def chain(step, n):
-        return jax.jit(lambda x, *rest: _repeat(step, x, rest, n))
+        return jax.jit(lambda x, *rest: repeat(step, x, rest, n))
 
     variants = {
         "tiny ffi": (chain(lambda x: op(x), N_CHAIN), N_CHAIN, "tiny"),
@@ -472,12 +461,6 @@ def _kernel_alone(kernel, cuda, np) -> float:
     return statistics.median(samples)
 
 
-def _repeat(step, x, rest, n):
-    for _ in range(n):
-        x = step(x, *rest)
-    return x
-
-
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -535,30 +518,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _tests() -> bool:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    tests = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "packages/numba-cuda-ffi",
-            "packages/xla-custom-kernel/tests/test_gpu.py",
-        ],
-        cwd=root,
-        env=_subprocess_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    lines = tests.stdout.strip().splitlines() or ["no output"]
-    failed = [line for line in lines if line.startswith(("FAILED", "ERROR"))]
-    ok = check("GPU tests", tests.returncode == 0, "; ".join([lines[-1], *failed]))
-    if tests.returncode != 0:
-        print(tests.stdout[-20000:])
-    return ok
+    return run_tests(["packages/numba-cuda-ffi", "packages/xla-custom-kernel/tests/test_gpu.py"])
 
 
 if __name__ == "__main__":
