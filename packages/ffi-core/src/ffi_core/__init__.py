@@ -9,6 +9,9 @@ from ._batching import batch_to_front as batch_to_front
 from ._batching import expand_batch as expand_batch
 from ._batching import leading_batch as leading_batch
 from ._batching import scan_batch as scan_batch
+from ._cache_dir import CacheDirWarning as CacheDirWarning
+from ._cache_dir import cache_root as cache_root
+from ._cache_dir import checked_cache_dir as checked_cache_dir
 from ._capi import DataType as DataType
 from ._capi import ErrorCode as ErrorCode
 from ._capi import ExecutionStage as ExecutionStage
@@ -68,6 +71,7 @@ __all__ = [
     "XLA_PLATFORM_NAMES",
     "ArraySig",
     "BufferView",
+    "CacheDirWarning",
     "CallFrame",
     "CallSig",
     "DataType",
@@ -88,8 +92,10 @@ __all__ = [
     "batch_call",
     "batch_to_front",
     "c_api_header",
+    "cache_root",
     "capi",
     "check_aliases",
+    "checked_cache_dir",
     "check_arity",
     "check_dtype",
     "check_inputs",

@@ -1,0 +1,83 @@
+"""The one rule for where this workspace's packages keep caches on disk.
+
+A cache directory holds files that are later loaded (pickles, compiled code,
+decisions). Whoever can write into it can make a later process run their code,
+so a directory is only used when it belongs to the current user, is a real
+directory (not a symlink), and no one else may write into it. New directories
+are created with mode 0700. A directory that breaks the rule is refused with a
+warning, and the caller runs without a disk cache.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import warnings
+from pathlib import Path
+
+__all__ = ["CacheDirWarning", "cache_root", "checked_cache_dir", "unsafe_reason"]
+
+
+class CacheDirWarning(UserWarning):
+    """A cache directory that is refused (not ours, writable by others, a
+    symlink) or cannot be created; the package then runs without disk cache."""
+
+
+def cache_root() -> Path:
+    """``$XDG_CACHE_HOME`` when set to an absolute path, else ``~/.cache``."""
+    configured = os.environ.get("XDG_CACHE_HOME", "")
+    if configured and os.path.isabs(configured):
+        return Path(configured)
+    return Path(os.path.expanduser("~")) / ".cache"
+
+
+def unsafe_reason(path: Path) -> str | None:
+    """Why ``path`` may not hold a cache, or None when it may.
+
+    Checked with ``lstat``: a symlink is refused even when it points somewhere safe,
+    since its target can change after the check."""
+    try:
+        info = os.lstat(path)
+    except OSError as error:
+        return f"it cannot be inspected ({error.strerror or error})"
+    if stat.S_ISLNK(info.st_mode):
+        return "it is a symbolic link"
+    if not stat.S_ISDIR(info.st_mode):
+        return "it is not a directory"
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return f"it is owned by uid {info.st_uid}, not by the current user (uid {os.getuid()})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"group or others may write into it (mode {stat.S_IMODE(info.st_mode):04o})"
+    return None
+
+
+def checked_cache_dir(path: Path | str, *, purpose: str, warn: bool = True) -> Path | None:
+    """``path`` created (mode 0700, parents as needed) and checked, or None.
+
+    Args:
+      path: the cache directory.
+      purpose: what the cache holds, for the warning ("numba-cpu-ffi's handler cache").
+      warn: warn with :class:`CacheDirWarning` when the directory is refused.
+
+    Returns:
+      The directory when it is safe to load files from it; None when it is refused
+      or cannot be created, in which case the caller keeps no disk cache.
+    """
+    path = Path(path)
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as error:
+        reason: str | None = f"it cannot be created ({error.strerror or error})"
+    else:
+        reason = unsafe_reason(path)
+    if reason is None:
+        return path
+    if warn:
+        warnings.warn(
+            f"{purpose} is not kept on disk: the directory {str(path)!r} is refused because "
+            f"{reason}. Use a directory that only you own and may write (mode 0700), "
+            "or remove this one so it is created anew.",
+            CacheDirWarning,
+            stacklevel=3,
+        )
+    return None
