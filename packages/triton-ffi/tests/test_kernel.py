@@ -174,6 +174,14 @@ def test_errors():
         "scalar, got str",
     ):
         op(x, x, n="4")
+    for big in (2**63, -(2**63) - 1):
+        with _message(
+            OverflowError,
+            f"triton kernel 'add': scalar parameter 'n' is {big}, outside the int64 range that "
+            "Triton passes a Python int as; pass a NumPy scalar of the kernel's type (e.g. "
+            "numpy.uint64) instead",
+        ):
+            op(x, x, n=big)
     with pytest.raises(TypeError, match=r"complex64"):
         triton_kernel(add, S((4,), jnp.complex64), grid=1, BLOCK=4)
 
@@ -189,3 +197,88 @@ def test_gpu_op_on_a_machine_without_gpu():
         'CUDA build of JAX (`uv add "jax[cuda13]"`) on a machine with an NVIDIA GPU and driver',
     ):
         op(x, x, n=4)
+
+
+# Same text, at the same line, in two modules: Triton's key of a kernel holds
+# its line and the values of the tl.constexpr globals it reads.
+_KERNELS = """
+import triton
+import triton.language as tl
+
+SCALE = tl.constexpr({scale})
+OFFSET = {offset}
+
+
+@triton.jit
+def helper(x):
+    return x * {helper_factor}
+
+
+@triton.jit
+def scaled(x_ptr, out_ptr, n, BLOCK: tl.constexpr, SHIFT: tl.constexpr = OFFSET):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < n
+    tl.store(out_ptr + i, helper(tl.load(x_ptr + i, mask=mask) * SCALE) + SHIFT, mask=mask)
+"""
+
+
+def _kernels(tmp_path, name, scale=2, helper_factor=1, offset=0):
+    import importlib.util
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(_KERNELS.format(scale=scale, helper_factor=helper_factor, offset=offset))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"scale": 3}, {"helper_factor": 5}, {"offset": 7}],
+    ids=["global-constexpr", "called-helper", "constexpr-default"],
+)
+def test_kernels_with_one_text_and_other_dependencies_run_their_own_code(gpu, tmp_path, change):
+    n = 4
+    x = np.arange(n, dtype=np.float32)
+    tag = next(iter(change))
+    results = []
+    for name, kwargs in ((f"first_{tag}", {}), (f"second_{tag}", change)):
+        module = _kernels(tmp_path, name, **kwargs)
+        op = triton_kernel(module.scaled, S((n,), jnp.float32), grid=1, BLOCK=4)
+        results.append(np.asarray(jax.jit(lambda a, op=op: op(a, n=n))(x)))
+    expected = {"scale": 3 * x, "helper_factor": 10 * x, "offset": 2 * x + 7}[tag]
+    np.testing.assert_array_equal(results[0], 2 * x)
+    np.testing.assert_array_equal(results[1], expected)
+
+
+def test_a_global_changed_after_the_kernel_was_read_is_refused(tmp_path):
+    module = _kernels(tmp_path, "changed")
+    triton_kernel(module.scaled, S((4,), jnp.float32), grid=1, BLOCK=4)
+    module.SCALE = tl.constexpr(5)
+    with _message(
+        RuntimeError,
+        "triton kernel 'scaled': global 'SCALE' was constexpr[2] when Triton first read the "
+        "kernel and is now constexpr[5]; Triton compiles a kernel against the values it read "
+        "first: define the kernel again (run its @triton.jit definition) after changing the "
+        "global",
+    ):
+        triton_kernel(module.scaled, S((4,), jnp.float32), grid=1, BLOCK=4)
+
+
+def _plain(x):
+    return x
+
+
+@triton.jit
+def calls_plain_python(x_ptr):
+    tl.store(x_ptr, _plain(1))
+
+
+def test_a_kernel_triton_cannot_read_is_refused():
+    with _message(
+        TypeError,
+        "triton kernel 'calls_plain_python': Triton cannot tell what the kernel depends on: "
+        f"RuntimeError: Unsupported function referenced: {_plain!r}",
+    ):
+        triton_kernel(calls_plain_python, S((1,), jnp.float32), grid=1)

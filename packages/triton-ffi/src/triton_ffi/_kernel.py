@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import inspect
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -48,12 +47,46 @@ _IMAGES: dict[str, tuple[TritonKernel, tuple[Any, ...], tuple[Any, ...]]] = {}
 _IMAGES_LOCK = threading.Lock()
 
 
-def _digest(kernel: Any) -> str:
+def _digest(kernel: Any, label: str) -> str:
+    """A digest of everything the compiled kernel depends on.
+
+    Triton's own ``JITFunction.cache_key`` (pure Python, no GPU needed) covers
+    the source, its line, the ``@triton.jit`` functions it calls (their keys,
+    recursively) and the ``tl.constexpr`` globals they read. Added here: every
+    global or closure value Triton recorded (``tl`` dtypes and named tuples are
+    allowed as globals but are not in its key), and the parameters' defaults
+    (a constexpr left out takes its default, which its key does not hold).
+    """
     try:
-        source = inspect.getsource(kernel.fn)
-    except (OSError, TypeError):
-        source = kernel.fn.__qualname__
-    return hashlib.sha256(source.encode()).hexdigest()[:16]
+        key = kernel.cache_key
+    except Exception as exc:  # Triton refuses what it cannot compile either
+        raise TypeError(
+            f"{label}: Triton cannot tell what the kernel depends on: {type(exc).__name__}: {exc}"
+        ) from exc
+    h = hashlib.sha256(key.encode())
+    missing = object()
+    for (gname, _), (value, scope) in kernel.used_global_vals.items():
+        now = scope.get(gname, missing)
+        if now is not value and _differs(now, value):
+            shown = "removed" if now is missing else f"now {now!r}"
+            raise RuntimeError(
+                f"{label}: global {gname!r} was {value!r} when Triton first read the kernel "
+                f"and is {shown}; Triton compiles a kernel against the values it read "
+                "first: define the kernel again (run its @triton.jit definition) after "
+                "changing the global"
+            )
+        h.update(f"global:{gname}={type(value).__qualname__}:{value!r}".encode())
+    for param in kernel.params:
+        if param.has_default:
+            h.update(f"default:{param.name}={param.default!r}".encode())
+    return h.hexdigest()[:24]
+
+
+def _differs(now: Any, then: Any) -> bool:
+    try:
+        return bool(now != then)
+    except Exception:  # values that do not compare to a bool: Triton's own check decides
+        return False
 
 
 def _scalar_dtype(name: str, value: Any, label: str) -> str:
@@ -64,6 +97,12 @@ def _scalar_dtype(name: str, value: Any, label: str) -> str:
     elif isinstance(value, bool):
         dtype = "bool"
     elif isinstance(value, int):
+        if not -(2**63) <= value < 2**63:
+            raise OverflowError(
+                f"{label}: scalar parameter {name!r} is {value}, outside the int64 range that "
+                "Triton passes a Python int as; pass a NumPy scalar of the kernel's type "
+                "(e.g. numpy.uint64) instead"
+            )
         dtype = "int32" if -(2**31) <= value < 2**31 else "int64"
     elif isinstance(value, float):
         dtype = "float32"
@@ -275,7 +314,7 @@ def triton_kernel(
         hash(consts)
     except TypeError:
         raise TypeError(f"{label}: constexpr values must be hashable") from None
-    digest = _digest(kernel)
+    digest = _digest(kernel, label)
 
     def call(*args: Any, **scalars: Any) -> Any:
         n_ptr = len(args) + len(avals)
