@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from cuda_source_ffi import _nvrtc
 from cuda_source_ffi._nvrtc import (
     CompiledSource,
+    NvrtcCacheWarning,
     NvrtcCompileError,
     compile_source,
     entry_params,
@@ -22,6 +24,8 @@ try:
     _nvrtc._library()
 except ImportError as e:
     pytest.skip(f"NVRTC is not installed: {e}", allow_module_level=True)
+
+from ffi_core import CacheDirWarning
 
 AXPY = """\
 extern "C" __global__ void axpy(const float* x, const float* y, float* out, float a, int n) {
@@ -277,17 +281,141 @@ def test_disk_cache_used_by_a_fresh_process(
     assert loaded == first and loaded is not first
 
 
-def test_corrupt_disk_cache_is_rewritten(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = compile_source(AXPY, name="axpy.cu", kernels=["axpy"], arch=(8, 0))
+TWO = AXPY + 'extern "C" __global__ void other(float* x) { x[0] = 1; }\n'
+
+
+def _payload_with(path: Path, **changes: object) -> str:
+    """The entry at ``path`` with payload fields changed and a matching checksum."""
+    data = json.loads(path.read_text())
+    data["payload"].update(changes)
+    data["checksum"] = _nvrtc._payload_checksum(data["payload"])
+    return json.dumps(data)
+
+
+def _corruptions(path: Path) -> dict[str, tuple[str, str]]:
+    """name -> (what to write over the entry, the end of the warning naming it)."""
+    text = path.read_text()
+    data = json.loads(text)
+    payload = data["payload"]
+    plain = dict(data, checksum="0" * 64)
+    return {
+        "not-json": ("{not json", "is not valid JSON (truncated or corrupt)"),
+        "empty": ("", "is not valid JSON (truncated or corrupt)"),
+        "truncated": (text[: len(text) // 2], "is not valid JSON (truncated or corrupt)"),
+        "a-list": ("[]", "is not an entry of this cache (its fields differ)"),
+        "old-format": (json.dumps(dict(data, format=1)), "has format 1, not 2"),
+        "payload-fields": (
+            json.dumps(dict(data, payload={"key": path.stem})),
+            "is not an entry of this cache (its payload's fields differ)",
+        ),
+        "checksum": (
+            json.dumps(dict(plain, payload=dict(payload, ptx=""))),
+            "does not match its checksum",
+        ),
+        "wrong-type": (_payload_with(path, arch="sm_80"), "has field 'arch' of type str, not list"),
+        "other-key": (
+            _payload_with(path, key="0" * 64),
+            "holds the entry of another compile (its key differs from its name)",
+        ),
+        "other-arch": (_payload_with(path, arch=[9, 0]), "is for arch [9, 0], not [8, 0]"),
+        "cubin-base64": (_payload_with(path, cubin="!!"), "holds a cubin that is not base64"),
+        "cubin-elf": (_payload_with(path, cubin="AAAA"), "holds a cubin that is not an ELF file"),
+        "missing-kernel": (
+            _payload_with(path, entries={}),
+            "holds lowered names for [], not for ['axpy']",
+        ),
+        "other-entry": (
+            _payload_with(path, entries={"axpy": "other"}),
+            "names 'other' as the entry of kernel 'axpy', which is not a matching .entry of "
+            "its PTX",
+        ),
+        "absent-entry": (
+            _payload_with(path, entries={"axpy": "axpy2"}),
+            "names 'axpy2' as the entry of kernel 'axpy', which is not a matching .entry of "
+            "its PTX",
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "corruption",
+    [
+        "not-json", "empty", "truncated", "a-list", "old-format", "payload-fields", "checksum",
+        "wrong-type", "other-key", "other-arch", "cubin-base64", "cubin-elf", "missing-kernel",
+        "other-entry", "absent-entry",
+    ],
+)  # fmt: skip
+def test_a_bad_disk_cache_entry_is_a_miss_and_rewritten(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch, corruption: str
+) -> None:
+    first = compile_source(TWO, name="two.cu", kernels=["axpy"], arch=(8, 0))
     (path,) = cache_dir.glob("*.json")
-    for corrupt in ("{not json", json.dumps({"key": path.stem, "cubin": "!!"}), ""):
-        path.write_text(corrupt)
-        _nvrtc._clear_memory_cache()
-        calls = _count_compiles(monkeypatch)
-        again = compile_source(AXPY, name="axpy.cu", kernels=["axpy"], arch=(8, 0))
-        assert calls == ["axpy.cu"]
-        assert again == first
-        assert json.loads(path.read_text())["key"] == path.stem
+    written, reason = _corruptions(path)[corruption]
+    path.write_text(written)
+    _nvrtc._clear_memory_cache()
+    calls = _count_compiles(monkeypatch)
+    message = (
+        f"cuda-source-ffi's NVRTC cache file {str(path)!r} {reason}; the source is compiled "
+        "again and the file rewritten"
+    )
+    with pytest.warns(NvrtcCacheWarning, match="^" + re.escape(message) + "$"):
+        again = compile_source(TWO, name="two.cu", kernels=["axpy"], arch=(8, 0))
+    assert calls == ["two.cu"]
+    assert again == first
+    assert entry_params(again, "axpy") == (8, 8, 8, 4, 4)
+    _nvrtc._clear_memory_cache()  # the rewritten entry is used, without a warning
+    assert compile_source(TWO, name="two.cu", kernels=["axpy"], arch=(8, 0)) == first
+    assert calls == ["two.cu"]
+    assert not list(cache_dir.glob("*.tmp"))
+
+
+def test_an_unreadable_entry_is_a_miss(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    compile_source(AXPY, name="axpy.cu", kernels=["axpy"], arch=(8, 0))
+    (path,) = cache_dir.glob("*.json")
+    path.write_bytes(b"\xff\xfe")
+    _nvrtc._clear_memory_cache()
+    message = (
+        f"cuda-source-ffi's NVRTC cache file {str(path)!r} cannot be read ('utf-8' codec can't "
+        "decode byte 0xff in position 0: invalid start byte); the source is compiled again and "
+        "the file rewritten"
+    )
+    with pytest.warns(NvrtcCacheWarning, match="^" + re.escape(message) + "$"):
+        compile_source(AXPY, name="axpy.cu", kernels=["axpy"], arch=(8, 0))
+
+
+def test_the_cache_directory_follows_xdg_and_is_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CUDA_SOURCE_FFI_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    compile_source(AXPY, name="axpy.cu", kernels=["axpy"], arch=(8, 0))
+    directory = tmp_path / "xdg" / "cuda-source-ffi"
+    assert len(list(directory.glob("*.json"))) == 1
+    assert directory.stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize("configured", [True, False])
+def test_a_cache_directory_others_may_write_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, configured: bool
+) -> None:
+    directory = tmp_path / "shared"
+    if configured:
+        monkeypatch.setenv("CUDA_SOURCE_FFI_CACHE_DIR", str(directory))
+    else:
+        monkeypatch.delenv("CUDA_SOURCE_FFI_CACHE_DIR")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+        directory = tmp_path / "cuda-source-ffi"
+    directory.mkdir()
+    directory.chmod(0o777)
+    message = (
+        f"cuda-source-ffi's NVRTC cache is not kept on disk: the directory {str(directory)!r} "
+        "is refused because group or others may write into it (mode 0777). Use a directory "
+        "that only you own and may write (mode 0700), or remove this one so it is created anew."
+    )
+    with pytest.warns(CacheDirWarning, match="^" + re.escape(message) + "$"):
+        compiled = compile_source(AXPY, name="axpy.cu", kernels=["axpy"], arch=(8, 0))
+    assert compiled.cubin.startswith(ELF_MAGIC)
+    assert not list(directory.iterdir())
 
 
 def test_include_dirs_are_cached_in_memory_only(tmp_path: Path, cache_dir: Path) -> None:
@@ -317,4 +445,55 @@ def test_missing_library_names_the_install_command(monkeypatch: pytest.MonkeyPat
     assert message.endswith(
         'install it with `uv add "cuda-source-ffi[cu13]"` (CUDA 13) '
         'or `uv add "cuda-source-ffi[cu12]"` (CUDA 12)'
+    )
+
+
+INCLUDES_TWICE = '#include "twice.cuh"\n__global__ void k(float* x) { x[0] = twice(x[0]); }\n'
+
+
+def test_a_changed_header_is_compiled_again(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The header's content, not only its directory, decides the result.
+    include = tmp_path / "include"
+    include.mkdir()
+    nested = include / "factor.cuh"
+    nested.write_text("#define FACTOR 2\n")
+    (include / "twice.cuh").write_text(
+        '#include "factor.cuh"\n__device__ inline float twice(float v) { return FACTOR * v; }\n'
+    )
+    calls = _count_compiles(monkeypatch)
+    kwargs = {"name": "inc.cu", "kernels": ["k"], "arch": (8, 0)}
+    first = compile_source(INCLUDES_TWICE, **kwargs, options=[f"-I{include}"])
+    assert compile_source(INCLUDES_TWICE, **kwargs, options=[f"-I{include}"]) is first
+    nested.write_text("#define FACTOR 3\n")  # reached through twice.cuh
+    second = compile_source(INCLUDES_TWICE, **kwargs, options=[f"-I{include}"])
+    assert calls == ["inc.cu", "inc.cu"]
+    assert second.ptx != first.ptx
+    assert not cache_dir.exists() or not list(cache_dir.iterdir())
+
+
+def test_headers_found_in_the_working_directory_count(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # NVRTC finds a quoted include in the working directory without any -I.
+    monkeypatch.chdir(tmp_path)
+    header = tmp_path / "twice.cuh"
+    header.write_text("__device__ inline float twice(float v) { return 2 * v; }\n")
+    kwargs = {"name": "inc.cu", "kernels": ["k"], "arch": (8, 0)}
+    first = compile_source(INCLUDES_TWICE, **kwargs)
+    header.write_text("__device__ inline float twice(float v) { return 3 * v; }\n")
+    assert compile_source(INCLUDES_TWICE, **kwargs).ptx != first.ptx
+    assert not cache_dir.exists() or not list(cache_dir.iterdir())  # in memory only
+
+
+def test_headers_of_a_source() -> None:
+    plain = _nvrtc.headers(AXPY)
+    assert not plain.from_disk
+    assert not _nvrtc.headers("#include <cuda_fp16.h>\n" + AXPY).from_disk  # NVRTC's own
+    assert _nvrtc.headers("#define H <x.h>\n#include H\n").from_disk  # cannot be followed
+    assert _nvrtc.include_dirs_of(["-I/a", "--include-path=/b", "-I=/c", "-lineinfo"]) == (
+        "/a",
+        "/b",
+        "/c",
     )

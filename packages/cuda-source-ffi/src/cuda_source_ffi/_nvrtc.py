@@ -11,8 +11,16 @@ included (``"scale<float>"``), are both found and instantiated, and their
 mangled PTX entry names are read back.
 
 Results are cached per process and on disk (``$CUDA_SOURCE_FFI_CACHE_DIR``, else
-``~/.cache/cuda-source-ffi``), keyed by everything that decides the output,
-the NVRTC version included, so a second process skips the compile.
+``cuda-source-ffi`` under ``ffi_core.cache_root()``, both checked by
+``ffi_core.checked_cache_dir``), keyed by everything that decides the output:
+the source, its name, the kernels, the architecture, the options, the NVRTC
+version and the content of every header file its ``#include`` lines reach.
+A second process skips the compile. Only sources that include no file from
+disk are cached on disk; the others in memory only. An entry read from disk is
+trusted only after its format, checksum, every field's type, its key, its
+architecture and its lowered names (each a ``.entry`` of its PTX, and one per
+kernel asked for) are checked; anything else is a miss: the source is
+compiled again, the file rewritten, and an :class:`NvrtcCacheWarning` names it.
 """
 
 from __future__ import annotations
@@ -29,13 +37,17 @@ import os
 import re
 import tempfile
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from ffi_core.cuda import ptx_entries, ptx_params
+from ffi_core import cache_root, checked_cache_dir
+from ffi_core.cuda import PtxError, ptx_entries, ptx_params
 
 __all__ = [
     "CompiledSource",
+    "NvrtcCacheWarning",
     "NvrtcCompileError",
     "compile_source",
     "entry_params",
@@ -54,7 +66,26 @@ _SUCCESS = 0
 _COMPILATION = 6
 
 #: Bumped whenever the on-disk entry's layout or meaning changes.
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
+
+#: The fields of an on-disk entry's payload and their JSON types.
+_ENTRY_FIELDS: dict[str, type] = {
+    "key": str,
+    "name": str,
+    "arch": list,
+    "ptx": str,
+    "cubin": str,
+    "entries": dict,
+    "log": str,
+}
+
+_ELF_MAGIC = b"\x7fELF"
+
+#: ``#include "x.h"``, ``#include <x.h>`` or ``#include MACRO``: what follows ``include``.
+_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include\b[ \t]*(.*?)[ \t]*(?://.*)?$", re.MULTILINE)
+
+#: ``--include-path=dir`` or ``-Idir``: an NVRTC option naming an include directory.
+_INCLUDE_OPTION = re.compile(r"^(?:--include-path=|-I=?)(.+)$")
 
 #: ``Input name expression was: " scale<float>"`` -- how NVRTC reports a name
 #: expression that names no ``__global__`` function of the source.
@@ -62,6 +93,11 @@ _BAD_NAME = re.compile(r'Input name expression was: "\s*(.*?)\s*"')
 
 #: Options that ``arch`` and the compile itself own.
 _RESERVED_OPTIONS = ("-arch", "--gpu-architecture")
+
+
+class NvrtcCacheWarning(UserWarning):
+    """A file of the NVRTC disk cache was corrupt or did not hold what its
+    name promises; the source was compiled again and the file rewritten."""
 
 
 class NvrtcCompileError(RuntimeError):
@@ -324,10 +360,65 @@ def _clear_memory_cache() -> None:
         _memory.clear()
 
 
-def _cache_dir() -> Path:
-    """``$CUDA_SOURCE_FFI_CACHE_DIR`` if set (only read here), else ``~/.cache/cuda-source-ffi``."""
+def _cache_dir() -> Path | None:
+    """``$CUDA_SOURCE_FFI_CACHE_DIR`` if set (only read here), else
+    ``cuda-source-ffi`` under ``ffi_core.cache_root()``; None (no disk cache,
+    with a ``CacheDirWarning``) where ``ffi_core.checked_cache_dir`` refuses it."""
     configured = os.environ.get("CUDA_SOURCE_FFI_CACHE_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "cuda-source-ffi"
+    path = Path(configured) if configured else cache_root() / "cuda-source-ffi"
+    return checked_cache_dir(path, purpose="cuda-source-ffi's NVRTC cache")
+
+
+def include_dirs_of(options: Sequence[str]) -> tuple[str, ...]:
+    """The include directories that NVRTC ``options`` name (``-Idir``,
+    ``--include-path=dir``), in order."""
+    found = (_INCLUDE_OPTION.match(o) for o in options)
+    return tuple(m.group(1).strip() for m in found if m and m.group(1).strip())
+
+
+@dataclasses.dataclass(frozen=True)
+class Headers:
+    """What a source's ``#include`` lines reach on disk.
+
+    ``digest`` covers each header file found (its include spelling, path and
+    content), recursively through the headers it includes, searched where
+    NVRTC may look: the including file's directory, the working directory and
+    the include directories. ``from_disk`` is True when any header was read
+    from disk, or an ``#include`` names its file through a macro (which this
+    scan cannot follow): such a compile is cached in memory only.
+    """
+
+    digest: str
+    from_disk: bool
+
+
+def headers(source: str, include_dirs: Sequence[str] = ()) -> Headers:
+    """The :class:`Headers` of ``source`` compiled with ``include_dirs``."""
+    h = hashlib.sha256()
+    from_disk = False
+    seen: set[str] = set()
+    pending: list[tuple[str, str | None]] = [(source, None)]
+    while pending:
+        text, here = pending.pop()
+        for spec in _INCLUDE.findall(text):
+            if len(spec) < 2 or (spec[0], spec[-1]) not in (('"', '"'), ("<", ">")):
+                h.update(f"unread include {spec}\n".encode())
+                from_disk = True
+                continue
+            roots = [*([here] if here else []), os.getcwd(), *include_dirs]
+            for root in dict.fromkeys(roots):
+                path = os.path.join(root, spec[1:-1])
+                try:
+                    with open(path, "rb") as f:
+                        data = f.read()
+                except OSError:  # absent, a directory, unreadable: not what NVRTC includes
+                    continue
+                from_disk = True
+                h.update(f"{spec} {path} ".encode() + hashlib.sha256(data).digest())
+                if path not in seen:
+                    seen.add(path)
+                    pending.append((data.decode(errors="replace"), os.path.dirname(path)))
+    return Headers(h.hexdigest(), from_disk)
 
 
 def _cache_key(
@@ -336,6 +427,7 @@ def _cache_key(
     kernels: tuple[str, ...],
     arch: tuple[int, int],
     options: tuple[str, ...],
+    header_digest: str = "",
 ) -> str:
     """A digest of everything that decides the compiled output."""
     parts = [
@@ -346,46 +438,119 @@ def _cache_key(
         list(arch),
         list(options),
         list(nvrtc_version()),
+        header_digest,
     ]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
-def _load(path: Path, key: str) -> CompiledSource | None:
-    """The entry at ``path``, or None where it is missing, unreadable or not for ``key``."""
+class _BadEntry(ValueError):
+    """Why a cache entry is not used (the end of a sentence naming the file)."""
+
+
+def _payload_checksum(payload: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _fits(kernel: str, lowered: str) -> bool:
+    """Whether ``lowered`` can be NVRTC's lowered name of name expression
+    ``kernel``: the name itself (``extern "C"``), or a mangled name holding
+    the function's identifier (``scale<float>`` -> ``_Z5scaleIfEvPT_S0_i``)."""
+    if lowered == kernel:
+        return True
+    base = re.split(r"[<(]", kernel, maxsplit=1)[0].split("::")[-1].strip()
+    if not base.isidentifier():
+        return lowered.startswith("_Z")  # an expression this check cannot read
+    return lowered.startswith("_Z") and f"{len(base)}{base}" in lowered
+
+
+def _parse_entry(
+    text: str, key: str, kernels: tuple[str, ...], arch: tuple[int, int]
+) -> CompiledSource:
+    """The entry in ``text``, checked field by field, or a :class:`_BadEntry`."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data["key"] != key:
-            return None
-        arch = tuple(data["arch"])
-        entries = data["entries"]
-        if len(arch) != 2 or not all(isinstance(v, str) for v in entries.values()):
-            return None
-        return CompiledSource(
-            name=str(data["name"]),
-            arch=(int(arch[0]), int(arch[1])),
-            ptx=str(data["ptx"]),
-            cubin=base64.b64decode(data["cubin"], validate=True),
-            entries=dict(entries),
-            log=str(data["log"]),
-        )
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        data = json.loads(text)
+    except ValueError:
+        raise _BadEntry("is not valid JSON (truncated or corrupt)") from None
+    if not isinstance(data, dict) or set(data) != {"format", "checksum", "payload"}:
+        raise _BadEntry("is not an entry of this cache (its fields differ)")
+    if data["format"] != _CACHE_FORMAT:
+        raise _BadEntry(f"has format {data['format']!r}, not {_CACHE_FORMAT}")
+    payload = data["payload"]
+    if not isinstance(payload, dict) or set(payload) != set(_ENTRY_FIELDS):
+        raise _BadEntry("is not an entry of this cache (its payload's fields differ)")
+    if data["checksum"] != _payload_checksum(payload):
+        raise _BadEntry("does not match its checksum")
+    for field, kind in _ENTRY_FIELDS.items():
+        if not isinstance(payload[field], kind):
+            raise _BadEntry(
+                f"has field {field!r} of type {type(payload[field]).__name__}, "
+                f"not {kind.__name__}"
+            )
+    if payload["key"] != key:
+        raise _BadEntry("holds the entry of another compile (its key differs from its name)")
+    if payload["arch"] != list(arch):
+        raise _BadEntry(f"is for arch {payload['arch']!r}, not {list(arch)}")
+    try:
+        cubin = base64.b64decode(payload["cubin"], validate=True)
+    except ValueError:
+        raise _BadEntry("holds a cubin that is not base64") from None
+    if not cubin.startswith(_ELF_MAGIC):
+        raise _BadEntry("holds a cubin that is not an ELF file")
+    entries = payload["entries"]
+    if set(entries) != set(kernels) or not all(isinstance(v, str) for v in entries.values()):
+        raise _BadEntry(f"holds lowered names for {sorted(entries)}, not for {sorted(kernels)}")
+    try:
+        in_ptx = set(ptx_entries(payload["ptx"]))
+    except PtxError:
+        raise _BadEntry("holds PTX that cannot be read") from None
+    for kernel, lowered in entries.items():
+        if lowered not in in_ptx or not _fits(kernel, lowered):
+            raise _BadEntry(
+                f"names {lowered!r} as the entry of kernel {kernel!r}, which is not a "
+                "matching .entry of its PTX"
+            )
+    return CompiledSource(payload["name"], arch, payload["ptx"], cubin, entries, payload["log"])
+
+
+def _load(
+    path: Path, key: str, kernels: tuple[str, ...], arch: tuple[int, int]
+) -> CompiledSource | None:
+    """The entry at ``path``; None where there is none or it is not used (then an
+    :class:`NvrtcCacheWarning` names the file and why)."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = f"cannot be read ({exc})"
+    else:
+        try:
+            return _parse_entry(text, key, kernels, arch)
+        except _BadEntry as exc:
+            reason = str(exc)
+    warnings.warn(
+        f"cuda-source-ffi's NVRTC cache file {str(path)!r} {reason}; the source is "
+        "compiled again and the file rewritten",
+        NvrtcCacheWarning,
+        stacklevel=3,
+    )
+    return None
 
 
 def _store(path: Path, key: str, compiled: CompiledSource) -> None:
-    """Write an entry atomically (temporary file, then ``os.replace``); a cache that
-    cannot be written is skipped, as it only saves time."""
-    data = {
+    """Write an entry atomically (a temporary file in the same directory, then
+    ``os.replace``); a cache that cannot be written is skipped, as it only saves time."""
+    payload = {
         "key": key,
         "name": compiled.name,
         "arch": list(compiled.arch),
         "ptx": compiled.ptx,
         "cubin": base64.b64encode(compiled.cubin).decode(),
-        "entries": compiled.entries,
+        "entries": dict(compiled.entries),
         "log": compiled.log,
     }
+    data = {"format": _CACHE_FORMAT, "checksum": _payload_checksum(payload), "payload": payload}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -448,9 +613,11 @@ def compile_source(
         arch: the compute capability, e.g. ``(9, 0)`` for ``sm_90``.
         options: more NVRTC options; ``-std=c++17`` and ``-default-device`` are
             added unless a ``-std`` / ``-default-device`` option is given.
-        include_dirs: directories searched by ``#include``. Results using them
-            are cached only in memory, since the headers' contents are not in
-            the cache key.
+        include_dirs: directories searched by ``#include``. The content of
+            every header the source's ``#include`` lines reach (there, in the
+            working directory, or beside the including header) is in the cache
+            key; a compile that reads any header from disk is cached in memory
+            only.
 
     Returns:
         The PTX, the cubin, and each kernel's PTX entry name.
@@ -488,17 +655,19 @@ def compile_source(
             f"it supports {supported}"
         )
 
-    key = _cache_key(source, name, names, arch, opts)
+    searched = include_dirs_of(opts)
+    found = headers(source, searched)
+    key = _cache_key(source, name, names, arch, opts, found.digest)
     with _memory_lock:
         hit = _memory.get(key)
     if hit is not None:
         return hit
-    on_disk = not dirs and not any(o.startswith(("-I", "--include-path")) for o in opts)
-    path = _cache_dir() / f"{key}.json"
-    compiled = _load(path, key) if on_disk else None
+    directory = None if searched or found.from_disk else _cache_dir()
+    path = directory / f"{key}.json" if directory is not None else None
+    compiled = _load(path, key, names, arch) if path is not None else None
     if compiled is None:
         compiled = _compile(source, name, names, arch, opts)
-        if on_disk:
+        if path is not None:
             _store(path, key, compiled)
     with _memory_lock:
         return _memory.setdefault(key, compiled)
