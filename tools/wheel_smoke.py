@@ -1,0 +1,176 @@
+"""Build every package's wheel and try each public package alone, as a user would.
+
+For each package: a fresh virtual environment outside the workspace, the package's
+wheel (and the wheels of the sibling packages it declares) installed with its
+declared dependencies from the package index, then its README examples and one
+call of each documented feature run in that environment (export round trip
+included). An undeclared run-time dependency fails here, where the workspace's
+dev group would hide it.
+
+    uv run python tools/wheel_smoke.py                 # every package
+    uv run python tools/wheel_smoke.py numba-cpu-ffi   # some
+
+The environments are made by ``uv venv`` and filled by ``uv pip install``, which
+resolves from the wheels' own metadata exactly as pip does, but from uv's cache
+(pip would download or unpack jax, numba and LLVM again for every package).
+On a machine without an NVIDIA GPU, the GPU packages' examples run up to the
+launch, which must fail with the launcher's clear "no GPU" error: that proves
+the package and its compiler (Triton, NVRTC, numba-cuda) import and compile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import email.parser
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import zipfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "packages" / "ffi-core" / "src"))
+from ffi_core.testing import readme_python_blocks  # noqa: E402  (standard library only)
+
+_NO_GPU = re.compile(r"RuntimeError: .*(has no CUDA device here|no (NVIDIA )?GPU)", re.I)
+
+# Runs after the README examples, in the same environment: an export round trip
+# through the package's own kernels (needs flatbuffers, which only jax.export uses).
+_EXPORT_ROUND_TRIP = """
+import jax, jax.numpy as jnp, numba, ffi_core
+from numba_cpu_ffi import numba_kernel
+
+@numba.njit
+def twice(x, out):
+    for i in range(x.size):
+        out[i] = 2 * x[i]
+
+x = jnp.arange(4.0, dtype=jnp.float32)
+op = jax.jit(numba_kernel(twice, jax.ShapeDtypeStruct(x.shape, x.dtype)))
+blob = ffi_core.serialize(ffi_core.export(op)(x))
+assert (ffi_core.deserialize(blob).call(x) == 2 * x).all()
+print("export round trip: ok")
+"""
+
+_BENCH_CLI = """
+import pathlib, subprocess, sys
+script = pathlib.Path(sys.executable).parent / "kernel-bench"
+out = subprocess.run([str(script), "list"], capture_output=True, text=True)
+assert out.returncode == 0, out.stderr
+assert "axpy" in out.stdout, out.stdout
+print("kernel-bench list: ok")
+"""
+
+# package -> (extras to install, extra smoke programs, whether the README needs a GPU)
+PACKAGES: dict[str, tuple[str, list[str], bool]] = {
+    "ffi-core": ("native", [], False),
+    "numba-cpu-ffi": ("", [_EXPORT_ROUND_TRIP], False),
+    "warp-ffi": ("", [], False),
+    "xla-custom-kernel": ("numba", [], False),
+    "kernel-bench": ("", [_BENCH_CLI], False),
+    "numba-cuda-ffi": ("cu13", [], True),
+    "triton-ffi": ("", [], True),
+    "cuda-source-ffi": ("cu13", [], True),
+}
+
+
+def _wheel_requirements(wheel: pathlib.Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = email.parser.Parser().parsestr(archive.read(name).decode())
+    return metadata.get_all("Requires-Dist") or []
+
+
+def _siblings(package: str, extras: str, wheels: dict[str, pathlib.Path]) -> set[str]:
+    """The workspace packages ``package[extras]`` needs, itself included."""
+    wanted = {extra for extra in extras.split(",") if extra}
+    found = {package}
+    for requirement in _wheel_requirements(wheels[package]):
+        match = re.match(r"([A-Za-z0-9_.-]+)(\[[^\]]*\])?", requirement)
+        name = match.group(1).lower().replace("_", "-")
+        marker = requirement.partition(";")[2]
+        extra = re.search(r"extra == ['\"]([^'\"]+)['\"]", marker)
+        if extra and extra.group(1) not in wanted:
+            continue
+        if name in wheels and name not in found:
+            sub_extras = (match.group(2) or "[]")[1:-1]
+            found |= _siblings(name, sub_extras, wheels)
+    return found
+
+
+def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+
+
+def smoke(package: str, wheels: dict[str, pathlib.Path], scratch: pathlib.Path) -> list[str]:
+    """Problems found for ``package`` (empty when it works alone)."""
+    extras, programs, needs_gpu = PACKAGES[package]
+    venv = scratch / f"venv-{package}"
+    made = _run(["uv", "venv", "--quiet", "--python", sys.executable, str(venv)])
+    if made.returncode:
+        return [f"uv venv failed: {made.stderr.strip()}"]
+    python = venv / "bin" / "python"
+    targets = [
+        f"{name}{f'[{extras}]' if name == package and extras else ''} @ {wheels[name].as_uri()}"
+        for name in sorted(_siblings(package, extras, wheels))
+    ]
+    installed = _run(["uv", "pip", "install", "--quiet", "--python", str(python), *targets])
+    if installed.returncode:
+        return [f"install failed: {installed.stderr.strip()[-2000:]}"]
+    problems = []
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["XDG_CACHE_HOME"] = str(scratch / "cache")
+    readme = readme_python_blocks(ROOT / "packages" / package)
+    for index, code in enumerate([*readme[:1], *programs]):
+        label = "README example" if index == 0 and readme else f"feature check {index}"
+        # Run from the scratch directory: the workspace's sources must not be importable.
+        # From a file: Triton reads a kernel's source with inspect.
+        program = scratch / f"{package.replace('-', '_')}_check_{index}.py"
+        program.write_text(code)
+        done = _run([str(python), str(program)], cwd=scratch, env=env, timeout=600)
+        if done.returncode == 0:
+            print(f"  {package}: {label}: ok")
+        elif needs_gpu and _NO_GPU.search(done.stderr):
+            print(f"  {package}: {label}: ran up to the launch (no GPU here)")
+        else:
+            problems.append(f"{label} failed:\n{textwrap.indent(done.stderr[-3000:], '    ')}")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("packages", nargs="*", choices=[[], *PACKAGES], default=[])
+    args = parser.parse_args(argv)
+    chosen = args.packages or list(PACKAGES)
+    with tempfile.TemporaryDirectory(prefix="wheel-smoke-") as tmp:
+        scratch = pathlib.Path(tmp)
+        start = time.perf_counter()
+        built = _run(["uv", "build", "--all-packages", "--wheel", "-o", str(scratch / "dist")], cwd=ROOT)
+        if built.returncode:
+            print(built.stderr)
+            return 1
+        wheels = {}
+        for wheel in (scratch / "dist").glob("*.whl"):
+            name = wheel.name.split("-")[0].replace("_", "-")
+            wheels[name] = wheel
+        print(f"built {len(wheels)} wheels in {time.perf_counter() - start:.1f} s")
+        failed = {}
+        for package in chosen:
+            start = time.perf_counter()
+            problems = smoke(package, wheels, scratch)
+            print(f"{package}: {'ok' if not problems else 'FAILED'} ({time.perf_counter() - start:.1f} s)")
+            if problems:
+                failed[package] = problems
+        for package, problems in failed.items():
+            print(f"\n{package}:")
+            for problem in problems:
+                print(textwrap.indent(problem, "  "))
+        return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
