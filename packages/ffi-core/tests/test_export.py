@@ -75,6 +75,26 @@ def test_json_refuses_other_values():
         to_json(object())
 
 
+def test_custom_call_targets_reads_quoted_symbols():
+    # MLIR quotes a symbol that is not an identifier, with \\XX escapes.
+    name = ffi_core.target_name("ffi_core_tests.dobl\u00e9", 1)
+    text = jax.jit(_calls(name)).lower(X).as_text()
+    assert '@"ffi_core_tests.dobl\\C3\\A9_' in text
+    assert ffi_core.custom_call_targets(text) == [name]
+    quoted = 'stablehlo.custom_call @"a\\22b\\5Cc\\n d"(%arg0)'
+    assert ffi_core.custom_call_targets(quoted) == ['a"b\\c\n d']
+
+
+def test_a_target_with_a_non_ascii_name_round_trips():
+    target = ffi_core.target_name("ffi_core_tests.dobl\u00e9", "round trip")
+    made: list[dict] = []
+    ffi_core.register_rebuilder("ffi_core_tests.double", _rebuilder(made))
+    ffi_core.record_recipe(target, {"kind": "ffi_core_tests.double", "target": target})
+    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X))
+    np.testing.assert_array_equal(ffi_core.deserialize(blob).call(X), 2 * X)
+    assert made == [{"kind": "ffi_core_tests.double", "target": target}]
+
+
 def test_custom_call_targets_of_text_and_exported(request):
     target = _fresh_target(request)
     text = jax.jit(_calls(target)).lower(X).as_text()
@@ -129,16 +149,85 @@ def test_missing_kernel_names_every_recipe_tried(request):
         ffi_core.deserialize(blob)
 
 
-def test_missing_bridge_is_named(request):
+def test_an_unknown_kind_is_refused_and_names_how_to_declare_one(request):
     target = _fresh_target(request)
     step = {"kind": "ffi_core_tests.absent", "module": "ffi_core_tests_no_such_bridge"}
     ffi_core.record_recipe(target, step)
     blob = ffi_core.serialize(ffi_core.export(_calls(target))(X))
+    with pytest.raises(MissingKernelError) as info:
+        ffi_core.deserialize(blob)
+    message = str(info.value)
+    assert message.startswith(
+        f"the exported function calls FFI target {target!r}, which this process cannot make: "
+        "no rebuilder for recipe steps of kind 'ffi_core_tests.absent': this process knows ["
+    )
+    assert message.endswith(
+        "]; a package adds one with ffi_core.register_rebuilder, or declares it as an entry "
+        "point named 'ffi_core_tests.absent' in the group 'ffi_core.rebuilders'"
+    )
+    assert "'numba_cpu', " in message and "'xla_custom_kernel'" in message
+
+
+def test_a_workspace_kind_whose_bridge_is_absent_is_named(request, monkeypatch):
+    from ffi_core import _rebuilders
+
+    target = _fresh_target(request)
+    ffi_core.record_recipe(target, {"kind": "ffi_core_tests.bridge"})
+    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X))
+    monkeypatch.setitem(
+        _rebuilders.WORKSPACE_REBUILDERS, "ffi_core_tests.bridge", "ffi_core_tests_no_such_bridge"
+    )
     with pytest.raises(
         MissingKernelError,
         match=re.escape(
             "cannot make: its kernel was made by 'ffi_core_tests_no_such_bridge', which is not "
             "installed (No module named 'ffi_core_tests_no_such_bridge')"
+        ),
+    ):
+        ffi_core.deserialize(blob)
+
+
+def test_a_declared_entry_point_is_loaded_by_kind(request, monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    from ffi_core import _rebuilders
+
+    target = _fresh_target(request)
+    made: list[dict] = []
+    loaded: list[str] = []
+
+    class Point(EntryPoint):
+        def load(self):
+            loaded.append(self.value)
+            ffi_core.register_rebuilder("ffi_core_tests.declared", _rebuilder(made))
+
+    point = Point(
+        "ffi_core_tests.declared", "ffi_core_tests_plugin", _rebuilders.REBUILDER_ENTRY_POINTS
+    )
+    monkeypatch.setattr(
+        _rebuilders, "_declared", lambda kind: [point] if kind == point.name else []
+    )
+    step = {"kind": "ffi_core_tests.declared", "target": target}
+    ffi_core.record_recipe(target, step)
+    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X))
+    np.testing.assert_array_equal(ffi_core.deserialize(blob).call(X), 2 * X)
+    assert loaded == ["ffi_core_tests_plugin"] and made == [step]
+
+
+def test_a_rebuilder_failure_is_an_export_error(request):
+    target = _fresh_target(request)
+
+    def rebuild(step):
+        raise KeyError("rank")
+
+    ffi_core.register_rebuilder("ffi_core_tests.broken", rebuild)
+    ffi_core.record_recipe(target, {"kind": "ffi_core_tests.broken"})
+    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X))
+    with pytest.raises(
+        ExportError,
+        match=re.escape(
+            f"recipe step `targets[{target!r}][0][0]` (kind 'ffi_core_tests.broken') cannot be "
+            "run: KeyError: 'rank'"
         ),
     ):
         ffi_core.deserialize(blob)
@@ -158,10 +247,19 @@ def test_unexportable_target_is_refused_with_the_reason(request):
         ffi_core.serialize(exported)
 
 
-def test_plain_jax_bytes_are_read():
+def test_plain_jax_bytes_are_refused_and_say_what_reads_them():
     exported = jax.export.export(jax.jit(jnp.cos))(X)
-    restored = ffi_core.deserialize(exported.serialize())
-    np.testing.assert_allclose(restored.call(X), np.cos(X), rtol=1e-6)
+    with pytest.raises(
+        ExportError,
+        match=re.escape(
+            "corrupt or truncated blob, or not one ffi_core.serialize wrote: its `magic` is not "
+            "b'ffi-core export 2\\n', got b'<\\x00"
+        ),
+    ) as info:
+        ffi_core.deserialize(exported.serialize())
+    assert str(info.value).endswith(
+        "(bytes from jax.export's own serialize are read by jax.export.deserialize)"
+    )
 
 
 def test_bad_arguments():
@@ -178,6 +276,31 @@ def test_bad_arguments():
         ),
     ):
         ffi_core.deserialize(b"", kernels=[3])
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "`kernels` must be an iterable of kernel objects (pass @numba.njit functions, or "
+            "import the bridge of the kernel first), got <class 'int'>"
+        ),
+    ):
+        ffi_core.deserialize(b"", kernels=5)
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "`kind` must be a str of ASCII letters, digits, '_' and '.' (at most 128, not "
+            "starting with a digit or '.'), got 'a/b'"
+        ),
+    ):
+        ffi_core.register_rebuilder("a/b", print)
+    with pytest.raises(TypeError, match=re.escape("`rebuild` must be callable, got <class 'int'>")):
+        ffi_core.register_rebuilder("ffi_core_tests.x", 3)
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "`fields` must be None or a mapping of str to ffi_core.StepField, got {'rank': <class 'int'>}"
+        ),
+    ):
+        ffi_core.register_rebuilder("ffi_core_tests.x", print, fields={"rank": int})
     with pytest.raises(
         TypeError, match=re.escape("`exported` must be a jax.export.Exported, got <class 'int'>")
     ):

@@ -45,6 +45,9 @@ from ._frame import destroy_error as destroy_error
 from ._frame import error_message as error_message
 from ._jax_compat import def_eager_impl as def_eager_impl
 from ._python_handler import python_handler as python_handler
+from ._rebuilders import REBUILDER_ENTRY_POINTS as REBUILDER_ENTRY_POINTS
+from ._recipe import CALL_SIG_FIELDS as CALL_SIG_FIELDS
+from ._recipe import StepField as StepField
 from ._registry import PLATFORMS as PLATFORMS
 from ._registry import XLA_PLATFORM_NAMES as XLA_PLATFORM_NAMES
 from ._registry import TargetConflictError as TargetConflictError
@@ -65,8 +68,10 @@ from ._spec import positional_count as positional_count
 from ._version import __version__ as __version__
 
 __all__ = [
+    "CALL_SIG_FIELDS",
     "HINT_MIN_ELEMENTS",
     "PLATFORMS",
+    "REBUILDER_ENTRY_POINTS",
     "SUPPORTED_DTYPES",
     "XLA_PLATFORM_NAMES",
     "ArraySig",
@@ -82,6 +87,7 @@ __all__ = [
     "HandlerTraits",
     "KernelCatalog",
     "MissingKernelError",
+    "StepField",
     "TargetConflictError",
     "Unexportable",
     "UnsupportedDTypeError",
@@ -95,10 +101,10 @@ __all__ = [
     "cache_root",
     "capi",
     "check_aliases",
-    "checked_cache_dir",
     "check_arity",
     "check_dtype",
     "check_inputs",
+    "checked_cache_dir",
     "code_from_dtype",
     "create_error",
     "custom_call_targets",

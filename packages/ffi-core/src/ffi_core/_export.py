@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import dataclasses
-import importlib
 import json
 import re
 import threading
@@ -26,43 +24,38 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import jax
-import numpy as np
 
+from ._blob import MAGIC, pack, unpack
+from ._rebuilders import rebuilder, register_rebuilder
+from ._recipe import (
+    ExportError,
+    MissingKernelError,
+    StepField,
+    Unexportable,
+    check_step,
+    from_json,
+    to_json,
+)
 from ._registry import registered_targets
 
 __all__ = [
+    "MAGIC",
     "ExportError",
     "KernelCatalog",
     "MissingKernelError",
+    "StepField",
     "Unexportable",
     "custom_call_targets",
     "deserialize",
     "export",
+    "from_json",
     "recipe_context",
     "record_recipe",
     "register_kernel_acceptor",
     "register_rebuilder",
     "serialize",
+    "to_json",
 ]
-
-#: The first bytes of what :func:`serialize` writes, then the manifest's length.
-MAGIC = b"ffi-core export 1\n"
-
-
-class ExportError(ValueError):
-    """A function whose kernels cannot be made again in another process."""
-
-
-class MissingKernelError(LookupError):
-    """A target of an exported function whose kernel this process does not have."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Unexportable:
-    """A recipe step that cannot be written down, and why (said on export)."""
-
-    reason: str
-
 
 _lock = threading.Lock()
 _steps: contextvars.ContextVar[tuple[str | Unexportable, ...]] = contextvars.ContextVar(
@@ -70,45 +63,7 @@ _steps: contextvars.ContextVar[tuple[str | Unexportable, ...]] = contextvars.Con
 )
 # target name -> the chains of steps seen to produce it, each step JSON text
 _recipes: dict[str, dict[tuple[str | Unexportable, ...], None]] = {}
-_rebuilders: dict[str, Callable[[Mapping[str, Any]], None]] = {}
 _acceptors: list[Callable[[object], bool]] = []
-
-
-# -- values in recipes --------------------------------------------------------------
-
-
-def to_json(value: Any) -> Any:
-    """``value`` as JSON data that :func:`from_json` turns back into an equal
-    value: None, bool, int, float, str, tuple, list, dict with str keys, NumPy
-    dtypes and scalars. Anything else raises TypeError."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, tuple):
-        return {"tuple": [to_json(v) for v in value]}
-    if isinstance(value, list):
-        return [to_json(v) for v in value]
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return {"dict": [[k, to_json(v)] for k, v in value.items()]}
-    if isinstance(value, np.dtype):
-        return {"dtype": value.str}
-    if isinstance(value, np.generic):
-        return {"scalar": value.dtype.str, "value": value.item()}
-    raise TypeError(f"{type(value).__qualname__} value {value!r}")
-
-
-def from_json(data: Any) -> Any:
-    """The value :func:`to_json` wrote."""
-    if isinstance(data, list):
-        return [from_json(v) for v in data]
-    if not isinstance(data, dict):
-        return data
-    if "tuple" in data:
-        return tuple(from_json(v) for v in data["tuple"])
-    if "dict" in data:
-        return {k: from_json(v) for k, v in data["dict"]}
-    if "dtype" in data:
-        return np.dtype(data["dtype"])
-    return np.dtype(data["scalar"]).type(data["value"])
 
 
 # -- recording ----------------------------------------------------------------------
@@ -132,8 +87,9 @@ def recipe_context(step: Mapping[str, Any] | Unexportable) -> Iterator[None]:
     a generator) says how to make them again.
 
     ``step`` is a dict with a str ``"kind"`` naming a rebuilder (see
-    :func:`register_rebuilder`) and a ``"module"`` to import for it; values are
-    what :func:`to_json` keeps. A step holding anything else is kept as
+    :func:`register_rebuilder`); values are what :func:`to_json` keeps. (A
+    ``"module"`` field, which bridges used to write, is kept but never read:
+    the kind alone picks the rebuilder.) A step holding anything else is kept as
     unexportable, and a recipe is then written from the steps after it.
     """
     token = _steps.set((*_steps.get(), _encode(step)))
@@ -150,14 +106,6 @@ def record_recipe(target: str, step: Mapping[str, Any] | Unexportable) -> None:
     chain = (*_steps.get(), _encode(step))
     with _lock:
         _recipes.setdefault(target, {})[chain] = None
-
-
-def register_rebuilder(kind: str, rebuild: Callable[[Mapping[str, Any]], None]) -> None:
-    """``rebuild(step)`` makes again what a recipe step of ``kind`` made, in a
-    new process; it raises :class:`MissingKernelError` when the kernel is not
-    known there. A bridge registers its rebuilder when it is imported."""
-    with _lock:
-        _rebuilders[kind] = rebuild
 
 
 def register_kernel_acceptor(accept: Callable[[object], bool]) -> None:
@@ -226,7 +174,25 @@ class KernelCatalog:
 
 # -- export -------------------------------------------------------------------------
 
-_TARGET = re.compile(r"custom_call @([\w.$-]+)\(")
+# MLIR prints a symbol that is not an identifier quoted, with \XX escapes:
+# @"numba_cpu.dobl\C3\A9_0123".
+_TARGET = re.compile(r'custom_call @(?:([\w.$-]+)|"((?:[^"\\]|\\.)*)")\(')
+_ESCAPE = re.compile(r"\\([0-9A-Fa-f]{2}|.)", re.DOTALL)
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"'}
+
+
+def _unquote(text: str) -> str:
+    out = bytearray()
+    at = 0
+    for match in _ESCAPE.finditer(text):
+        out += text[at : match.start()].encode()
+        code = match.group(1)
+        out += (
+            bytes([int(code, 16)]) if len(code) == 2 else _SIMPLE_ESCAPES.get(code, code).encode()
+        )
+        at = match.end()
+    out += text[at:].encode()
+    return out.decode("utf-8", "surrogateescape")
 
 
 def custom_call_targets(exported: jax.export.Exported | str) -> list[str]:
@@ -247,7 +213,7 @@ def custom_call_targets(exported: jax.export.Exported | str) -> list[str]:
             "`exported` must be a jax.export.Exported or lowered text (str), "
             f"got {type(exported)!r}"
         )
-    return sorted(set(_TARGET.findall(text)))
+    return sorted({plain or _unquote(quoted) for plain, quoted in _TARGET.findall(text)})
 
 
 def _known(targets: Iterable[str]) -> list[str]:
@@ -338,63 +304,94 @@ def serialize(exported: jax.export.Exported) -> bytes:
     if not isinstance(exported, jax.export.Exported):
         raise TypeError(f"`exported` must be a jax.export.Exported, got {type(exported)!r}")
     manifest = json.dumps({"targets": _manifest(exported)}, sort_keys=True).encode()
-    return MAGIC + len(manifest).to_bytes(8, "little") + manifest + bytes(exported.serialize())
+    return pack(manifest, bytes(exported.serialize()))
 
 
 def deserialize(blob: bytes | bytearray, *, kernels: Iterable[object] = ()) -> jax.export.Exported:
     """The ``jax.export.Exported`` that :func:`serialize` wrote, with every
     kernel it calls registered in this process.
 
-    Each kernel is found by the digest of its code among those this process
-    knows: wrapped (``numba_kernel(...)``, an ``XLACustomKernel``) in a module it
-    imported, or passed in ``kernels``. Bytes from ``jax.export``'s own
-    ``serialize`` are read too; their kernels must then be registered already.
+    The blob is checked before anything reads it: its format version, its
+    lengths and its checksum, then the recipes against their schema (and each
+    step against the fields its rebuilder declares). A step's rebuilder is
+    found by its kind among those registered, this workspace's bridges and the
+    entry points of the group ``ffi_core.rebuilders``; nothing in the blob
+    names a module to import. Each kernel is then found by the digest of its
+    code among those this process knows: wrapped (``numba_kernel(...)``, an
+    ``XLACustomKernel``) in a module it imported, or passed in ``kernels``.
 
     Args:
-        blob: what :func:`serialize` returned.
+        blob: what :func:`serialize` returned (``jax.export``'s own bytes are
+            read by ``jax.export.deserialize``).
         kernels: kernels to make known first: ``@numba.njit`` functions and any
             other kernel objects the installed bridges accept.
 
     Raises:
+        ExportError: the blob is corrupt or truncated, of another format, or
+            holds a recipe that breaks its schema; the message names the field.
         MissingKernelError: a kernel the function calls is not known here; the
             message names it and says what to import.
     """
     if not isinstance(blob, bytes | bytearray):
         raise TypeError(f"`blob` must be bytes from ffi_core.serialize, got {type(blob)!r}")
+    if isinstance(kernels, str | bytes | bytearray) or not isinstance(kernels, Iterable):
+        raise TypeError(
+            f"`kernels` must be an iterable of kernel objects ({_KERNELS_ACCEPTED}), "
+            f"got {type(kernels)!r}"
+        )
     with _lock:
         acceptors = list(_acceptors)
     for k, obj in enumerate(kernels):
         if not any(accept(obj) for accept in acceptors):
             raise TypeError(
                 f"`kernels[{k}]` is not a kernel any imported bridge knows: got {type(obj)!r} "
-                "(pass @numba.njit functions, or import the bridge of the kernel first)"
+                f"({_KERNELS_ACCEPTED})"
             )
-    manifest: dict[str, Any] = {"targets": {}}
-    if bytes(blob[: len(MAGIC)]) == MAGIC:
-        size = int.from_bytes(blob[len(MAGIC) : len(MAGIC) + 8], "little")
-        start = len(MAGIC) + 8
-        manifest = json.loads(bytes(blob[start : start + size]))
-        blob = blob[start + size :]
-    exported = jax.export.deserialize(bytearray(blob))
+    targets, payload = unpack(bytes(blob))
+    try:
+        exported = jax.export.deserialize(bytearray(payload))
+    except Exception as exc:
+        raise ExportError(
+            f"the blob's JAX payload cannot be read: {type(exc).__name__}: {exc}"
+        ) from exc
     for target in custom_call_targets(exported):
-        chains = manifest["targets"].get(target)
+        chains = targets.get(target)
         if chains:
             _rebuild(target, chains)
     return exported
+
+
+_KERNELS_ACCEPTED = "pass @numba.njit functions, or import the bridge of the kernel first"
 
 
 def _registered(target: str) -> bool:
     return any(name == target for name, _ in registered_targets())
 
 
+def _run(step: dict[str, Any], where: str) -> None:
+    found = rebuilder(step["kind"])
+    check_step(step, found.fields, where)
+    try:
+        found.rebuild(step)
+    except (MissingKernelError, ExportError):
+        raise
+    except Exception as exc:
+        # Whatever the step holds that its fields let through, a failure to act
+        # on it is the blob's: said as such, never a crash of the caller.
+        raise ExportError(
+            f"recipe step `{where}` (kind {step['kind']!r}) cannot be run: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
 def _rebuild(target: str, chains: list[list[dict[str, Any]]]) -> None:
     if _registered(target):
         return
     missing: list[str] = []
-    for chain in chains:
+    for i, chain in enumerate(chains):
         try:
-            for step in chain:
-                _rebuilder(step)({k: from_json(v) for k, v in step.items()})
+            for j, step in enumerate(chain):
+                _run(step, f"targets[{target!r}][{i}][{j}]")
         except MissingKernelError as exc:
             missing.append(str(exc))
             continue
@@ -405,22 +402,3 @@ def _rebuild(target: str, chains: list[list[dict[str, Any]]]) -> None:
         f"the exported function calls FFI target {target!r}, which this process cannot "
         f"make: {' Or: '.join(dict.fromkeys(missing))}"
     )
-
-
-def _rebuilder(step: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], None]:
-    kind = step["kind"]
-    with _lock:
-        rebuild = _rebuilders.get(kind)
-    if rebuild is None:
-        module = step.get("module", "")
-        try:
-            importlib.import_module(module)  # a bridge registers its rebuilder on import
-        except ImportError as exc:
-            raise MissingKernelError(
-                f"its kernel was made by {module or kind!r}, which is not installed ({exc})"
-            ) from None
-        with _lock:
-            rebuild = _rebuilders.get(kind)
-        if rebuild is None:
-            raise MissingKernelError(f"no rebuilder for recipe steps of kind {kind!r}")
-    return rebuild

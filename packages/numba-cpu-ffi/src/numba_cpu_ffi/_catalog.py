@@ -42,5 +42,15 @@ def _accept(obj: object) -> bool:
     return True
 
 
-ffi_core.register_rebuilder("numba_cpu", _rebuild)
+#: What each field of a "numba_cpu" step holds (``_codegen._recipe``), checked
+#: by ``ffi_core.deserialize`` before ``_rebuild`` sees a step.
+_FIELDS = {
+    "kernel": ffi_core.StepField.text(),
+    "digest": ffi_core.StepField.digest(),
+    **ffi_core.CALL_SIG_FIELDS,
+    "context": ffi_core.StepField.text(),
+    "hint": ffi_core.StepField.flag(),
+}
+
+ffi_core.register_rebuilder("numba_cpu", _rebuild, fields=_FIELDS)
 ffi_core.register_kernel_acceptor(_accept)

@@ -59,5 +59,17 @@ def _accept(obj: object) -> bool:
     return True
 
 
-ffi_core.register_rebuilder("warp_cpu", _rebuild)
+#: What each field of a "warp_cpu" step holds (``_codegen._recipe``), checked
+#: by ``ffi_core.deserialize`` before ``_rebuild`` sees a step.
+_FIELDS = {
+    "kernel": ffi_core.StepField.text(),
+    "digest": ffi_core.StepField.digest(),
+    "code": ffi_core.StepField.digest(),
+    **ffi_core.CALL_SIG_FIELDS,
+    "backward": ffi_core.StepField.flag(),
+    "hint": ffi_core.StepField.flag(),
+    "grid_from_output": ffi_core.StepField.flag(),
+}
+
+ffi_core.register_rebuilder("warp_cpu", _rebuild, fields=_FIELDS)
 ffi_core.register_kernel_acceptor(_accept)

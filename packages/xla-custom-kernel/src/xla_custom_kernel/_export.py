@@ -59,5 +59,21 @@ def _accept(obj: object) -> bool:
     return any(obj is k for k in registered_kernels().values())
 
 
-ffi_core.register_rebuilder("xla_custom_kernel", _rebuild)
+_StepField = ffi_core.StepField
+#: What each field of an "xla_custom_kernel" step holds (``recipe_step``),
+#: checked by ``ffi_core.deserialize`` before ``_rebuild`` sees a step.
+_FIELDS = {
+    "op": _StepField.text(),
+    "platform": _StepField.text(64),
+    "backend": _StepField.text(),
+    "outs": _StepField.sequence(
+        _StepField.items(
+            _StepField.sequence(_StepField.integer(0, 2**62), max_len=64), _StepField.dtype()
+        )
+    ),
+    "multiple": _StepField.flag(),
+    "static": _StepField.sequence(_StepField.items(_StepField.text(), _StepField.value())),
+}
+
+ffi_core.register_rebuilder("xla_custom_kernel", _rebuild, fields=_FIELDS)
 ffi_core.register_kernel_acceptor(_accept)

@@ -1,0 +1,154 @@
+"""Which code makes a recipe step's target again: a fixed, declared set.
+
+A blob only ever names a step's ``kind``, and the kind is only a key: the
+rebuilder is one registered in this process (:func:`register_rebuilder`, by
+code the process imported), or else one of this workspace's bridges
+(:data:`WORKSPACE_REBUILDERS`, a fixed table of kind -> module), or else one
+an installed package declares in the entry-point group
+:data:`REBUILDER_ENTRY_POINTS` under the kind's name. Any other kind is refused
+before anything is imported; nothing the blob holds names a module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.metadata
+import re
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ._recipe import MissingKernelError, StepField
+
+__all__ = [
+    "REBUILDER_ENTRY_POINTS",
+    "WORKSPACE_REBUILDERS",
+    "Rebuilder",
+    "rebuilder",
+    "register_rebuilder",
+]
+
+#: The entry-point group in which a package declares a rebuilder: the entry
+#: point's name is the step kind, its value the module that calls
+#: :func:`register_rebuilder` for that kind when imported.
+REBUILDER_ENTRY_POINTS = "ffi_core.rebuilders"
+
+#: The step kinds of this workspace's bridges, and the module that registers
+#: each one's rebuilder when imported.
+WORKSPACE_REBUILDERS: Mapping[str, str] = {
+    "numba_cpu": "numba_cpu_ffi",
+    "warp_cpu": "warp_ffi",
+    "xla_custom_kernel": "xla_custom_kernel",
+}
+
+_KIND = re.compile(r"[A-Za-z_][\w.]{0,127}", re.ASCII)
+
+
+@dataclasses.dataclass(frozen=True)
+class Rebuilder:
+    """A registered rebuilder and the fields its steps hold (None: unchecked)."""
+
+    rebuild: Callable[[Mapping[str, Any]], None]
+    fields: Mapping[str, StepField] | None
+
+
+_lock = threading.Lock()
+_rebuilders: dict[str, Rebuilder] = {}
+
+
+def register_rebuilder(
+    kind: str,
+    rebuild: Callable[[Mapping[str, Any]], None],
+    *,
+    fields: Mapping[str, StepField] | None = None,
+) -> None:
+    """``rebuild(step)`` makes again what a recipe step of ``kind`` made, in a
+    new process; it raises :class:`MissingKernelError` when the kernel is not
+    known there. A bridge registers its rebuilder when it is imported.
+
+    ``deserialize`` finds the rebuilder of a kind among those registered, this
+    workspace's bridges and the entry points of the group
+    ``ffi_core.rebuilders`` (named by kind); it never imports a module a blob
+    names.
+
+    Args:
+        kind: the ``"kind"`` of the steps (letters, digits, ``_`` and ``.``).
+        rebuild: called with the step's fields, decoded and checked.
+        fields: what each field of a step holds (besides ``kind``); a step
+            read from a blob with a missing, extra or refused field raises
+            ``ExportError`` naming it before ``rebuild`` sees it. None: the
+            fields are only checked to be recipe data, and ``rebuild`` checks
+            their types and ranges itself.
+
+    Example:
+        >>> register_rebuilder(
+        ...     "toy.double", lambda step: None, fields={"rank": StepField.integer(0, 8)}
+        ... )
+    """
+    if not isinstance(kind, str) or not _KIND.fullmatch(kind):
+        raise ValueError(
+            "`kind` must be a str of ASCII letters, digits, '_' and '.' (at most 128, not "
+            f"starting with a digit or '.'), got {kind!r}"
+        )
+    if not callable(rebuild):
+        raise TypeError(f"`rebuild` must be callable, got {type(rebuild)!r}")
+    if fields is not None and not (
+        isinstance(fields, Mapping)
+        and all(isinstance(k, str) and isinstance(v, StepField) for k, v in fields.items())
+    ):
+        raise TypeError(
+            f"`fields` must be None or a mapping of str to ffi_core.StepField, got {fields!r}"
+        )
+    with _lock:
+        _rebuilders[kind] = Rebuilder(rebuild, None if fields is None else dict(fields))
+
+
+def _registered(kind: str) -> Rebuilder | None:
+    with _lock:
+        return _rebuilders.get(kind)
+
+
+def _declared(kind: str) -> list[importlib.metadata.EntryPoint]:
+    return list(importlib.metadata.entry_points(group=REBUILDER_ENTRY_POINTS, name=kind))
+
+
+def rebuilder(kind: str) -> Rebuilder:
+    """The rebuilder of ``kind`` (a key only), importing the workspace module or
+    the entry point that declares it; MissingKernelError when there is none."""
+    found = _registered(kind)
+    if found is not None:
+        return found
+    module = WORKSPACE_REBUILDERS.get(kind)
+    if module is not None:
+        try:
+            importlib.import_module(module)  # registers its rebuilder
+        except ImportError as exc:
+            raise MissingKernelError(
+                f"its kernel was made by {module!r}, which is not installed ({exc})"
+            ) from None
+        source = f"module {module!r}"
+    else:
+        points = _declared(kind)
+        if not points:
+            raise MissingKernelError(
+                f"no rebuilder for recipe steps of kind {kind!r}: this process knows "
+                f"{sorted({*WORKSPACE_REBUILDERS, *_rebuilders})}; a package adds one with "
+                f"ffi_core.register_rebuilder, or declares it as an entry point named {kind!r} "
+                f"in the group {REBUILDER_ENTRY_POINTS!r}"
+            )
+        for point in points:
+            try:
+                point.load()
+            except Exception as exc:
+                raise MissingKernelError(
+                    f"the entry point {point.name!r} = {point.value!r} of the group "
+                    f"{REBUILDER_ENTRY_POINTS!r} failed to load: {type(exc).__name__}: {exc}"
+                ) from exc
+        source = f"entry point {kind!r} of the group {REBUILDER_ENTRY_POINTS!r}"
+    found = _registered(kind)
+    if found is None:
+        raise MissingKernelError(
+            f"no rebuilder for recipe steps of kind {kind!r}: the {source} did not register one"
+        )
+    return found
