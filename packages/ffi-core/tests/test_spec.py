@@ -18,6 +18,7 @@ from ffi_core import (
     check_arity,
     check_dtype,
     check_inputs,
+    is_output_spec,
     normalize_outs,
     output_avals,
     positional_count,
@@ -29,6 +30,10 @@ F3 = S((3,), jnp.float32)
 ACCEPTED = ("bool", "int32", "float32", "float64")
 KIND = "test"
 SUPPORTED = ", ".join(ACCEPTED)
+# What one output of `outs` may be, as the messages say it.
+OUTPUT_SPEC = (
+    "an object with `shape` and `dtype` (a jax.ShapeDtypeStruct, a jax.core.ShapedArray, an array)"
+)
 
 
 def whole(message: str) -> str:
@@ -154,27 +159,69 @@ def test_normalize_outs() -> None:
     assert structs == (F3, F3) and rebuild((1, 2)) == Pair(1, {"c": 2})
 
 
+class _Spec:
+    """Not JAX's: any object with `shape` and `dtype` describes an output."""
+
+    shape = (3,)
+    dtype = np.dtype(np.float32)
+
+
+# Every kind the seed's `ShapeDtype` covers describes the same output as F3.
+SPEC_KINDS = {
+    "ShapeDtypeStruct": F3,
+    "ShapedArray": jax_core.ShapedArray((3,), jnp.float32),
+    "numpy-array": np.zeros(3, np.float32),
+    "jax-array": jnp.zeros(3, jnp.float32),
+    "shape-and-dtype": _Spec(),
+}
+
+
+@pytest.mark.parametrize("kind", list(SPEC_KINDS))
+def test_normalize_outs_accepts_every_output_spec(kind: str) -> None:
+    spec = SPEC_KINDS[kind]
+    assert is_output_spec(spec)
+    structs, rebuild = normalize_outs(spec)
+    assert structs == (F3,) and all(type(s) is S for s in structs) and rebuild((1,)) == 1
+    structs, rebuild = normalize_outs([spec, F3])
+    assert structs == (F3, F3) and rebuild((1, 2)) == (1, 2)
+    structs, rebuild = normalize_outs({"a": spec, "b": (spec,)})
+    assert structs == (F3, F3) and rebuild((1, 2)) == {"a": 1, "b": (2,)}
+    avals, _ = output_avals(spec, accepted=ACCEPTED, kind=KIND)
+    assert avals == (jax_core.ShapedArray((3,), np.dtype(np.float32)),)
+
+
+def test_normalize_outs_refuses_a_spec_that_is_no_array() -> None:
+    class Odd:
+        shape = (3,)
+        dtype = "not a dtype"
+
+    message = (
+        f"`outs` must be {OUTPUT_SPEC}, got {Odd!r} whose shape (3,) and dtype 'not a dtype' "
+        "do not describe an array: "
+    )
+    with pytest.raises(TypeError, match="(?s)^" + re.escape(message)):
+        normalize_outs(Odd())
+
+
 @pytest.mark.parametrize(
     ("outs", "message"),
     [
         (
             3,
-            "`outs` must be a jax.ShapeDtypeStruct or a sequence or pytree of them, "
-            "got <class 'int'>",
+            f"`outs` must be {OUTPUT_SPEC} or a sequence or pytree of them, got <class 'int'>",
         ),
         (
             "f",
-            "`outs` must be a jax.ShapeDtypeStruct or a sequence or pytree of them, "
-            "got <class 'str'>",
+            f"`outs` must be {OUTPUT_SPEC} or a sequence or pytree of them, got <class 'str'>",
         ),
-        ([F3, 3], "`outs[1]` must be a jax.ShapeDtypeStruct, got <class 'int'>"),
+        ([F3, 3], f"`outs[1]` must be {OUTPUT_SPEC}, got <class 'int'>"),
         (
-            {"a": F3, "b": np.ones(3)},
-            "`outs` must be a jax.ShapeDtypeStruct or a sequence or pytree of them, "
-            "got a leaf of <class 'numpy.ndarray'>",
+            {"a": F3, "b": "f"},
+            f"`outs` must be {OUTPUT_SPEC} or a sequence or pytree of them, got "
+            "a leaf of <class 'str'>",
         ),
     ],
-    ids=["int", "str", "list-with-int", "dict-with-array"],
+    ids=["int", "str", "list-with-int", "dict-with-str"],
 )
 def test_normalize_outs_refuses(outs: object, message: str) -> None:
     with pytest.raises(TypeError, match=whole(message)):

@@ -160,3 +160,30 @@ def test_wrapper_names_the_kernel():
     f = numba_kernel(copy, S((3,), jnp.float32))
     assert f.__name__ == "copy"
     assert f.__doc__ == "numba kernel 'copy' as a JAX operation."
+
+
+class _Spec:
+    """Not JAX's: any object with `shape` and `dtype` describes an output."""
+
+    shape = (2,)
+    dtype = np.dtype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        S((2,), jnp.float32),
+        jax.core.ShapedArray((2,), jnp.float32),
+        np.zeros(2, np.float32),
+        _Spec(),
+    ],
+    ids=["ShapeDtypeStruct", "ShapedArray", "array", "shape-and-dtype"],
+)
+def test_outs_of_every_kind(spec):
+    x = jnp.asarray([1.0, 2.0], jnp.float32)
+    np.testing.assert_array_equal(jax.jit(numba_kernel(copy, spec))(x), x)
+    a, b = numba_kernel(halves, [spec, spec])(jnp.arange(4.0, dtype=jnp.float32))
+    np.testing.assert_array_equal(a, [0.0, 1.0])
+    np.testing.assert_array_equal(b, [2.0, 3.0])
+    out = numba_kernel(halves, {"a": spec, "b": spec})(jnp.arange(4.0, dtype=jnp.float32))
+    np.testing.assert_array_equal(out["b"], [2.0, 3.0])

@@ -13,6 +13,10 @@ from numba_cpu_ffi import SUPPORTED_DTYPES, KernelCompileError, numba_kernel
 S = jax.ShapeDtypeStruct
 F3 = S((3,), jnp.float32)
 SUPPORTED = ", ".join(SUPPORTED_DTYPES)
+# What one output of `outs` may be, as the messages say it.
+OUTPUT_SPEC = (
+    "an object with `shape` and `dtype` (a jax.ShapeDtypeStruct, a jax.core.ShapedArray, an array)"
+)
 # JAX appends a note on its filtered frames to errors raised under jit.
 _JAX_NOTE = r"(\n-+\nFor simplicity, JAX has removed its internal frames.*)?"
 
@@ -141,22 +145,22 @@ def test_kernel_arity(n_in, n_out):
     [
         (
             3,
-            "`outs` must be a jax.ShapeDtypeStruct or a sequence or pytree of them, "
-            "got <class 'int'>",
+            f"`outs` must be {OUTPUT_SPEC} or a sequence or pytree of them, got "
+            "<class 'int'>",
         ),
         (
             "f",
-            "`outs` must be a jax.ShapeDtypeStruct or a sequence or pytree of them, "
-            "got <class 'str'>",
+            f"`outs` must be {OUTPUT_SPEC} or a sequence or pytree of them, got "
+            "<class 'str'>",
         ),
-        ([F3, 3], "`outs[1]` must be a jax.ShapeDtypeStruct, got <class 'int'>"),
+        ([F3, 3], f"`outs[1]` must be {OUTPUT_SPEC}, got <class 'int'>"),
         (
-            {"a": F3, "b": np.ones(3)},
-            "`outs` must be a jax.ShapeDtypeStruct or a sequence or pytree of them, "
-            "got a leaf of <class 'numpy.ndarray'>",
+            {"a": F3, "b": "f"},
+            f"`outs` must be {OUTPUT_SPEC} or a sequence or pytree of them, got "
+            "a leaf of <class 'str'>",
         ),
     ],
-    ids=["int", "str", "list-with-int", "dict-with-array"],
+    ids=["int", "str", "list-with-int", "dict-with-str"],
 )
 def test_outs_type(outs, message):
     with pytest.raises(TypeError, match=whole(message)):

@@ -15,6 +15,10 @@ from numba_cuda_ffi import SUPPORTED_DTYPES, numba_cuda_callable, numba_cuda_ker
 
 S = jax.ShapeDtypeStruct
 F4 = S((4,), jnp.float32)
+# What one output of `outs` may be, as the messages say it.
+OUTPUT_SPEC = (
+    "an object with `shape` and `dtype` (a jax.ShapeDtypeStruct, a jax.core.ShapedArray, an array)"
+)
 _JAX_NOTE = r"(\n-+\nFor simplicity, JAX has removed its internal frames.*)?"
 HAS_GPU = cuda.is_available()
 
@@ -95,14 +99,14 @@ def test_launch_errors_surface_from_kernel():
         (
             3,
             TypeError,
-            "`outs` must be a jax.ShapeDtypeStruct or a sequence or pytree of them, got <class 'int'>",
+            f"`outs` must be {OUTPUT_SPEC} or a sequence or pytree of them, got <class 'int'>",
         ),
-        ([F4, 3], TypeError, "`outs[1]` must be a jax.ShapeDtypeStruct, got <class 'int'>"),
+        ([F4, 3], TypeError, f"`outs[1]` must be {OUTPUT_SPEC}, got <class 'int'>"),
         (
-            {"a": F4, "b": np.ones(3)},
+            {"a": F4, "b": "f"},
             TypeError,
-            "`outs` must be a jax.ShapeDtypeStruct or a sequence or pytree of them, got a leaf "
-            "of <class 'numpy.ndarray'>",
+            f"`outs` must be {OUTPUT_SPEC} or a sequence or pytree of them, got a leaf "
+            "of <class 'str'>",
         ),
         ([], ValueError, "`outs` must hold at least one jax.ShapeDtypeStruct, got none"),
         (

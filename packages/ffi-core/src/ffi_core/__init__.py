@@ -62,6 +62,7 @@ from ._spec import check_aliases as check_aliases
 from ._spec import check_arity as check_arity
 from ._spec import check_dtype as check_dtype
 from ._spec import check_inputs as check_inputs
+from ._spec import is_output_spec as is_output_spec
 from ._spec import normalize_outs as normalize_outs
 from ._spec import output_avals as output_avals
 from ._spec import positional_count as positional_count
@@ -118,6 +119,7 @@ __all__ = [
     "function_digest",
     "handler_address",
     "hint_source",
+    "is_output_spec",
     "leading_batch",
     "lower_with_hint",
     "normalize_outs",

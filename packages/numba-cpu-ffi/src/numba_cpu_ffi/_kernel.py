@@ -31,9 +31,10 @@ def numba_kernel(
 
     Args:
         kernel: an ``@numba.njit`` function (``parallel=True`` with ``prange`` works).
-        outs: the outputs, as a ``jax.ShapeDtypeStruct``, a sequence of them, or a
-            pytree (dict, dataclass) of them. The call returns one array, a tuple
-            or the same pytree respectively.
+        outs: the outputs, each as anything with ``shape`` and ``dtype`` (a
+            ``jax.ShapeDtypeStruct``, a ``jax.core.ShapedArray``, an array): one,
+            a sequence of them, or a pytree (dict, dataclass) of them. The call
+            returns one array, a tuple or the same pytree respectively.
         vmap_method: how ``jax.vmap`` runs the kernel. None (default): one native
             call that loops over the batch (in threads when the batch holds
             enough work to pay for them). ``"sequential"`` / ``"sequential_unrolled"``: one
