@@ -98,40 +98,84 @@ def test_static_keywords_reach_the_generator(name):
     )
 
 
+# What one output of `outs` may be, as the messages say it (ffi_core.normalize_outs).
+OUTPUT_SPEC = (
+    "an object with `shape` and `dtype` (a jax.ShapeDtypeStruct, a jax.core.ShapedArray, an array)"
+)
+
+
 @pytest.mark.parametrize(
     ("outs", "error", "message"),
     [
         (
             3,
             TypeError,
-            "`outs` must be a jax.ShapeDtypeStruct or a sequence of them, got <class 'int'>",
+            f"`outs` must be {OUTPUT_SPEC} or a sequence or pytree of them, got <class 'int'>",
         ),
         (
             (jax.ShapeDtypeStruct((4,), jnp.float32), "f32"),
             TypeError,
-            "`outs` must be a jax.ShapeDtypeStruct or a sequence of them, got <class 'str'> at position 1",
+            f"`outs[1]` must be {OUTPUT_SPEC}, got <class 'str'>",
         ),
         (
-            (),
-            ValueError,
-            "`outs` must hold at least one jax.ShapeDtypeStruct, got an empty sequence",
+            {"a": jax.ShapeDtypeStruct((4,), jnp.float32), "b": "f32"},
+            TypeError,
+            f"`outs` must be {OUTPUT_SPEC} or a sequence or pytree of them, got a leaf of "
+            "<class 'str'>",
         ),
-        (
-            [],
-            ValueError,
-            "`outs` must hold at least one jax.ShapeDtypeStruct, got an empty sequence",
-        ),
+        ((), ValueError, "`outs` must hold at least one jax.ShapeDtypeStruct, got none"),
+        ([], ValueError, "`outs` must hold at least one jax.ShapeDtypeStruct, got none"),
+        ({}, ValueError, "`outs` must hold at least one jax.ShapeDtypeStruct, got none"),
     ],
+    ids=["int", "tuple-with-str", "dict-with-str", "empty-tuple", "empty-list", "empty-dict"],
 )
 def test_outs_validation(name, outs, error, message):
     k = _scale_op(name)
-    with pytest.raises(error, match=re.escape(message)):
+    with pytest.raises(error, match="^" + re.escape(message) + "$"):
         k(X, outs=outs)
 
 
 def test_outs_may_be_arrays(name):
     k = _scale_op(name)
     np.testing.assert_array_equal(k(X, outs=X), 2 * X)
+
+
+class _Spec:
+    """Not JAX's: any object with `shape` and `dtype` describes an output."""
+
+    shape = (4,)
+    dtype = np.dtype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [jax.ShapeDtypeStruct((4,), jnp.float32), jax.core.ShapedArray((4,), jnp.float32), X, _Spec()],
+    ids=["ShapeDtypeStruct", "ShapedArray", "array", "shape-and-dtype"],
+)
+def test_outs_of_every_kind(name, spec):
+    k = _scale_op(name)
+    np.testing.assert_array_equal(jax.jit(lambda x: k(x, outs=spec))(X), 2 * X)
+    (y,) = k(X, outs=[spec])
+    np.testing.assert_array_equal(y, 2 * X)
+
+
+def test_outs_as_a_pytree(name):
+    k = XLACustomKernel(name)
+    seen = []
+
+    def kg(outs):
+        seen.append(outs)
+        return _sum_and_diff
+
+    k.def_numba_kernel(kg)
+    y = jnp.ones(4, jnp.float32)
+    spec = jax.core.ShapedArray((4,), jnp.float32)
+    out = jax.jit(lambda x, y: k(x, y, outs={"s": spec, "d": (spec,)}))(X, y)
+    assert set(out) == {"s", "d"} and isinstance(out["d"], tuple)
+    # Leaves in JAX's order: "d" before "s"; the generator gets them as a tuple.
+    np.testing.assert_array_equal(out["d"][0], X + y)
+    np.testing.assert_array_equal(out["s"], X - y)
+    assert seen == [(jax.ShapeDtypeStruct((4,), jnp.float32),) * 2]
 
 
 @pytest.mark.parametrize("value", [1.0, [1.0, 2.0], None])

@@ -316,7 +316,7 @@ class XLACustomKernel:
 
     def __call__(self, *inputs: Any, outs: Any, backend: str | None = None, **static: Any) -> Any:
         """Call the operation; see the class docstring."""
-        structs, multiple = out_structs(outs)
+        structs, multiple, rebuild = out_structs(outs)
         for i, x in enumerate(inputs):
             if not isinstance(x, jax.Array | np.ndarray | np.generic):
                 raise TypeError(
@@ -346,7 +346,7 @@ class XLACustomKernel:
             backend=backend,
             batch=(),
         )
-        return tuple(results) if multiple else results[0]
+        return rebuild(results)
 
     def def_call(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Register the user-facing call function (``fn(*args, **kwargs)``, which

@@ -18,7 +18,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from ffi_core import def_eager_impl, recipe_context
+from ffi_core import def_eager_impl, is_output_spec, normalize_outs, recipe_context
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
@@ -35,23 +35,20 @@ from ._transforms import apply_levels
 __all__ = ["Generated", "abstract_eval", "new_primitive", "out_structs", "user_outs"]
 
 
-def out_structs(outs: Any) -> tuple[tuple[jax.ShapeDtypeStruct, ...], bool]:
-    """``outs`` of a call as structs, and whether the caller gets a tuple."""
+def out_structs(
+    outs: Any,
+) -> tuple[tuple[jax.ShapeDtypeStruct, ...], bool, Callable[[Sequence[Any]], Any]]:
+    """``outs`` of a call as structs, whether generators and rules get a tuple,
+    and the function rebuilding the caller's structure from the results.
 
-    def one(o: Any, where: str) -> jax.ShapeDtypeStruct:
-        if not (hasattr(o, "shape") and hasattr(o, "dtype")):
-            raise TypeError(
-                f"`outs` must be a jax.ShapeDtypeStruct or a sequence of them, got {type(o)!r}{where}"
-            )
-        return jax.ShapeDtypeStruct(tuple(o.shape), np.dtype(o.dtype))
-
-    if isinstance(outs, list | tuple):
-        if not outs:
-            raise ValueError(
-                "`outs` must hold at least one jax.ShapeDtypeStruct, got an empty sequence"
-            )
-        return tuple(one(o, f" at position {k}") for k, o in enumerate(outs)), True
-    return (one(outs, ""),), False
+    ``outs`` is checked by the rule every bridge shares
+    (``ffi_core.normalize_outs``): anything with ``shape`` and ``dtype``, or a
+    sequence or pytree of them.
+    """
+    structs, rebuild = normalize_outs(outs)
+    if not structs:
+        raise ValueError("`outs` must hold at least one jax.ShapeDtypeStruct, got none")
+    return structs, not is_output_spec(outs), rebuild
 
 
 def user_outs(outs: Sequence[Any], multiple: bool) -> Any:

@@ -106,7 +106,7 @@ def general_batching_rule(
     """
     for candidate in registered_kernels().values():
         if kernel is candidate or kernel is candidate.primitive:
-            structs, multiple = out_structs(outs)
+            structs, multiple, _ = out_structs(outs)
             return candidate.general_batching_rule(
                 args,
                 axes,
