@@ -5,6 +5,7 @@ from . import _threads  # noqa: F401
 from ._codegen import KernelCompileError as KernelCompileError
 from ._codegen import cache_dir as cache_dir
 from ._codegen import parallel_min_elements as parallel_min_elements
+from ._disk_cache import HandlerCacheWarning as HandlerCacheWarning
 from ._kernel import numba_kernel as numba_kernel
 from ._primitive import numba_kernel_call_p as numba_kernel_call_p
 from ._spec import SUPPORTED_DTYPES as SUPPORTED_DTYPES
@@ -14,6 +15,7 @@ from ._version import __version__ as __version__
 __all__ = [
     "SUPPORTED_DTYPES",
     "VMAP_METHODS",
+    "HandlerCacheWarning",
     "KernelCompileError",
     "__version__",
     "cache_dir",

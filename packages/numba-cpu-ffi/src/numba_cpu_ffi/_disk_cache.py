@@ -1,0 +1,226 @@
+"""Numba's cache for generated handlers, kept in one checked directory and
+verified before anything in it is loaded.
+
+Numba's own ``cache=True`` chooses its directory itself (``$NUMBA_CACHE_DIR``,
+a ``__pycache__`` beside the source, ``~/.cache/numba``) and unpickles its
+index and data files as it finds them: a truncated or flipped file raises at
+every later call, in every process, and some flipped bytes make LLVM abort the
+process. Here a handler's compiled code goes only to the directory that
+:func:`numba_cpu_ffi.cache_dir` checked (0700, owned by the user), and each
+file carries a SHA-256 of its contents that is verified before Numba sees a
+byte of it. A file that fails the check, or an entry that fails to load, is
+deleted with a :class:`HandlerCacheWarning` naming it, and the handler is
+compiled again and saved afresh.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import inspect
+import os
+import pickle
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numba
+from numba.core import sigutils
+from numba.core.caching import (
+    CompileResultCacheImpl,
+    FunctionCache,
+    IndexDataCacheFile,
+    _CacheLocator,
+)
+from numba.core.ccallback import CFunc
+
+__all__ = ["HandlerCacheWarning", "cached_cfunc", "cached_njit"]
+
+#: The first bytes of every file written here, then the SHA-256 of the rest.
+_MAGIC = b"numba-cpu-ffi handler cache 1\n"
+_HEADER = len(_MAGIC) + hashlib.sha256().digest_size
+
+
+class HandlerCacheWarning(UserWarning):
+    """A file of the handler cache was corrupt or failed to load; it was
+    deleted and the handler compiled again."""
+
+
+def _discard(path: str, seen: os.stat_result | None, reason: str) -> None:
+    # Delete only the file that was read: another process may have replaced
+    # it with a healthy one since.
+    with contextlib.suppress(OSError):
+        now = os.lstat(path)
+        if seen is None or (now.st_ino, now.st_mtime_ns) == (seen.st_ino, seen.st_mtime_ns):
+            os.unlink(path)
+    warnings.warn(
+        f"numba-cpu-ffi's handler cache file {path!r} {reason}; it was deleted and the "
+        "handler is compiled again",
+        HandlerCacheWarning,
+        stacklevel=2,
+    )
+
+
+class _ChecksummedCacheFile(IndexDataCacheFile):
+    """Numba's index (``.nbi``) and data (``.nbc``) files, each written
+    atomically as ``_MAGIC + sha256(payload) + payload`` and read back only
+    when the checksum matches."""
+
+    #: The file read last, named when what it held fails to load.
+    last_read: str | None = None
+
+    def _read_verified(self, path: str) -> bytes | None:
+        self.last_read = path
+        with open(path, "rb") as f:  # FileNotFoundError: a miss, as in Numba
+            content = f.read()
+            seen = os.fstat(f.fileno())
+        payload = content[_HEADER:]
+        if (
+            len(content) < _HEADER
+            or not content.startswith(_MAGIC)
+            or content[len(_MAGIC) : _HEADER] != hashlib.sha256(payload).digest()
+        ):
+            _discard(path, seen, "does not match its checksum (truncated or corrupt)")
+            return None
+        return payload
+
+    def _write_checksummed(self, path: str, payload: bytes) -> None:
+        # Numba's writer goes through a unique temporary file and os.replace,
+        # so a reader sees the old file or the new one, never a mix.
+        with self._open_for_write(path) as f:
+            f.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
+
+    def _load_index(self) -> dict[Any, str]:
+        try:
+            payload = self._read_verified(self._index_path)
+        except FileNotFoundError:
+            return {}
+        if payload is None:
+            return {}
+        version, stamp, overloads = pickle.loads(payload)
+        if version != self._version or stamp != self._source_stamp:
+            return {}
+        return overloads
+
+    def _save_index(self, overloads: dict[Any, str]) -> None:
+        payload = self._dump((self._version, self._source_stamp, overloads))
+        self._write_checksummed(self._index_path, payload)
+
+    def _load_data(self, name: str) -> Any:
+        payload = self._read_verified(self._data_path(name))
+        return None if payload is None else pickle.loads(payload)
+
+    def _save_data(self, name: str, data: Any) -> None:
+        self._write_checksummed(self._data_path(name), self._dump(data))
+
+
+class _Locator(_CacheLocator):
+    """The checked directory, and nothing else (Numba's locators would follow
+    ``$NUMBA_CACHE_DIR`` or write a ``__pycache__`` beside the source)."""
+
+    def __init__(self, py_func: Callable[..., Any], directory: Path, stamp: str) -> None:
+        self._py_file = inspect.getfile(py_func)
+        self._lineno = py_func.__code__.co_firstlineno
+        self._directory = directory
+        self._stamp = stamp
+
+    def ensure_cache_path(self) -> None:
+        pass  # created and checked by cache_dir()
+
+    def get_cache_path(self) -> str:
+        return str(self._directory)
+
+    def get_source_stamp(self) -> str:
+        return self._stamp
+
+    def get_disambiguator(self) -> str:
+        return str(self._lineno)
+
+
+class _Impl(CompileResultCacheImpl):
+    def __init__(self, py_func: Callable[..., Any], locator: _Locator) -> None:
+        # Numba's __init__ searches its own locators (and $NUMBA_CACHE_LOCATOR_CLASSES).
+        self._lineno = py_func.__code__.co_firstlineno
+        self._locator = locator
+        module = os.path.splitext(os.path.basename(inspect.getfile(py_func)))[0]
+        self._filename_base = self.get_filename_base(
+            f"{module}.{py_func.__qualname__}", getattr(sys, "abiflags", "")
+        )
+
+
+class _HandlerCache(FunctionCache):
+    """A ``FunctionCache`` in ``directory`` with checksummed files, where an
+    entry that fails to load is a miss."""
+
+    def __init__(self, py_func: Callable[..., Any], directory: Path, stamp: str) -> None:
+        self._name = repr(py_func)
+        self._py_func = py_func
+        self._impl = _Impl(py_func, _Locator(py_func, directory, stamp))
+        self._cache_path = str(directory)
+        self._cache_file = _ChecksummedCacheFile(
+            cache_path=self._cache_path,
+            filename_base=self._impl.filename_base,
+            source_stamp=stamp,
+        )
+        self.enable()
+
+    def _load_overload(self, sig: Any, target_context: Any) -> Any:
+        if not self._enabled:
+            return None
+        key = self._index_key(sig, target_context.codegen())
+        self._cache_file.last_read = None
+        with self._bad_entry_is_a_miss():
+            data = self._cache_file.load(key)
+            return None if data is None else self._impl.rebuild(target_context, data)
+        return None
+
+    @contextlib.contextmanager
+    def _bad_entry_is_a_miss(self) -> Iterator[None]:
+        # A file that passed its checksum but does not load (written by a
+        # build that differs in a way the key misses) is discarded like a
+        # corrupt one.
+        try:
+            yield
+        except Exception as error:  # any failure to load is a miss
+            path = self._cache_file.last_read or self._cache_file._index_path
+            _discard(path, None, f"failed to load ({type(error).__name__}: {error})")
+
+
+def _stamp(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def cached_cfunc(directory: Path | None, source: str) -> Callable[..., Any]:
+    """``numba.cfunc`` whose compiled code is cached in ``directory`` (none
+    when None); ``source`` is the text of the module that defines it."""
+
+    def decorator(sig: Any) -> Callable[[Callable[..., Any]], CFunc]:
+        def wrap(func: Callable[..., Any]) -> CFunc:
+            compiled = CFunc(func, sigutils.normalize_signature(sig), locals={}, options={})
+            if directory is not None:
+                compiled._cache = _HandlerCache(func, directory, _stamp(source))
+            compiled.compile()
+            return compiled
+
+        return wrap
+
+    return decorator
+
+
+def cached_njit(directory: Path | None, source: str) -> Callable[..., Any]:
+    """``numba.njit`` whose compiled code is cached in ``directory`` (none
+    when None); ``source`` is the text of the module that defines it."""
+
+    def decorator(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+        def wrap(func: Callable[..., Any]) -> Any:
+            dispatcher = numba.njit(**options)(func)
+            if directory is not None:
+                # What Dispatcher.enable_caching does, with this cache.
+                dispatcher._cache = _HandlerCache(func, directory, _stamp(source))
+            return dispatcher
+
+        return wrap
+
+    return decorator
