@@ -73,11 +73,12 @@ def _numba_cpu_ffi_cache_dir(tmp_path_factory):
 def _autotune_state(tmp_path, monkeypatch):
     # Each test decides afresh: its own cache directory on disk, nothing in
     # memory, the default budget, fresh counts.
-    from kernel_bench import autotune
+    from kernel_bench import _autotune_cache, autotune
 
     monkeypatch.setenv(autotune.CACHE_ENV, str(tmp_path / "autotune-cache"))
     monkeypatch.setattr(autotune, "_memory", {})
-    monkeypatch.setattr(autotune, "_disk", {})
+    monkeypatch.setattr(_autotune_cache, "_disk", {})
+    monkeypatch.setattr(_autotune_cache, "_refused", set())
     monkeypatch.setattr(autotune, "_stats", dict.fromkeys(autotune._stats, 0))
     monkeypatch.setattr(autotune, "_budget_s", 0.05)
     yield

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import xla_custom_kernel as xck
-from kernel_bench import autotune, benchmark_kernel
+from kernel_bench import _autotune_cache, autotune, benchmark_kernel
 from kernel_bench._cli import main
 
 _names = itertools.count()
@@ -209,8 +209,8 @@ def test_version_change_invalidates_the_cache(monkeypatch, tmp_path):
     assert autotune.explain(op, x, outs=_out(x)).source == "disk"
     assert autotune.stats() | {} == {**autotune.stats(), "measured": 1, "disk": 1}
 
-    versions = autotune._versions()
-    monkeypatch.setattr(autotune, "_versions", lambda: {**versions, "jax": "0.0.1"})
+    versions = _autotune_cache._versions()
+    monkeypatch.setattr(_autotune_cache, "_versions", lambda: {**versions, "jax": "0.0.1"})
     monkeypatch.setattr(autotune, "_memory", {})
     assert autotune.explain(op, x, outs=_out(x)).source == "measured"
     assert autotune.stats()["measured"] == 2

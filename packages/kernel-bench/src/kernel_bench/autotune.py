@@ -14,6 +14,10 @@ backends. It comes, in order, from:
 3. the cache on disk (:func:`cache_dir`), one file per machine and software
    (CPU model or GPU name, Python, and the versions of jax, jaxlib, numpy,
    numba, warp-lang and this project's packages): a new version is a new file;
+   what is read back is checked before it is used (``_autotune_record`` and
+   ``_autotune_cache``): a bad file or entry is a miss with an
+   :class:`AutotuneWarning` naming it (a bad message from process 0 gives
+   the fixed default, with a warning naming its key);
 4. a measurement: every backend runs once on data of the call's shapes (from
    the kernel's ``def_autotune_data``, else random floats and zero integers);
    their results are compared with the reference backend's (the platform's
@@ -37,13 +41,8 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-import importlib.metadata
 import json
-import os
-import pathlib
-import platform as _platform
 import re
-import tempfile
 import threading
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -53,8 +52,18 @@ import jax
 import numpy as np
 from jax import core as jax_core
 
+from . import _autotune_cache
+from ._autotune_cache import CACHE_ENV as CACHE_ENV
+from ._autotune_cache import cache_dir as cache_dir
+from ._autotune_cache import cached_decisions as cached_decisions
+from ._autotune_cache import fingerprint as fingerprint
+from ._autotune_record import PLATFORMS as _PLATFORMS
+from ._autotune_record import AutotuneWarning as AutotuneWarning
+from ._autotune_record import Candidate as Candidate
+from ._autotune_record import Decision as Decision
+from ._autotune_record import InvalidRecord as InvalidRecord
+from ._autotune_record import parse_message
 from ._kernel import default_platform, max_difference
-from ._table import render
 from ._timing import calls_per_run, chained, interleaved
 
 __all__ = [
@@ -64,11 +73,13 @@ __all__ = [
     "AutotuneWarning",
     "Candidate",
     "Decision",
+    "InvalidRecord",
     "cache_dir",
     "cached_decisions",
     "clear",
     "decide",
     "explain",
+    "fingerprint",
     "get_budget",
     "recording",
     "set_budget",
@@ -88,125 +99,13 @@ TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-9, 1e-9),
     "complex128": (1e-9, 1e-9),
 }
-CACHE_ENV = "KERNEL_BENCH_AUTOTUNE_DIR"
 _MAX_ROUNDS = 5
 _MIN_ROUNDS = 3
 # Two best candidates closer than this ratio get more rounds of their own.
 _CLOSE = 1.10
 _KV_TIMEOUT_MS = 600_000
-_VERSIONED = (
-    "jax",
-    "jaxlib",
-    "numpy",
-    "numba",
-    "numba-cuda",
-    "warp-lang",
-    "triton",
-    "ffi-core",
-    "numba-cpu-ffi",
-    "numba-cuda-ffi",
-    "warp-ffi",
-    "xla-custom-kernel",
-    "kernel-bench",
-)
-_JAX_PLATFORM = {"cpu": "cpu", "gpu": "gpu", "tpu": "tpu"}
 # "<function f at 0x7f...>": a repr that differs in every process.
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
-
-
-class AutotuneWarning(UserWarning):
-    """A backend was left out of a decision: it failed, or its results disagreed."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Candidate:
-    """One backend in a decision.
-
-    Attributes:
-        backend: its name.
-        status: ``"ok"`` (timed), ``"failed"`` (raised) or ``"disagrees"``
-            (results differ from the reference backend's).
-        us_per_call: the least of ``times_us`` (the run least disturbed by
-            the rest of the machine); None unless timed.
-        times_us: microseconds per call of each timed round.
-        detail: why it failed or how it disagrees.
-    """
-
-    backend: str
-    status: str
-    us_per_call: float | None = None
-    times_us: tuple[float, ...] = ()
-    detail: str = ""
-
-
-@dataclasses.dataclass(frozen=True)
-class Decision:
-    """Which backend an operation uses for one call signature, and why.
-
-    Attributes:
-        op: the operation's name.
-        platform: ``"cpu"``, ``"gpu"`` or ``"tpu"``.
-        signature: the call signature in words (inputs, static keywords, batch).
-        key: the digest the decision is stored under.
-        backend: the backend chosen.
-        candidates: every backend considered, in registration order.
-        calls_per_run: calls chained in each timed run, per backend.
-        source: ``"measured"``, ``"disk"``, ``"process 0"``, ``"only backend"``
-            or ``"fallback"`` (nothing could be measured: the fixed default).
-        reason: for ``"fallback"``, why.
-    """
-
-    op: str
-    platform: str
-    signature: str
-    key: str
-    backend: str
-    candidates: tuple[Candidate, ...] = ()
-    calls_per_run: Mapping[str, int] = dataclasses.field(default_factory=dict)
-    source: str = "measured"
-    reason: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["calls_per_run"] = dict(self.calls_per_run)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any], source: str | None = None) -> Decision:
-        fields = dict(d)
-        fields["candidates"] = tuple(
-            Candidate(**{**c, "times_us": tuple(c.get("times_us", ()))})
-            for c in fields.get("candidates", ())
-        )
-        if source is not None:
-            fields["source"] = source
-        return cls(**fields)
-
-    def describe(self) -> str:
-        """The decision as a table: each candidate's time or why it was left out."""
-        head = f"{self.op} on {self.platform}: {self.signature}"
-        where = {
-            "measured": "measured in this process",
-            "disk": f"read from the autotune cache ({cache_dir()})",
-            "process 0": "decided by process 0",
-            "only backend": "the only backend registered",
-            "fallback": f"the fixed default: {self.reason}",
-        }.get(self.source, self.source)
-        if not self.candidates:
-            return f"{head}\nchoice: {self.backend} ({where})"
-        rows = []
-        for c in self.candidates:
-            time_cell = "-" if c.us_per_call is None else f"{c.us_per_call:.4g}"
-            mark = " *" if c.backend == self.backend else "  "
-            status = c.status if not c.detail else f"{c.status}: {c.detail}"
-            calls = self.calls_per_run.get(c.backend)
-            rows.append(
-                [c.backend, time_cell + mark, "-" if calls is None else str(calls), status[:100]]
-            )
-        table = render(
-            ["backend", "us/call", "calls/run", "status"], rows, [False, True, True, False]
-        )
-        return f"{head}\n{table}\nchoice: {self.backend} ({where})"
 
 
 # ------------------------------------------------------------------ settings
@@ -216,7 +115,6 @@ _budget_s = DEFAULT_BUDGET_S
 # Decisions made or read in this process, by the call signature as the lowering
 # rule gives it (hashable avals and static values: no digest to compute).
 _memory: dict[tuple[Any, ...], Decision] = {}
-_disk: dict[pathlib.Path, dict[str, Any]] = {}
 _stats = {"measured": 0, "memory": 0, "disk": 0, "process 0": 0, "fallback": 0}
 _recorders: list[list[Decision]] = []
 
@@ -258,136 +156,7 @@ def recording() -> Iterator[list[Decision]]:
             _recorders.remove(found)
 
 
-# ------------------------------------------------------------------ the cache on disk
-
-
-def cache_dir() -> pathlib.Path:
-    """Where decisions are kept: ``$KERNEL_BENCH_AUTOTUNE_DIR``, else
-    ``$XDG_CACHE_HOME/kernel-bench/autotune`` (``~/.cache/kernel-bench/autotune``)."""
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return pathlib.Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return pathlib.Path(base) / "kernel-bench" / "autotune"
-
-
-@functools.cache
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return _platform.processor() or _platform.machine()
-
-
-@functools.cache
-def _versions() -> dict[str, str | None]:
-    found: dict[str, str | None] = {}
-    for name in _VERSIONED:
-        try:
-            found[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            found[name] = None
-    return found
-
-
-def fingerprint(platform: str) -> dict[str, Any]:
-    """What a decision on ``platform`` depends on besides the call: the machine
-    and the software. Decisions are filed under it."""
-    device = jax.devices(_JAX_PLATFORM[platform])[0]
-    return {
-        "platform": platform,
-        "device": getattr(device, "device_kind", str(device)),
-        "cpu": _cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "python": _platform.python_version(),
-        "versions": _versions(),
-    }
-
-
-def _cache_file(fingerprint_: Mapping[str, Any]) -> pathlib.Path:
-    digest = hashlib.sha256(json.dumps(fingerprint_, sort_keys=True).encode()).hexdigest()[:16]
-    return cache_dir() / f"{fingerprint_['platform']}-{digest}.json"
-
-
-def _read(path: pathlib.Path) -> dict[str, Any]:
-    try:
-        content = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    decisions = content.get("decisions") if isinstance(content, dict) else None
-    return decisions if isinstance(decisions, dict) else {}
-
-
-def _write(
-    path: pathlib.Path,
-    fingerprint_: Mapping[str, Any] | None,
-    decisions: dict[str, Any],
-    *,
-    merge: bool = True,
-) -> None:
-    # Another process may have written decisions since this one read the
-    # file: merge (unless the point is to drop some), then replace the file in
-    # one step. A fingerprint of None keeps the file's.
-    merged = {**_read(path), **decisions} if merge else decisions
-    if fingerprint_ is None:
-        try:
-            fingerprint_ = json.loads(path.read_text(encoding="utf-8")).get("fingerprint")
-        except (OSError, ValueError):
-            fingerprint_ = None
-    text = json.dumps({"fingerprint": fingerprint_, "decisions": merged}, indent=1)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _from_disk(platform: str, key: str) -> Decision | None:
-    path = _cache_file(fingerprint(platform))
-    if path not in _disk:
-        _disk[path] = _read(path)
-    found = _disk[path].get(key)
-    if found is None:
-        return None
-    try:
-        return Decision.from_dict(found, source="disk")
-    except TypeError:  # written by another version of this module
-        return None
-
-
-def _to_disk(platform: str, decision: Decision) -> None:
-    fingerprint_ = fingerprint(platform)
-    path = _cache_file(fingerprint_)
-    stored = decision.to_dict()
-    try:
-        _write(path, fingerprint_, {decision.key: stored})
-    except OSError as exc:
-        warnings.warn(
-            f"kernel-bench could not write the autotune cache {path}: {exc}; decisions are "
-            f"kept in this process only (set ${CACHE_ENV} to a writable directory)",
-            AutotuneWarning,
-            stacklevel=2,
-        )
-    _disk.setdefault(path, {})[decision.key] = stored
-
-
-def cached_decisions() -> list[Decision]:
-    """Every decision in the cache on disk, for every machine and version."""
-    found = []
-    for path in sorted(cache_dir().glob("*.json")):
-        for d in _read(path).values():
-            with contextlib.suppress(TypeError, KeyError):
-                found.append(Decision.from_dict(d, source="disk"))
-    return found
+# ------------------------------------------------------------------ forgetting
 
 
 def clear(op: str | None = None) -> int:
@@ -395,20 +164,10 @@ def clear(op: str | None = None) -> int:
     this process; returns how many were removed from the disk. Functions
     already compiled keep their backends: JAX's caches are cleared so that the
     next call of a jitted function decides again."""
-    removed = 0
     with _lock:
-        for path in sorted(cache_dir().glob("*.json")):
-            decisions = _read(path)
-            keep = {k: d for k, d in decisions.items() if op is not None and d.get("op") != op}
-            removed += len(decisions) - len(keep)
-            if not keep:
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
-            elif len(keep) != len(decisions):
-                _write(path, None, keep, merge=False)
+        removed = _autotune_cache.remove(op)
         for key in [k for k, d in _memory.items() if op is None or d.op == op]:
             del _memory[key]
-        _disk.clear()
     jax.clear_caches()
     return removed
 
@@ -534,8 +293,26 @@ def _decide(kernel: Any, sig: _Signature) -> Decision:
             f"autotune decision on {sig.op} ({sig.words()}): {exc}. Every process must lower "
             "the same program; pick a backend by name where they do not"
         ) from exc
+    try:
+        decision = parse_message(
+            text,
+            key=sig.key,
+            op=sig.op,
+            platform=sig.platform,
+            backends=sig.backends,
+            source="process 0",
+        )
+    except InvalidRecord as exc:
+        warnings.warn(
+            f"process {jax.process_index()} ignores the autotune decision on {sig.op} "
+            f"({sig.words()}) under the key {kv_key!r} of JAX's key-value store: {exc}. "
+            f"It uses the fixed default {kernel.fixed_default(sig.platform)!r}",
+            AutotuneWarning,
+            stacklevel=4,
+        )
+        return _fallback(kernel, sig, f"process 0's decision under {kv_key!r} is not valid")
     _stats["process 0"] += 1
-    return Decision.from_dict(json.loads(text), source="process 0")
+    return decision
 
 
 def _distributed_client() -> Any:
@@ -560,18 +337,18 @@ def _fallback(kernel: Any, sig: _Signature, reason: str) -> Decision:
 
 def _local(kernel: Any, sig: _Signature) -> Decision:
     try:
-        device = jax.devices(_JAX_PLATFORM[sig.platform])[0]
+        device = jax.devices(sig.platform)[0]
     except RuntimeError:
         return _fallback(kernel, sig, f"no {sig.platform} device in this process to measure on")
-    found = _from_disk(sig.platform, sig.key)
-    if found is not None and found.backend in sig.backends:
+    found = _autotune_cache.from_disk(sig.platform, sig.key, sig.op, sig.backends)
+    if found is not None:
         _stats["disk"] += 1
         return found
     decision = _measure(kernel, sig, device)
     # A static value written with a memory address makes a key no later
     # process computes again: such decisions stay in this process.
     if decision.source == "measured" and sig.unstable_static() is None:
-        _to_disk(sig.platform, decision)
+        _autotune_cache.to_disk(sig.platform, decision)
     return decision
 
 
@@ -730,7 +507,7 @@ def explain(
     on ``platform`` (default: JAX's default backend), measured if it is not
     known yet. ``inputs`` may be arrays or ``jax.ShapeDtypeStruct``s."""
     platform = default_platform() if platform is None else platform
-    if platform not in _JAX_PLATFORM:
+    if platform not in _PLATFORMS:
         raise ValueError(f"`platform` must be None, 'cpu', 'gpu' or 'tpu', got {platform!r}")
     for i, x in enumerate(inputs):
         if not (hasattr(x, "shape") and hasattr(x, "dtype")):

@@ -1,0 +1,358 @@
+"""Where autotune decisions are kept: the cache on disk.
+
+One JSON file per platform and fingerprint (the machine and the software).
+Nothing read back is trusted: a file that is not a decision file (not JSON,
+not an object, too large or too deeply nested, a fingerprint of the wrong
+shape or not the one its name stands for) is ignored with an
+:class:`AutotuneWarning` naming it, and rewritten with the next decision; an
+entry that :func:`parse_decision` refuses is ignored the same way and measured
+again. The directory follows the workspace's one rule
+(``ffi_core.checked_cache_dir``): one that is refused means decisions stay in
+memory. Writes are atomic: a temporary file, flushed to disk, renamed over the
+file, under a lock so that two processes writing at once both keep theirs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.metadata
+import json
+import os
+import pathlib
+import platform as _platform
+import re
+import tempfile
+import threading
+import warnings
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import jax
+from ffi_core import cache_root, checked_cache_dir
+
+from ._autotune_record import (
+    PLATFORMS,
+    AutotuneWarning,
+    Decision,
+    InvalidRecord,
+    _fields,
+    _json,
+    _kind,
+    _short,
+    parse_decision,
+)
+
+CACHE_ENV = "KERNEL_BENCH_AUTOTUNE_DIR"
+_VERSIONED = (
+    "jax",
+    "jaxlib",
+    "numpy",
+    "numba",
+    "numba-cuda",
+    "warp-lang",
+    "triton",
+    "ffi-core",
+    "numba-cpu-ffi",
+    "numba-cuda-ffi",
+    "warp-ffi",
+    "xla-custom-kernel",
+    "kernel-bench",
+)
+# A cache file larger than this is not read.
+_MAX_FILE_BYTES = 64 << 20
+_MAX_TEXT = 100_000
+_FILE_NAME = re.compile(r"(cpu|gpu|tpu)-[0-9a-f]{16}\.json")
+_FINGERPRINT_FIELDS = ("platform", "device", "cpu", "cpu_count", "python", "versions")
+
+
+# ------------------------------------------------------------------ the machine and software
+
+
+@functools.cache
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return _platform.processor() or _platform.machine()
+
+
+@functools.cache
+def _versions() -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for name in _VERSIONED:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def fingerprint(platform: str) -> dict[str, Any]:
+    """What a decision on ``platform`` depends on besides the call: the machine
+    and the software. Decisions are filed under it."""
+    device = jax.devices(platform)[0]
+    return {
+        "platform": platform,
+        "device": getattr(device, "device_kind", str(device)),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "python": _platform.python_version(),
+        "versions": _versions(),
+    }
+
+
+def _check_fingerprint(record: Any) -> dict[str, Any]:
+    f = _fields(record, _FINGERPRINT_FIELDS, "its fingerprint")
+    ok = (
+        f["platform"] in PLATFORMS
+        and all(isinstance(f[n], str) and len(f[n]) <= _MAX_TEXT for n in ("device", "cpu"))
+        and isinstance(f["python"], str)
+        and (f["cpu_count"] is None or type(f["cpu_count"]) is int)
+        and isinstance(f["versions"], dict)
+        and all(v is None or isinstance(v, str) for v in f["versions"].values())
+    )
+    if not ok:
+        raise InvalidRecord(f"its fingerprint is not one this module writes: {_short(f)}")
+    return dict(f)
+
+
+def _file_name(fingerprint_: Mapping[str, Any]) -> str:
+    digest = hashlib.sha256(json.dumps(fingerprint_, sort_keys=True).encode()).hexdigest()[:16]
+    return f"{fingerprint_['platform']}-{digest}.json"
+
+
+# ------------------------------------------------------------------ the directory and its files
+
+_lock = threading.RLock()
+# The entries of the cache files read in this process, by path (checked when used).
+_disk: dict[pathlib.Path, dict[str, Any]] = {}
+_refused: set[str] = set()
+
+
+def cache_dir() -> pathlib.Path:
+    """Where decisions are kept: ``$KERNEL_BENCH_AUTOTUNE_DIR``, else
+    ``$XDG_CACHE_HOME/kernel-bench/autotune`` (``~/.cache/kernel-bench/autotune``).
+    The directory is used only when ``ffi_core.checked_cache_dir`` accepts it
+    (yours, mode 0700, not a symlink); else decisions stay in memory."""
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return pathlib.Path(explicit)
+    return cache_root() / "kernel-bench" / "autotune"
+
+
+def _directory() -> pathlib.Path | None:
+    # The directory when it may be used (created 0700 if absent); a refused
+    # one is said once per process and path.
+    path = cache_dir()
+    first = str(path) not in _refused
+    checked = checked_cache_dir(path, purpose="the autotune cache of kernel-bench", warn=first)
+    if checked is None:
+        _refused.add(str(path))
+    return checked
+
+
+def _files(directory: pathlib.Path) -> list[pathlib.Path]:
+    # Only the names this module writes: not its temporary files nor anything else.
+    return sorted(p for p in directory.iterdir() if _FILE_NAME.fullmatch(p.name))
+
+
+def _load(path: pathlib.Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The fingerprint and the entries of a cache file ((None, {}) where there
+    is none). Raises InvalidRecord for a file that is not a decision file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return None, {}
+    except OSError as exc:
+        raise InvalidRecord(f"it cannot be read ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(_MAX_FILE_BYTES + 1)
+    if len(data) > _MAX_FILE_BYTES:
+        raise InvalidRecord(f"it is larger than {_MAX_FILE_BYTES >> 20} MiB")
+    content = _json(data, "a decision file")
+    if not isinstance(content, dict) or set(content) != {"fingerprint", "decisions"}:
+        raise InvalidRecord(
+            f"it holds {_kind(content)}, not an object of 'fingerprint' and 'decisions'"
+        )
+    fingerprint_ = _check_fingerprint(content["fingerprint"])
+    if path.name != _file_name(fingerprint_):
+        raise InvalidRecord("its fingerprint is not the one its name stands for")
+    if not isinstance(content["decisions"], dict):
+        raise InvalidRecord(f"its decisions are {_kind(content['decisions'])}, not an object")
+    return fingerprint_, content["decisions"]
+
+
+def _ignored(what: str, problem: str) -> None:
+    warnings.warn(
+        f"kernel-bench ignores {what}: {problem}. It counts as not cached: the decision is "
+        "measured again where needed and the file rewritten",
+        AutotuneWarning,
+        stacklevel=5,
+    )
+
+
+def _read(path: pathlib.Path, *, warn: bool = True) -> dict[str, Any]:
+    try:
+        return _load(path)[1]
+    except InvalidRecord as exc:
+        if warn:
+            _ignored(f"the autotune cache file {path}", str(exc))
+        return {}
+
+
+@contextlib.contextmanager
+def _file_lock(directory: pathlib.Path) -> Iterator[None]:
+    # Read, merge and replace under one lock, so that two processes writing at
+    # once both keep their decisions. Where there is no flock, the replace
+    # alone (atomic) keeps the file whole.
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _valid_entries(entries: Mapping[str, Any]) -> dict[str, Any]:
+    kept = {}
+    for key, record in entries.items():
+        with contextlib.suppress(InvalidRecord):
+            parse_decision(record, key=key)
+            kept[key] = record
+    return kept
+
+
+def _write(
+    path: pathlib.Path,
+    fingerprint_: Mapping[str, Any] | None,
+    decisions: dict[str, Any],
+    *,
+    merge: bool = True,
+) -> None:
+    # Another process may have written decisions since this one read the
+    # file: merge its valid entries (unless the point is to drop some), then
+    # replace the file in one step (a temporary file, flushed to disk, renamed
+    # over it). A fingerprint of None keeps the file's.
+    with _file_lock(path.parent):
+        try:
+            found, entries = _load(path)
+        except InvalidRecord:
+            found, entries = None, {}
+        merged = {**_valid_entries(entries), **decisions} if merge else decisions
+        fingerprint_ = found if fingerprint_ is None else fingerprint_
+        if fingerprint_ is None:
+            return
+        text = json.dumps({"fingerprint": fingerprint_, "decisions": merged}, indent=1)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+def from_disk(platform: str, key: str, op: str, backends: tuple[str, ...]) -> Decision | None:
+    """The decision stored for ``key`` on this machine, checked, or None (a
+    miss, with an :class:`AutotuneWarning` where what is stored is bad)."""
+    directory = _directory()
+    if directory is None:
+        return None
+    fingerprint_ = fingerprint(platform)
+    path = directory / _file_name(fingerprint_)
+    with _lock:
+        if path not in _disk:
+            try:
+                found, entries = _load(path)
+                if found is not None and found != fingerprint_:
+                    raise InvalidRecord("its fingerprint is not this machine's and software's")
+            except InvalidRecord as exc:
+                _ignored(f"the autotune cache file {path}", str(exc))
+                entries = {}
+            _disk[path] = entries
+        record = _disk[path].get(key)
+    if record is None:
+        return None
+    try:
+        return parse_decision(
+            record, key=key, op=op, platform=platform, backends=backends, source="disk"
+        )
+    except InvalidRecord as exc:
+        _ignored(f"the autotune decision {_short(key)} in {path}", str(exc))
+        return None
+
+
+def to_disk(platform: str, decision: Decision) -> None:
+    """Keep ``decision`` in the cache file of this machine (nothing where the
+    directory is refused; a warning where it cannot be written)."""
+    directory = _directory()
+    if directory is None:
+        return
+    fingerprint_ = fingerprint(platform)
+    path = directory / _file_name(fingerprint_)
+    stored = decision.to_dict()
+    try:
+        _write(path, fingerprint_, {decision.key: stored})
+    except OSError as exc:
+        warnings.warn(
+            f"kernel-bench could not write the autotune cache {path}: {exc}; decisions are "
+            f"kept in this process only (set ${CACHE_ENV} to a writable directory)",
+            AutotuneWarning,
+            stacklevel=4,
+        )
+    with _lock:
+        _disk.setdefault(path, {})[decision.key] = stored
+
+
+def cached_decisions() -> list[Decision]:
+    """Every decision in the cache on disk, for every machine and version;
+    bad files and entries are left out with an :class:`AutotuneWarning`."""
+    directory = _directory()
+    if directory is None:
+        return []
+    found = []
+    for path in _files(directory):
+        for key, record in _read(path).items():
+            try:
+                found.append(parse_decision(record, key=key, source="disk"))
+            except InvalidRecord as exc:
+                _ignored(f"the autotune decision {_short(key)} in {path}", str(exc))
+    return found
+
+
+def remove(op: str | None) -> int:
+    """Remove the decisions of ``op`` (all when None) from the disk; returns how
+    many. Bad entries go too, and files left without a decision, bad files
+    included, are deleted."""
+    directory = _directory()
+    removed = 0
+    with _lock:
+        _disk.clear()
+        if directory is None:
+            return 0
+        for path in _files(directory):
+            stored = _read(path, warn=False)
+            entries = _valid_entries(stored)
+            keep = {k: d for k, d in entries.items() if op is not None and d["op"] != op}
+            removed += len(entries) - len(keep)
+            if not keep:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            elif len(keep) != len(stored):
+                _write(path, None, keep, merge=False)
+    return removed
