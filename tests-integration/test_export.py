@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import json
 import os
 import re
 import subprocess
@@ -54,6 +55,13 @@ def sub(x, y, out):  # only wrapped inside a function: unknown until it runs
 
 def sub_op(x, y):
     return numba_kernel(sub, jax.ShapeDtypeStruct(x.shape, x.dtype))(x, y)
+
+@numba.njit
+def doblé(x, out):  # a name MLIR prints quoted, with escapes
+    for i in range(x.size):
+        out[i] = 2 * x[i]
+
+doble_op = numba_kernel(doblé, jax.ShapeDtypeStruct((8,), jnp.float32))
 """
 
 CHANGED = KERNELS.replace("out[i] = x[i] + y[i]", "out[i] = x[i] + 2 * y[i]")
@@ -72,6 +80,7 @@ cases = {
     "op_vmap": (jax.vmap(lambda a: kernels.scale(a, outs=s8, factor=0.5)), xb),
     "sub": (lambda a: kernels.sub_op(a, 1 + a), x),
     "big": (lambda a: kernels.add_big(a, a), jnp.arange(2**16, dtype=jnp.float32)),
+    "accent": (kernels.doble_op, x),
 }
 for name, (f, arg) in cases.items():
     with open(f"{name}.bin", "wb") as file:
@@ -92,6 +101,7 @@ expect = {
     "plain": (x, 2 * x), "vmap": (xb, 2 * xb + 1), "op": (x, 3 * x),
     "op_vmap": (xb, 0.5 * xb), "sub": (x, np.full(8, -1, np.float32)),
     "big": (np.arange(2**16, dtype=np.float32), 2 * np.arange(2**16, dtype=np.float32)),
+    "accent": (x, 2 * x),
 }
 for name in names:
     with open(f"{name}.bin", "rb") as file:
@@ -132,8 +142,52 @@ def exported(tmp_path_factory):
 
 
 def test_a_new_process_calls_what_another_exported(exported):
-    lines = _run(exported, CALL, "import", "plain,vmap,op,op_vmap,big")
-    assert lines == ["plain: ok", "vmap: ok", "op: ok", "op_vmap: ok", "big: ok"]
+    lines = _run(exported, CALL, "import", "plain,vmap,op,op_vmap,big,accent")
+    assert lines == ["plain: ok", "vmap: ok", "op: ok", "op_vmap: ok", "big: ok", "accent: ok"]
+
+
+def test_a_kernel_with_a_non_ascii_name_keeps_it_in_its_target(exported):
+    blob = (exported / "accent.bin").read_bytes()
+    (target,) = ffi_core._blob.unpack(blob)[0]
+    assert target.startswith("numba_cpu.doblé_")
+
+
+def _resealed(blob: bytes, edit) -> bytes:
+    from ffi_core import _blob
+
+    targets, payload = _blob.unpack(blob)
+    (target,) = targets
+    (chain,) = targets[target]
+    edit(chain[-1])
+    manifest = {
+        "targets": {
+            target: [[{k: ffi_core._export.to_json(v) for k, v in s.items()} for s in chain]]
+        }
+    }
+    return _blob.pack(json.dumps(manifest).encode(), payload), target
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda step: step.update(inputs=[["float32", 100_000], ["float32", 1]]),
+            "inputs` must be a list of at most 1024 [dtype name, rank] pairs",
+        ),
+        (
+            lambda step: step.update(context=5),
+            "context` must be a str of at most 4096 characters, got 5",
+        ),
+        (lambda step: step.update(digest="zz"), "digest` must be a hex digest, got 'zz'"),
+        (lambda step: step.pop("hint"), "hint` is missing (a 'numba_cpu' step has it)"),
+    ],
+)
+def test_a_crafted_numba_step_is_refused_before_anything_compiles(exported, edit, message):
+    blob, target = _resealed((exported / "plain.bin").read_bytes(), edit)
+    with pytest.raises(
+        ffi_core.ExportError, match=re.escape(f"`targets[{target!r}][0][0].{message}")
+    ):
+        ffi_core.deserialize(blob)
 
 
 def test_a_kernel_wrapped_later_is_passed_in_kernels(exported):
