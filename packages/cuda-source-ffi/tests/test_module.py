@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from cuda_source_ffi import load_cuda_file, load_cuda_inline
+from cuda_source_ffi import compile_source, load_cuda_file, load_cuda_inline
 from cuda_source_ffi._nvrtc import _library
 from ffi_core.cuda import _op as op_module
 from ffi_core.cuda import cuda_launch_p
@@ -41,8 +41,26 @@ def _axpy_stand_in(launch):
     out[:] = launch.value(3, "float32") * x + y
 
 
+#: The factor each compiled image of SCALE multiplies by, as the test compiled it.
+_SCALE_IMAGES: dict[bytes, float] = {}
+
+
+def _scale_stand_in(entry, image):
+    if entry != "scale" or image not in _SCALE_IMAGES:
+        return None
+    factor = _SCALE_IMAGES[image]
+
+    def run(launch):
+        n = int(launch.value(2, "int32"))
+        out = launch.array(1, np.float32, (n,))
+        out[:] = factor * launch.array(0, np.float32, (n,))
+
+    return (8, 8, 4), run
+
+
 _GPU = EmulatedGPU()  # one per process (see EmulatedGPU)
 _GPU.define("axpy", (8, 8, 8, 4, 4), _axpy_stand_in)
+_GPU.add_stand_ins(_scale_stand_in)
 
 
 @pytest.fixture
@@ -79,9 +97,21 @@ def test_load_cuda_file(gpu, tmp_path):
     np.testing.assert_allclose(op(x, x, a=1.0, n=8), 2 * x, rtol=1e-6)
 
 
+# The parameter list behind a macro: the types cannot be read from the source.
+AXPY_MACRO = """
+#define AXPY_PARAMS const float* x, const float* y, float* out, float a, int n
+extern "C" __global__ void axpy(AXPY_PARAMS) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a * x[i] + y[i];
+}
+"""
+
+
 def test_declared_layout_checked_against_the_compiled_entry(gpu):
     # Declared with n as int64: 8 bytes where the compiled entry has 4.
-    module = load_cuda_inline(AXPY, kernels={"axpy": ["in", "in", "out", "a:float32", "n:int64"]})
+    module = load_cuda_inline(
+        AXPY_MACRO, kernels={"axpy": ["in", "in", "out", "a:float32", "n:int64"]}
+    )
     op = module.kernel("axpy", S((8,), jnp.float32), grid=1, block=8)
     with pytest.raises(
         TypeError,
@@ -154,3 +184,200 @@ def test_gpu_op_on_a_machine_without_gpu():
         "NVIDIA GPU and driver",
     ):
         op(x, x, a=1.0, n=8)
+
+
+SCALE = """
+#include "factor.cuh"
+extern "C" __global__ void scale(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = FACTOR * x[i];
+}
+"""
+
+
+def _scale_op(module, factor, n):
+    image = compile_source(
+        module.source, name=module.name, kernels=("scale",), arch=_GPU.cc, options=module.options
+    ).cubin
+    _SCALE_IMAGES[image] = factor
+    return module.kernel("scale", S((n,), jnp.float32), launch_dims=n)
+
+
+@pytest.mark.parametrize("change", ["header", "options"])
+def test_modules_with_one_source_and_other_compiled_code_run_their_own(gpu, tmp_path, change):
+    # The same source text and kernel name: what the compile reads besides
+    # decides the code, and so the target.
+    include = tmp_path / "include"
+    include.mkdir()
+    header = include / "factor.cuh"
+    n = 4
+    x = np.arange(n, dtype=np.float32)
+    results = []
+    for factor in (2, 3):
+        if change == "header":
+            header.write_text(f"#define FACTOR {factor}.0f\n")
+            options = [f"-I{include}"]
+        else:
+            header.write_text("")
+            options = [f"-I{include}", f"-DFACTOR={factor}.0f"]
+        module = load_cuda_inline(
+            SCALE, kernels={"scale": ["in", "out", "n:int32"]}, options=options
+        )
+        op = _scale_op(module, factor, n)
+        results.append(np.asarray(jax.jit(lambda a, op=op: op(a, n=n))(x)))
+    np.testing.assert_array_equal(results[0], 2 * x)
+    np.testing.assert_array_equal(results[1], 3 * x)
+
+
+def test_the_digest_covers_source_name_options_and_headers(tmp_path):
+    kernels = {"axpy": ["in", "in", "out", "a:float32", "n:int32"]}
+    base = load_cuda_inline(AXPY, kernels=kernels)
+    assert load_cuda_inline(AXPY, kernels=kernels).digest == base.digest
+    assert load_cuda_inline(AXPY + "\n", kernels=kernels).digest != base.digest
+    assert load_cuda_inline(AXPY, kernels=kernels, name="other.cu").digest != base.digest
+    assert load_cuda_inline(AXPY, kernels=kernels, options=["-lineinfo"]).digest != base.digest
+    header = tmp_path / "h.cuh"
+    header.write_text("// one\n")
+    source = '#include "h.cuh"\n' + AXPY
+    first = load_cuda_inline(source, kernels=kernels, options=[f"-I{tmp_path}"]).digest
+    header.write_text("// two\n")
+    assert load_cuda_inline(source, kernels=kernels, options=[f"-I{tmp_path}"]).digest != first
+
+
+TYPED = """
+extern "C" __global__ void mix(const float* __restrict__ x, const int* idx, double* out,
+                               unsigned long long k, bool flag, int n) {}
+"""
+MIX = ["in", "in", "out", "k:uint64", "flag:bool", "n:int32"]
+
+
+def test_types_are_read_from_the_source():
+    module = load_cuda_inline(TYPED, kernels={"mix": MIX})
+    assert module.array_dtypes == {"mix": ("float32", "int32", "float64")}
+    assert module.kernels["mix"] == (
+        ("in", ""), ("in", ""), ("out", ""), ("uint64", "k"), ("bool", "flag"), ("int32", "n"),
+    )  # fmt: skip
+    unread = load_cuda_inline(
+        AXPY_MACRO, kernels={"axpy": ["in:float32", "in", "out", "a:float32", "n:int32"]}
+    )
+    assert unread.array_dtypes == {"axpy": ("float32", "", "")}
+
+
+def test_arrays_of_another_dtype_are_refused(gpu):
+    module = load_cuda_inline(AXPY, kernels={"axpy": ["in", "in", "out", "a:float32", "n:int32"]})
+    op = module.kernel("axpy", S((4,), jnp.float32), grid=1, block=4)
+    x = _rand(4)
+    with _message(
+        TypeError,
+        "CUDA kernel 'axpy' of 'inline.cu': input 1 (parameter 1 'y') is declared float32, got "
+        "an array of int32",
+    ):
+        op(x, np.arange(4, dtype=np.int32), a=1.0, n=4)
+    with _message(
+        TypeError,
+        "CUDA kernel 'axpy' of 'inline.cu': output 0 (parameter 2 'out') is declared float32, "
+        "but `outs` gives int32",
+    ):
+        module.kernel("axpy", S((4,), jnp.int32), grid=1, block=4)
+    # Declared in the list where the source cannot be read.
+    unread = load_cuda_inline(
+        AXPY_MACRO, kernels={"axpy": ["in:float32", "in", "out:float32", "a:float32", "n:int32"]}
+    )
+    op = unread.kernel("axpy", S((4,), jnp.float32), grid=1, block=4)
+    with _message(
+        TypeError,
+        "CUDA kernel 'axpy' of 'inline.cu': input 0 (parameter 0) is declared float32, got an "
+        "array of int32",
+    ):
+        op(np.arange(4, dtype=np.int32), x, a=1.0, n=4)
+    np.testing.assert_allclose(op(x, x, a=2.0, n=4), 3 * x, rtol=1e-6)
+
+
+def test_declarations_that_contradict_the_source_are_refused():
+    for params, message in [
+        (
+            ["in:int32", "in", "out", "a:float32", "n:int32"],
+            "parameter 0 of kernel 'axpy' is declared 'in:int32', but the source declares "
+            "`const float* x` (a pointer to float32)",
+        ),
+        (
+            ["in", "in", "out", "a:float64", "n:int32"],
+            "parameter 3 of kernel 'axpy' is declared 'a:float64', but the source declares "
+            "`float a` (float32)",
+        ),
+        (
+            ["in", "in", "out", "in", "n:int32"],
+            "parameter 3 of kernel 'axpy' is declared 'in', but the source declares `float a` "
+            "(not a pointer)",
+        ),
+        (
+            ["in", "in", "a:float32", "out", "n:int32"],
+            "parameter 2 of kernel 'axpy' is declared 'a:float32', but the source declares "
+            "`float* out` (a pointer)",
+        ),
+    ]:
+        with _message(ValueError, message):
+            load_cuda_inline(AXPY, kernels={"axpy": params})
+    with _message(
+        ValueError,
+        "parameter 'in:float8' of kernel 'axpy' declares the element type of a pointer, which "
+        "must be one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, "
+        "float16, float32, float64, bfloat16, complex64, complex128",
+    ):
+        load_cuda_inline(AXPY, kernels={"axpy": ["in:float8"]})
+
+
+def test_scalars_must_fit_their_declared_type(gpu):
+    module = load_cuda_inline(TYPED, kernels={"mix": MIX})
+    label = "CUDA kernel 'mix' of 'inline.cu': "
+    for values, error, message in [
+        (
+            {"n": 3.9},
+            TypeError,
+            "scalar 'n' is declared int32, got float 3.9; pass an int (a float is not truncated)",
+        ),
+        (
+            {"n": np.float32(3)},
+            TypeError,
+            "scalar 'n' is declared int32, got float32 3.0; pass an int (a float is not truncated)",
+        ),
+        (
+            {"n": True},
+            TypeError,
+            "scalar 'n' is declared int32, got a bool (True); pass a number (bools are not "
+            "taken for numbers)",
+        ),
+        ({"flag": 1}, TypeError, "scalar 'flag' is declared bool, got int 1; pass True or False"),
+        (
+            {"n": 2**31},
+            OverflowError,
+            "scalar 'n' is 2147483648, outside the range of its declared int32 [-2147483648, "
+            "2147483647]",
+        ),
+        (
+            {"k": -1},
+            OverflowError,
+            "scalar 'k' is -1, outside the range of its declared uint64 [0, 18446744073709551615]",
+        ),
+    ]:
+        with _message(error, label + message):
+            module.kernel("mix", S((4,), jnp.float64), grid=1, block=4)(
+                _rand(4), np.zeros(4, np.int32), **{"k": 1, "flag": False, "n": 4, **values}
+            )
+    axpy = load_cuda_inline(AXPY, kernels={"axpy": ["in", "in", "out", "a:float32", "n:int32"]})
+    op = axpy.kernel("axpy", S((4,), jnp.float32), grid=1, block=4)
+    x = _rand(4)
+    with _message(
+        OverflowError,
+        "CUDA kernel 'axpy' of 'inline.cu': scalar 'a' is 1e+300, beyond the largest float32 "
+        "(3.40282e+38)",
+    ):
+        op(x, x, a=1e300, n=4)
+    with _message(
+        TypeError,
+        "CUDA kernel 'axpy' of 'inline.cu': scalar 'a' is declared float32, got complex64 "
+        "(1+0j); pass a real number",
+    ):
+        op(x, x, a=np.complex64(1), n=4)
+    # An int for a float, a NumPy int of another width in range: taken.
+    np.testing.assert_allclose(op(x, x, a=2, n=np.int64(4)), 3 * x, rtol=1e-6)

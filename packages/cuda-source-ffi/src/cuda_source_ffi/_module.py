@@ -1,18 +1,22 @@
 """CUDA C++ source as JAX GPU operations: ``load_cuda_inline`` / ``load_cuda_file``.
 
-A kernel's parameters are declared once, in order: ``"in"`` (a pointer to the
-next input), ``"out"`` (a pointer to the next output) or ``"name:dtype"`` (a
-scalar, a static keyword of each call that travels as an FFI attribute). At
-lowering the source is compiled with NVRTC for each local GPU's architecture
-(cached by source digest and architecture, in memory and on disk), the
-declared layout is checked against the compiled entry's parameters, and
-ffi-core's native launcher launches it on XLA's stream.
+A kernel's parameters are declared once, in order: ``"in"`` / ``"in:dtype"``
+(a pointer to the next input), ``"out"`` / ``"out:dtype"`` (a pointer to the
+next output) or ``"name:dtype"`` (a scalar, a static keyword of each call that
+travels as an FFI attribute). The element and scalar types are also read from
+the kernel's C++ parameter list where it is written plainly (PTX keeps sizes
+only); the two must agree, and each call's arrays and scalars are checked
+against them. At lowering the source is compiled with NVRTC for each local
+GPU's architecture (cached in memory and on disk), the declared layout is
+checked against the compiled entry's parameters, and ffi-core's native
+launcher launches it on XLA's stream.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -22,15 +26,21 @@ from ffi_core import SUPPORTED_DTYPES, check_aliases, check_inputs, output_avals
 from ffi_core.cuda import CTYPES as _SCALARS
 from ffi_core.cuda import LaunchPlan, LayoutBuilder, cuda_launch, launch_config
 
-from ._nvrtc import compile_source, entry_params
+from ._nvrtc import compile_source, entry_params, headers, include_dirs_of
+from ._signature import SourceParam, source_params
 
 __all__ = ["CudaModule", "load_cuda_file", "load_cuda_inline"]
 
 _KIND = "a CUDA kernel"
 
 
-def _parse_params(kernel: str, params: Any) -> tuple[tuple[str, str], ...]:
-    """``params`` as ``(kind, name)``: ("in", ""), ("out", "") or (dtype, name)."""
+#: The dtypes an ``"in:dtype"`` / ``"out:dtype"`` pointer may declare.
+_ARRAY_DTYPES = tuple(SUPPORTED_DTYPES)
+
+
+def _parse_params(kernel: str, params: Any) -> tuple[tuple[str, str, str], ...]:
+    """``params`` as ``(kind, name, dtype)``: ("in" or "out", "", dtype or "")
+    for a pointer, (dtype, name, dtype) for a scalar."""
     if isinstance(params, str) or not isinstance(params, Sequence):
         raise TypeError(
             f"the parameters of kernel {kernel!r} must be a list of 'in', 'out' or "
@@ -38,17 +48,117 @@ def _parse_params(kernel: str, params: Any) -> tuple[tuple[str, str], ...]:
         )
     parsed = []
     for p in params:
-        if p in ("in", "out"):
-            parsed.append((p, ""))
-            continue
         name, _, dtype = p.partition(":") if isinstance(p, str) else ("", "", "")
+        if name in ("in", "out") and (not dtype or dtype in _ARRAY_DTYPES):
+            parsed.append((name, "", dtype))
+            continue
+        if name in ("in", "out"):
+            raise ValueError(
+                f"parameter {p!r} of kernel {kernel!r} declares the element type of a "
+                f"pointer, which must be one of {', '.join(_ARRAY_DTYPES)}"
+            )
         if not name.isidentifier() or dtype not in _SCALARS:
             raise ValueError(
                 f"parameter {p!r} of kernel {kernel!r} must be 'in', 'out' or 'name:dtype' "
                 f"with dtype one of {', '.join(_SCALARS)}"
             )
-        parsed.append((dtype, name))
+        parsed.append((dtype, name, dtype))
     return tuple(parsed)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Pointer:
+    """One pointer parameter: the ``position`` among all parameters, its name
+    in the source (empty when unread) and its element dtype ("" unchecked)."""
+
+    position: int
+    name: str
+    dtype: str
+
+    def describe(self) -> str:
+        named = f" {self.name!r}" if self.name else ""
+        return f"parameter {self.position}{named}"
+
+
+def _typed(
+    kernel: str, declared: tuple[tuple[str, str, str], ...], source: str
+) -> tuple[tuple[_Pointer, ...], tuple[_Pointer, ...]]:
+    """The input and output pointers of ``kernel``, with the types that its
+    declaration and its C++ parameter list give (a ValueError where they differ)."""
+    found = source_params(source, kernel)
+    read: tuple[SourceParam | None, ...] = (
+        found if found is not None and len(found) == len(declared) else (None,) * len(declared)
+    )
+    ins, outs = [], []
+    for position, ((kind, name, dtype), param) in enumerate(zip(declared, read, strict=True)):
+        pointer = kind in ("in", "out")
+        shown = f"{name or kind}:{dtype}" if dtype else kind
+        if param is not None:
+            what = None
+            if param.pointer != pointer:
+                what = "a pointer" if param.pointer else "not a pointer"
+            elif dtype and param.dtype and param.dtype != dtype:
+                what = f"a pointer to {param.dtype}" if pointer else param.dtype
+            if what is not None:
+                raise ValueError(
+                    f"parameter {position} of kernel {kernel!r} is declared {shown!r}, but the "
+                    f"source declares `{param.text}` ({what})"
+                )
+        if pointer:
+            element = dtype or (param.dtype if param is not None and param.dtype else "")
+            if element not in _ARRAY_DTYPES:
+                element = ""  # a type arrays do not come in (e.g. char*): unchecked
+            entry = _Pointer(position, param.name if param is not None else "", element)
+            (ins if kind == "in" else outs).append(entry)
+    return tuple(ins), tuple(outs)
+
+
+def _scalar(label: str, name: str, dtype: str, value: Any) -> Any:
+    """``value`` checked against scalar parameter ``name``'s declared ``dtype``."""
+    if not isinstance(value, int | float | bool | np.generic):
+        raise TypeError(
+            f"{label}: scalar {name!r} must be a number (declared {dtype}), got "
+            f"{type(value).__name__}"
+        )
+    kind = np.dtype(dtype).kind
+    is_bool = isinstance(value, bool | np.bool_)
+    if kind == "b":
+        if not is_bool:
+            raise TypeError(
+                f"{label}: scalar {name!r} is declared bool, got {type(value).__name__} "
+                f"{value}; pass True or False"
+            )
+        return bool(value)
+    if is_bool:
+        raise TypeError(
+            f"{label}: scalar {name!r} is declared {dtype}, got a bool ({value}); pass a "
+            "number (bools are not taken for numbers)"
+        )
+    if kind in "iu":
+        if not isinstance(value, int | np.integer):
+            raise TypeError(
+                f"{label}: scalar {name!r} is declared {dtype}, got {type(value).__name__} "
+                f"{value}; pass an int (a float is not truncated)"
+            )
+        info = np.iinfo(dtype)
+        if not info.min <= int(value) <= info.max:
+            raise OverflowError(
+                f"{label}: scalar {name!r} is {value}, outside the range of its declared "
+                f"{dtype} [{info.min}, {info.max}]"
+            )
+        return int(value)
+    if not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(
+            f"{label}: scalar {name!r} is declared {dtype}, got {type(value).__name__} "
+            f"{value}; pass a real number"
+        )
+    number = float(value)
+    limit = float(np.finfo(dtype).max)
+    if np.isfinite(number) and abs(number) > limit:
+        raise OverflowError(
+            f"{label}: scalar {name!r} is {value}, beyond the largest {dtype} ({limit:g})"
+        )
+    return number
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +169,7 @@ class _SourceKernel:
     digest: str
     filename: str
     kernel: str
-    params: tuple[tuple[str, str], ...]
+    params: tuple[tuple[str, str], ...]  # (kind, name), as CudaModule.kernels
     options: tuple[str, ...]
     grid: tuple[int, int, int] | None
     block: tuple[int, int, int] | None
@@ -141,8 +251,21 @@ class CudaModule:
         self.source = source
         self.name = name
         self.options = tuple(options)
-        self.digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-        self.kernels = {k: _parse_params(k, v) for k, v in kernels.items()}
+        # What the compiled code depends on: the source, its name (__FILE__),
+        # the options (macros, include paths) and the headers it includes.
+        found = headers(source, include_dirs_of(self.options))
+        parts = [source, name, list(self.options), found.digest]
+        self.digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
+        declared = {k: _parse_params(k, v) for k, v in kernels.items()}
+        #: Each kernel's parameters, in order: ``("in", "")``, ``("out", "")``
+        #: or ``(dtype, name)`` for a scalar.
+        self.kernels = {k: tuple((kind, n) for kind, n, _ in v) for k, v in declared.items()}
+        self._pointers = {k: _typed(k, v, source) for k, v in declared.items()}
+        #: Each kernel's array element dtypes, inputs then outputs, as declared
+        #: or read from the source ("" where neither says: unchecked).
+        self.array_dtypes = {
+            k: tuple(p.dtype for p in (*ins, *outs)) for k, (ins, outs) in self._pointers.items()
+        }
 
     def compile(self, arch: tuple[int, int]):
         """Compile every declared kernel for ``arch`` now (a ``CompiledSource``);
@@ -178,6 +301,7 @@ class CudaModule:
                 f"{sorted(self.kernels)}"
             )
         params = self.kernels[kernel]
+        in_ptrs, out_ptrs = self._pointers[kernel]
         label = f"CUDA kernel '{kernel}' of {self.name!r}"
         avals, rebuild = output_avals(outs, accepted=SUPPORTED_DTYPES, kind=_KIND)
         aliases = check_aliases(input_output_aliases, len(avals))
@@ -187,6 +311,12 @@ class CudaModule:
             raise ValueError(
                 f"{label} declares {n_out} output pointers ('out'), but `outs` has {len(avals)}"
             )
+        for j, (pointer, aval) in enumerate(zip(out_ptrs, avals, strict=True)):
+            if pointer.dtype and np.dtype(aval.dtype) != np.dtype(pointer.dtype):
+                raise TypeError(
+                    f"{label}: output {j} ({pointer.describe()}) is declared {pointer.dtype}, "
+                    f"but `outs` gives {np.dtype(aval.dtype).name}"
+                )
         scalars = {n: k for k, n in params if n}
         if not callable(launch_dims):
             launch_config(  # a wrong launch fails here, before any call
@@ -206,14 +336,14 @@ class CudaModule:
                     f"{label} takes the scalar keywords {sorted(scalars)}; "
                     + (f"missing {missing}" if missing else f"unexpected {unknown}")
                 )
-            for n, dtype in scalars.items():
-                value = values[n]
-                if not isinstance(value, int | float | bool | np.generic):
-                    raise TypeError(
-                        f"{label}: scalar {n!r} must be a number (declared {dtype}), got "
-                        f"{type(value).__name__}"
-                    )
+            checked = {n: _scalar(label, n, dtype, values[n]) for n, dtype in scalars.items()}
             check_inputs(args, avals, aliases, name=label, accepted=SUPPORTED_DTYPES, kind=_KIND)
+            for i, (pointer, x) in enumerate(zip(in_ptrs, args, strict=True)):
+                if pointer.dtype and np.dtype(x.dtype) != np.dtype(pointer.dtype):
+                    raise TypeError(
+                        f"{label}: input {i} ({pointer.describe()}) is declared "
+                        f"{pointer.dtype}, got an array of {np.dtype(x.dtype).name}"
+                    )
             dims = launch_dims(dict(values)) if callable(launch_dims) else launch_dims
             launch = launch_config(
                 grid=grid, block=block, launch_dims=dims,
@@ -233,7 +363,7 @@ class CudaModule:
                 shared_mem,
                 label,
             )
-            attrs = tuple((n, scalars[n], values[n]) for n in scalars)
+            attrs = tuple((n, scalars[n], checked[n]) for n in scalars)
             results = cuda_launch(
                 planner, args, avals, aliases=aliases, vmap_method=vmap_method, attrs=attrs
             )
@@ -252,8 +382,19 @@ def load_cuda_inline(
     options: Sequence[str] = (),
 ) -> CudaModule:
     """CUDA C++ ``source`` with its ``kernels`` declared: ``{kernel name:
-    parameter list}``, each parameter ``"in"``, ``"out"`` or ``"name:dtype"``.
-    A C++ name (a template instance such as ``"scale<float>"``) works too.
+    parameter list}``, each parameter ``"in"`` or ``"in:dtype"`` (the next
+    input's pointer), ``"out"`` or ``"out:dtype"`` (the next output's) or
+    ``"name:dtype"`` (a scalar keyword of each call). A C++ name (a template
+    instance such as ``"scale<float>"``) works too.
+
+    Types: where the kernel's parameter list is written plainly in the source
+    (``const float* x``, ``int n``), its types are read from it and must agree
+    with the declaration (a ValueError otherwise); a pointer declared without
+    a dtype takes the source's, and one neither gives is unchecked. Each call
+    then refuses, with a TypeError naming the parameter, an array of another
+    dtype, and a scalar of another kind: a float or a bool for an integer, a
+    bool for a float, anything but a bool for a bool; a value outside the
+    declared type's range is an OverflowError.
 
     Example:
         >>> module = load_cuda_inline(
@@ -264,6 +405,8 @@ def load_cuda_inline(
         ... )
         >>> module.kernels["twice"]
         (('in', ''), ('out', ''), ('int32', 'n'))
+        >>> module.array_dtypes["twice"]  # read from the source
+        ('float32', 'float32')
     """
     return CudaModule(source, kernels, name=name, options=options)
 

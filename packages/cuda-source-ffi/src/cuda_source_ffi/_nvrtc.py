@@ -483,8 +483,7 @@ def _parse_entry(
     for field, kind in _ENTRY_FIELDS.items():
         if not isinstance(payload[field], kind):
             raise _BadEntry(
-                f"has field {field!r} of type {type(payload[field]).__name__}, "
-                f"not {kind.__name__}"
+                f"has field {field!r} of type {type(payload[field]).__name__}, not {kind.__name__}"
             )
     if payload["key"] != key:
         raise _BadEntry("holds the entry of another compile (its key differs from its name)")
