@@ -46,7 +46,9 @@ _BRACKETS = re.compile(rb"[\[\]{}]")
 _CORRUPT = "corrupt or truncated blob"
 
 
-def _checksum(head: bytes, manifest: bytes, payload: bytes) -> bytes:
+def _checksum(
+    head: bytes | memoryview, manifest: bytes | memoryview, payload: bytes | memoryview
+) -> bytes:
     h = hashlib.sha256()
     for part in (head, manifest, payload):
         h.update(part)
@@ -59,7 +61,7 @@ def pack(manifest: bytes, payload: bytes) -> bytes:
     return head + _checksum(head, manifest, payload) + manifest + payload
 
 
-def _check_header(blob: bytes) -> tuple[bytes, bytes]:
+def _check_header(blob: bytes) -> tuple[memoryview, memoryview]:
     if not blob.startswith(MAGIC):
         if blob.startswith(_FORMAT_1):
             raise ExportError(
@@ -92,9 +94,10 @@ def _check_header(blob: bytes) -> tuple[bytes, bytes]:
             f"{payload_len}) says {HEADER + manifest_len + payload_len} bytes, the blob has "
             f"{len(blob)}"
         )
-    manifest = blob[HEADER : HEADER + manifest_len]
-    payload = blob[HEADER + manifest_len :]
-    if _checksum(blob[: at + _LENGTHS], manifest, payload) != blob[at + _LENGTHS : HEADER]:
+    view = memoryview(blob)  # slices of it are not copies
+    manifest = view[HEADER : HEADER + manifest_len]
+    payload = view[HEADER + manifest_len :]
+    if _checksum(view[: at + _LENGTHS], manifest, payload) != blob[at + _LENGTHS : HEADER]:
         raise ExportError(
             f"{_CORRUPT}: its `checksum` (SHA-256 of the header, manifest and payload) does "
             "not match its content"
@@ -169,7 +172,7 @@ def _targets(manifest: Any) -> dict[str, list[list[dict[str, Any]]]]:
     return out
 
 
-def unpack(blob: bytes) -> tuple[dict[str, list[list[dict[str, Any]]]], bytes]:
+def unpack(blob: bytes | bytearray) -> tuple[dict[str, list[list[dict[str, Any]]]], bytearray]:
     """The checked recipes (target -> recipes -> decoded steps) and the payload."""
     manifest, payload = _check_header(blob)
-    return _targets(_read_manifest(manifest)), payload
+    return _targets(_read_manifest(bytes(manifest))), bytearray(payload)

@@ -347,9 +347,9 @@ def deserialize(blob: bytes | bytearray, *, kernels: Iterable[object] = ()) -> j
                 f"`kernels[{k}]` is not a kernel any imported bridge knows: got {type(obj)!r} "
                 f"({_KERNELS_ACCEPTED})"
             )
-    targets, payload = unpack(bytes(blob))
+    targets, payload = unpack(blob)
     try:
-        exported = jax.export.deserialize(bytearray(payload))
+        exported = jax.export.deserialize(payload)
     except Exception as exc:
         raise ExportError(
             f"the blob's JAX payload cannot be read: {type(exc).__name__}: {exc}"
