@@ -1,5 +1,5 @@
-"""Threads: OpenMP workers must not spin between calls (importing the package
-selects a passive wait policy unless the user chose one), and a parallel
+"""Threads: the package leaves the process's environment alone (OpenMP's wait
+policy is set by ``configure_threads`` only when asked), and a parallel
 kernel, or the batch loop of a vmapped call, wakes threads only for enough
 work (``parallel_min_elements``); below it the call runs serially on the
 calling thread. Kernels here write the id of the Numba thread that ran each
@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import textwrap
 
 import jax
 import jax.numpy as jnp
@@ -24,15 +25,80 @@ needs_threads = pytest.mark.skipif(
 )
 
 
+def _python(code: str, **env: str) -> str:
+    base = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run(
+        [sys.executable, "-W", "error", "-c", textwrap.dedent(code)],
+        env=base | env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    return out.stdout.strip()
+
+
+def test_import_and_calls_leave_the_environment_alone():
+    code = """
+        import importlib, os, pkgutil
+        import jax, jax.numpy as jnp, numba  # JAX sets variables of its own
+        before = dict(os.environ)
+        import numba_cpu_ffi
+        for module in pkgutil.walk_packages(numba_cpu_ffi.__path__, "numba_cpu_ffi."):
+            importlib.import_module(module.name)
+        assert dict(os.environ) == before, "import"
+
+        @numba.njit(parallel=True)
+        def double(x, out):
+            for i in numba.prange(x.size):
+                out[i] = 2 * x[i]
+
+        x = jnp.ones(numba_cpu_ffi.parallel_min_elements(), jnp.float32)
+        op = numba_cpu_ffi.numba_kernel(double, jax.ShapeDtypeStruct(x.shape, x.dtype))
+        jax.block_until_ready(jax.jit(op)(x))
+        jax.block_until_ready(jax.vmap(op)(x[None]))
+        assert dict(os.environ) == before, "calls"
+        print("ok")
+    """
+    assert _python(code) == "ok"
+
+
 @pytest.mark.parametrize(("given", "expected"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
-def test_openmp_wait_policy(given, expected):
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    if given is not None:
-        env["OMP_WAIT_POLICY"] = given
-    code = "import os, numba_cpu_ffi; print(os.environ['OMP_WAIT_POLICY'])"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == expected
+def test_configure_threads_sets_a_passive_policy_unless_chosen(given, expected):
+    code = """
+        import os, numba_cpu_ffi
+        print(numba_cpu_ffi.configure_threads(), os.environ["OMP_WAIT_POLICY"])
+    """
+    env = {} if given is None else {"OMP_WAIT_POLICY": given}
+    assert _python(code, **env) == f"{expected} {expected}"
+
+
+def test_configure_threads_after_the_pool_started():
+    code = """
+        import os, numba, numpy as np, numba_cpu_ffi
+
+        @numba.njit(parallel=True)
+        def total(x):
+            s = 0.0
+            for i in numba.prange(x.size):
+                s += x[i]
+            return s
+
+        total(np.ones(10))
+        try:
+            numba_cpu_ffi.configure_threads()
+        except RuntimeError as error:
+            print(error)
+        print("OMP_WAIT_POLICY" in os.environ)
+    """
+    assert _python(code).splitlines() == [
+        "configure_threads() must run before Numba's thread pool starts (the first parallel "
+        "kernel, or the first numba_kernel handler loaded from the disk cache); call it right "
+        "after importing numba_cpu_ffi, or set OMP_WAIT_POLICY=PASSIVE in the environment "
+        "before starting Python",
+        "False",
+    ]
 
 
 @numba.njit(parallel=True)

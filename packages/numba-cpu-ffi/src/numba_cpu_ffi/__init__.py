@@ -1,7 +1,5 @@
 """numba-cpu-ffi: Numba CPU kernels as native-speed JAX operations."""
 
-# First: sets OpenMP's wait policy before anything can start Numba's pool.
-from . import _threads  # noqa: F401
 from ._codegen import KernelCompileError as KernelCompileError
 from ._codegen import cache_dir as cache_dir
 from ._codegen import parallel_min_elements as parallel_min_elements
@@ -10,6 +8,7 @@ from ._kernel import numba_kernel as numba_kernel
 from ._primitive import numba_kernel_call_p as numba_kernel_call_p
 from ._spec import SUPPORTED_DTYPES as SUPPORTED_DTYPES
 from ._spec import VMAP_METHODS as VMAP_METHODS
+from ._threads import configure_threads as configure_threads
 from ._version import __version__ as __version__
 
 __all__ = [
@@ -19,6 +18,7 @@ __all__ = [
     "KernelCompileError",
     "__version__",
     "cache_dir",
+    "configure_threads",
     "numba_kernel",
     "numba_kernel_call_p",
     "parallel_min_elements",
