@@ -162,6 +162,8 @@ def _supported_dtype_name(value: Any) -> bool:
 
 
 def _supported_dtype_str(value: Any) -> bool:
+    if isinstance(value, str) and value in SUPPORTED_DTYPES:
+        return True  # by name: the only spelling of bfloat16 that NumPy reads back
     if not (isinstance(value, str) and _DTYPE_STR.fullmatch(value)):
         return False
     try:
@@ -215,9 +217,9 @@ class StepField:
 
     @classmethod
     def dtype(cls) -> StepField:
-        """A NumPy dtype string (``'<f4'``) of a dtype that has an FFI code."""
+        """A dtype that has an FFI code, by name (``'bfloat16'``) or NumPy string (``'<f4'``)."""
         return cls(
-            "a NumPy dtype string ('<f4') of one of " + ", ".join(SUPPORTED_DTYPES),
+            "a dtype name or NumPy dtype string ('<f4') of one of " + ", ".join(SUPPORTED_DTYPES),
             _supported_dtype_str,
         )
 

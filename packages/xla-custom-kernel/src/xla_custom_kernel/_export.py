@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import ffi_core
-import numpy as np
+import jax.numpy as jnp
 from jax import core as jax_core
 
 from ._entry import KernelEntry
@@ -32,7 +32,8 @@ def recipe_step(name: str, entry: KernelEntry, outs, multiple: bool, static) -> 
         "op": name,
         "platform": entry.platform,
         "backend": entry.backend,
-        "outs": [[list(o.shape), np.dtype(o.dtype).str] for o in outs],
+        # By name: NumPy's dtype string of bfloat16 is a bare "<V2".
+        "outs": [[list(o.shape), jnp.dtype(o.dtype).name] for o in outs],
         "multiple": multiple,
         "static": static,
     }
@@ -50,7 +51,7 @@ def _rebuild(step: Mapping[str, Any]) -> None:
         entry = kernel._table.check_backend(step["platform"], step["backend"])
     except UnknownBackendError as exc:
         raise ffi_core.MissingKernelError(str(exc)) from None
-    outs = tuple(jax_core.ShapedArray(tuple(shape), np.dtype(dt)) for shape, dt in step["outs"])
+    outs = tuple(jax_core.ShapedArray(tuple(shape), jnp.dtype(dt)) for shape, dt in step["outs"])
     kernel._generated.get(entry, outs, step["multiple"], step["static"])
 
 
