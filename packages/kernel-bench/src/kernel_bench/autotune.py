@@ -50,6 +50,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from ffi_core.checking import TOLERANCES as _TOLERANCES
 from jax import core as jax_core
 
 from . import _autotune_cache
@@ -90,15 +91,9 @@ __all__ = [
 #: backend's program once comes on top).
 DEFAULT_BUDGET_S = 0.2
 #: ``(rtol, atol)`` by dtype name within which a backend's results must agree
-#: with the reference backend's; dtypes not named must agree exactly.
-TOLERANCES: dict[str, tuple[float, float]] = {
-    "float16": (1e-2, 1e-2),
-    "bfloat16": (2e-2, 2e-2),
-    "float32": (1e-4, 1e-4),
-    "complex64": (1e-4, 1e-4),
-    "float64": (1e-9, 1e-9),
-    "complex128": (1e-9, 1e-9),
-}
+#: with the reference backend's; dtypes not named must agree exactly. The one
+#: table of ``ffi_core.checking``, which ``check_kernel`` holds results to too.
+TOLERANCES: dict[str, tuple[float, float]] = _TOLERANCES
 _MAX_ROUNDS = 5
 _MIN_ROUNDS = 3
 # Two best candidates closer than this ratio get more rounds of their own.
