@@ -268,3 +268,86 @@ def test_rules_use_the_backend_of_the_call(name):
         )
     k.def_call(lambda x: k(x, outs=_like(x)))
     np.testing.assert_array_equal(jax.grad(lambda x: k.call(x, backend="three").sum())(x), 3 * x)
+
+
+def _times_op(name):
+    """numba: 2 * x, "three": 3 * x; linear, so a derivative shows the backend."""
+    k = XLACustomKernel(name)
+    k.def_numba_kernel(lambda outs: _times2)
+    k.def_kernel("three", "cpu", lambda outs: lambda x: x * 3)
+    return k
+
+
+@pytest.mark.parametrize("form", ["keyword", "kwargs"])
+def test_rules_get_the_backend_of_the_call(name, form):
+    # As the seed's rules do: a rule taking `backend` (by name or **kwargs) gets
+    # the backend of the call being transformed, and calls made with it use it.
+    k = _times_op(name)
+    seen = []
+
+    if form == "keyword":
+
+        def jvp(t, x, *, outs, backend):
+            seen.append(("jvp", backend))
+            return k(t, outs=outs, backend=backend)
+
+        def transpose(cts, x, *, outs, backend):
+            seen.append(("transpose", backend))
+            return [k(cts[0], outs=outs, backend=backend)]
+
+    else:
+
+        def jvp(t, x, **kwargs):
+            seen.append(("jvp", kwargs["backend"]))
+            return k(t, **kwargs)
+
+        def transpose(cts, x, **kwargs):
+            seen.append(("transpose", kwargs["backend"]))
+            return [k(cts[0], **kwargs)]
+
+    k.def_jvp_rule2(jvp)
+    k.def_transpose_rule(transpose)
+    x = np.ones(3, np.float32)
+    for backend, factor in [(None, 2), ("three", 3), ("numba", 2)]:
+        seen.clear()
+
+        def f(x, backend=backend):
+            return k(x, outs=_like(x), backend=backend)
+
+        np.testing.assert_array_equal(jax.jvp(f, (x,), (x,))[1], factor * x)
+        np.testing.assert_array_equal(jax.grad(lambda x, f=f: f(x).sum())(x), factor * x)
+        assert seen == [("jvp", backend), ("jvp", backend), ("transpose", backend)]
+    # The backend forced by call() is the call's backend.
+    seen.clear()
+    k.def_call(lambda x: k(x, outs=_like(x)))
+    np.testing.assert_array_equal(jax.grad(lambda x: k.call(x, backend="three").sum())(x), 3 * x)
+    assert seen == [("jvp", "three"), ("transpose", "three")]
+
+
+def test_full_jvp_rule_gets_the_backend_of_the_call(name):
+    k = _times_op(name)
+    seen = []
+
+    @k.def_jvp_rule
+    def jvp(primals, tangents, *, outs, backend):
+        seen.append(backend)
+        return k(*primals, outs=outs, backend=backend), k(*tangents, outs=outs, backend=backend)
+
+    x = np.ones(3, np.float32)
+    f = lambda x: k(x, outs=_like(x), backend="three")  # noqa: E731
+    np.testing.assert_array_equal(jax.jvp(f, (x,), (x,))[1], 3 * x)
+    # Batched calls run the rule per element, with the same backend.
+    np.testing.assert_array_equal(
+        jax.vmap(lambda x: jax.jvp(f, (x,), (x,))[1])(x[None]), 3 * x[None]
+    )
+    assert seen == ["three", "three"]
+
+
+def test_rules_without_a_backend_keyword_do_not_get_it(name):
+    # Rules written without `backend` (or **kwargs) keep working: nothing is passed.
+    k = _times_op(name)
+    k.def_jvp_rule2(lambda t, x, outs: k(t, outs=outs))
+    k.def_transpose_rule(lambda cts, x, *, outs: [k(cts[0], outs=outs)])
+    x = np.ones(3, np.float32)
+    f = lambda x: k(x, outs=_like(x), backend="three")  # noqa: E731
+    np.testing.assert_array_equal(jax.grad(lambda x: f(x).sum())(x), 3 * x)

@@ -287,3 +287,36 @@ def test_module_level_general_batching_rule_from_a_custom_rule(name):
         match=re.escape("`kernel` must be an XLACustomKernel or the primitive of one, got 3"),
     ):
         xck.general_batching_rule(3, [x], [0], outs=jax.ShapeDtypeStruct((3,), jnp.float32))
+
+
+def test_batching_rule_gets_the_backend_of_the_call(name):
+    # As the seed's batching rules do; and general_batching_rule takes it back.
+    k = XLACustomKernel(name)
+    k.def_jax_kernel(lambda outs, factor: lambda x: x * factor)
+    k.def_kernel("other", "cpu", lambda outs, factor: lambda x: x * factor * 10)
+    seen = []
+
+    @k.def_batching_rule
+    def rule(args, dims, **kwargs):
+        seen.append(kwargs["backend"])
+        return xck.general_batching_rule(k, args, dims, **kwargs)
+
+    def f(x, backend=None):
+        return k(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype), factor=2.0, backend=backend)
+
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(jax.vmap(f)(x), 2 * x)
+    np.testing.assert_array_equal(jax.vmap(lambda x: f(x, backend="other"))(x), 20 * x)
+    assert seen == [None, "other"]
+    # The backend given to general_batching_rule picks the batched call's backend.
+    out = xck.general_batching_rule(
+        k, [x], [0], outs=jax.ShapeDtypeStruct((3,), jnp.float32), factor=2.0, backend="other"
+    )
+    np.testing.assert_array_equal(out[0][0], 20 * x)
+    with pytest.raises(
+        xck.UnknownBackendError,
+        match=re.escape(f"unknown backend 'nope' for kernel {name!r}; registered: cpu: jax, other"),
+    ):
+        xck.general_batching_rule(
+            k, [x], [0], outs=jax.ShapeDtypeStruct((3,), jnp.float32), factor=2.0, backend="nope"
+        )

@@ -7,6 +7,8 @@ batching rule batched (see ``_transforms``), they are vmapped over its levels.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,7 +18,31 @@ from jax.interpreters import ad
 from ._registry import registered_kernels
 from ._transforms import vmap_levels
 
-__all__ = ["JVP", "defjvp", "transpose"]
+__all__ = ["JVP", "backend_keyword", "defjvp", "transpose"]
+
+
+@functools.lru_cache(maxsize=1024)
+def _takes_backend(rule: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(rule).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: pass nothing it may refuse
+        return False
+    return any(
+        p.kind is p.VAR_KEYWORD
+        or (p.name == "backend" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+        for p in params
+    )
+
+
+def backend_keyword(rule: Callable[..., Any], backend: str | None) -> dict[str, Any]:
+    """``{"backend": backend}`` where ``rule`` takes a ``backend`` keyword (by
+    name or ``**kwargs``), as the seed's rules do; ``{}`` for rules written
+    without it, which keep working."""
+    try:
+        takes = _takes_backend(rule)
+    except TypeError:  # an unhashable callable: read its signature each time
+        takes = _takes_backend.__wrapped__(rule)
+    return {"backend": backend} if takes else {}
 
 
 def _zeros(aval: Any) -> Any:
@@ -53,11 +79,19 @@ class JVP:
                 "derivative is zero"
             )
 
-    def _unbatched(self, kernel: Any, primals, tangents, outs, kw) -> tuple[list[Any], list[Any]]:
+    def _unbatched(
+        self, kernel: Any, primals, tangents, outs, kw, backend
+    ) -> tuple[list[Any], list[Any]]:
         """Primal and tangent outputs of one unbatched call; tangents may hold None."""
         n_out = len(outs) if isinstance(outs, tuple) else 1
         if self.full is not None:
-            result = self.full(list(primals), list(tangents), outs=outs, **kw)
+            result = self.full(
+                list(primals),
+                list(tangents),
+                outs=outs,
+                **kw,
+                **backend_keyword(self.full, backend),
+            )
             if not isinstance(result, list | tuple) or len(result) != 2:
                 raise ValueError(
                     f"the JVP rule of kernel {kernel.name!r} must return (primal_outs, tangent_outs), "
@@ -77,7 +111,9 @@ class JVP:
             if rule is None or t is None:
                 continue
             contrib = as_outputs(
-                rule(t, *primals, outs=outs, **kw), n_out, f"JVP rule {k} of {kernel.name!r}"
+                rule(t, *primals, outs=outs, **kw, **backend_keyword(rule, backend)),
+                n_out,
+                f"JVP rule {k} of {kernel.name!r}",
             )
             total = [
                 c if a is None else a if c is None else a + c
@@ -85,11 +121,11 @@ class JVP:
             ]
         return p_out, total
 
-    def apply(self, kernel, primals, tangents, outs, out_avals, kw, batch):
+    def apply(self, kernel, primals, tangents, outs, out_avals, kw, batch, backend):
         primals = list(primals)
         if not batch:
             symbolic = [None if type(t) is ad.Zero else t for t in tangents]
-            p_out, t_out = self._unbatched(kernel, primals, symbolic, outs, kw)
+            p_out, t_out = self._unbatched(kernel, primals, symbolic, outs, kw, backend)
             t_out = [
                 ad.Zero(a.to_tangent_aval()) if t is None else t
                 for t, a in zip(t_out, out_avals, strict=True)
@@ -101,7 +137,9 @@ class JVP:
         tangents = [None if type(t) is ad.Zero else t for t in tangents]
 
         def one(*flat: Any) -> list[Any]:
-            p_out, t_out = self._unbatched(kernel, list(flat[:n]), list(flat[n:]), outs, kw)
+            p_out, t_out = self._unbatched(
+                kernel, list(flat[:n]), list(flat[n:]), outs, kw, backend
+            )
             t_out = [_zeros(a) if t is None else t for t, a in zip(t_out, out_avals, strict=True)]
             return p_out + t_out
 
@@ -110,13 +148,14 @@ class JVP:
         return res[: len(out_avals)], res[len(out_avals) :]
 
 
-def transpose(kernel: Any, rule, cts, args, outs, out_avals, kw, batch):
+def transpose(kernel: Any, rule, cts, args, outs, out_avals, kw, batch, backend):
     """Cotangents of ``args`` (None for those that are not linear inputs)."""
     n = len(args)
     undefined = [i for i, a in enumerate(args) if ad.is_undefined_primal(a)]
+    extra = backend_keyword(rule, backend)
 
     def run(cts_: Sequence[Any], args_: Sequence[Any]) -> list[Any]:
-        res = rule(list(cts_), *args_, outs=outs, **kw)
+        res = rule(list(cts_), *args_, outs=outs, **kw, **extra)
         if not isinstance(res, list | tuple) or len(res) != n:
             got = f"{len(res)} values" if isinstance(res, list | tuple) else repr(type(res))
             raise ValueError(

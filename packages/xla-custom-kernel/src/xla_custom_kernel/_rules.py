@@ -2,9 +2,10 @@
 
 ``Rules`` holds what the user registered and gives the primitive its rules.
 User rules run with the backend of the call being transformed forced, so the
-kernel calls they make use it too. Without a user batching rule (or for a call
-that is already batched) the default rule adds a batch level, resolved at
-lowering (``_transforms``).
+kernel calls they make use it too; a rule that takes a ``backend`` keyword (by
+name or ``**kwargs``) gets it, as the seed's rules do. Without a user batching
+rule (or for a call that is already batched) the default rule adds a batch
+level, resolved at lowering (``_transforms``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class Rules:
                 dims,
                 outs=user_outs(params["outs"], params["multiple"]),
                 **dict(params["static"]),
+                **_autodiff.backend_keyword(self.batching, params["backend"]),
             )
         if result is NotImplemented:
             return self.general_batching_rule(args, dims, **params)
@@ -71,6 +73,7 @@ class Rules:
                 outs,
                 dict(static),
                 batch,
+                backend,
             )
 
     def transpose_rule(self, cts, *args, outs, multiple, static, backend, batch):
@@ -90,22 +93,32 @@ class Rules:
                 outs,
                 dict(static),
                 batch,
+                backend,
             )
 
 
 def general_batching_rule(
-    kernel: Any, args: Sequence[Any], axes: Sequence[int | None], *, outs: Any, **static: Any
+    kernel: Any,
+    args: Sequence[Any],
+    axes: Sequence[int | None],
+    *,
+    outs: Any,
+    backend: str | None = None,
+    **static: Any,
 ) -> tuple[list[Any], list[int]]:
     """The default batching of ``kernel`` (an XLACustomKernel or its primitive),
     callable from a batching rule of your own with the arguments it gets.
 
-    In a rule ``def rule(args, dims, *, outs, **static)`` registered with
+    In a rule ``def rule(args, dims, *, outs, **kwargs)`` registered with
     ``def_batching_rule``, ``return general_batching_rule(op, args, dims,
-    outs=outs, **static)`` batches as if no rule were registered (as returning
-    ``NotImplemented`` does).
+    outs=outs, **kwargs)`` batches as if no rule were registered (as returning
+    ``NotImplemented`` does). ``backend`` (the keyword the rule got) picks the
+    backend of the batched call; None: the one of the call being batched.
     """
     for candidate in registered_kernels().values():
         if kernel is candidate or kernel is candidate.primitive:
+            if backend is not None:
+                candidate._table.check_known(backend)
             structs, multiple, _ = out_structs(outs)
             return candidate.general_batching_rule(
                 args,
@@ -113,7 +126,7 @@ def general_batching_rule(
                 outs=tuple(jax_core.ShapedArray(o.shape, o.dtype) for o in structs),
                 multiple=multiple,
                 static=tuple(sorted(static.items())),
-                backend=current_forced(),
+                backend=current_forced() if backend is None else backend,
                 batch=(),
             )
     raise TypeError(f"`kernel` must be an XLACustomKernel or the primitive of one, got {kernel!r}")
