@@ -22,6 +22,9 @@ MODULES = sorted(
 WITH_EXAMPLES = {
     "ffi_core._api_version",
     "ffi_core._batching",
+    "ffi_core.checking._compare",
+    "ffi_core.checking._harness",
+    "ffi_core.checking._report",
     "ffi_core._capi",
     "ffi_core._digest",
     "ffi_core._dtypes",

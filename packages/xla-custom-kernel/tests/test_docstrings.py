@@ -10,6 +10,7 @@ WITH_EXAMPLES = [
     "xla_custom_kernel._kernel",
     "xla_custom_kernel._registry",
     "xla_custom_kernel._selection",
+    "xla_custom_kernel.testing",
 ]
 
 

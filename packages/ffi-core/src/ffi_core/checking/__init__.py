@@ -1,0 +1,24 @@
+"""``check_kernel``: one call that checks an operation built on ffi-core under
+every JAX transform that applies, and the report it returns."""
+
+from ._compare import TOLERANCES as TOLERANCES
+from ._compare import first_difference as first_difference
+from ._compare import max_difference as max_difference
+from ._compare import tolerance as tolerance
+from ._harness import CHECKS as CHECKS
+from ._harness import check_kernel as check_kernel
+from ._report import CheckReport as CheckReport
+from ._report import CheckResult as CheckResult
+from ._report import Status as Status
+
+__all__ = [
+    "CHECKS",
+    "TOLERANCES",
+    "CheckReport",
+    "CheckResult",
+    "Status",
+    "check_kernel",
+    "first_difference",
+    "max_difference",
+    "tolerance",
+]

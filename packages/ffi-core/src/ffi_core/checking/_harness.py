@@ -1,0 +1,200 @@
+"""``check_kernel``: every check that applies to an operation, in one call."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+
+from ._autodiff import check_autodiff
+from ._bad_inputs import check_bad_inputs
+from ._case import Case, describe_error
+from ._compile import check_compile
+from ._report import CheckReport, CheckResult, failed, skipped
+from ._results import check_backends, check_results, check_threads
+from ._vmap import check_vmap
+
+__all__ = ["CHECKS", "Options", "check_kernel"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """The options of one ``check_kernel`` call (see there)."""
+
+    tolerances: Mapping[str, tuple[float, float]] | None
+    vmap_methods: Sequence[str | None] | None
+    other_args: Sequence[Any] | None
+    batch_size: int
+    threads: int
+    signature_of: Callable[..., Any]
+
+
+def _not_yet(family: str, why: str) -> Callable[[Case], list[CheckResult]]:
+    def check(case: Case) -> list[CheckResult]:
+        return [skipped(family, why)]
+
+    return check
+
+
+#: The check families, in the order they run: name -> the function running it.
+CHECKS: dict[str, Callable[[Case], list[CheckResult]]] = {
+    "results": check_results,
+    "backends": check_backends,
+    "vmap": check_vmap,
+    "autodiff": check_autodiff,
+    "compile": check_compile,
+    "export": _not_yet("export", "not checked by this version"),
+    "sharding": _not_yet("sharding", "this version has no sharding rules"),
+    "aliases": _not_yet("aliases", "not checked by this version"),
+    "threads": check_threads,
+    "bad_inputs": check_bad_inputs,
+}
+
+
+def _bind(fn: Callable[..., Any], kwargs: Mapping[str, Any]) -> Callable[..., Any]:
+    def bound(*inputs: Any) -> Any:
+        return fn(*inputs, **kwargs)
+
+    return bound
+
+
+def _check_names(names: Collection[str] | None, what: str) -> tuple[str, ...]:
+    if names is None:
+        return ()
+    if isinstance(names, str):
+        raise TypeError(f"`{what}` must be a collection of check names, got the str {names!r}")
+    unknown = [n for n in names if n.split(":", 1)[0] not in CHECKS]
+    if unknown:
+        raise ValueError(
+            f"`{what}` names unknown checks {unknown}; the checks are {', '.join(CHECKS)} "
+            "(or one row of a check, as the report names it: 'bad_inputs: dtype')"
+        )
+    return tuple(names)
+
+
+def check_kernel(
+    op: Callable[..., Any],
+    *args: Any,
+    kwargs: Mapping[str, Any] | None = None,
+    reference: Callable[..., Any] | None = None,
+    variants: Mapping[str, Callable[..., Any]] | None = None,
+    checks: Collection[str] | None = None,
+    skip: Collection[str] = (),
+    tolerances: Mapping[str, tuple[float, float]] | None = None,
+    vmap_methods: Sequence[str | None] | None = None,
+    other_args: Sequence[Any] | None = None,
+    batch_size: int = 3,
+    threads: int = 8,
+    name: str | None = None,
+    raises: bool = True,
+) -> CheckReport:
+    """Check an operation under every JAX transform that applies to it.
+
+    Runs, on the sample inputs ``args``: eager vs ``jit`` vs ``reference``
+    and a repeated call (``results``); every other implementation in
+    ``variants`` against the op (``backends``); ``jax.vmap`` against a loop
+    over the batch, with the batch axis first and last, batched and unbatched
+    inputs mixed, nested, and for each ``vmap_method`` (``vmap``); the JVP
+    against finite differences, the transpose against the JVP, ``jax.grad``
+    and second order (``autodiff``, skipped for an op without rules);
+    compilation and FFI registration counts (``compile``); 8 threads calling
+    the jitted op at once (``threads``); a wrong dtype, rank and number of
+    inputs (``bad_inputs``).
+
+    Args:
+        op: the operation: a bridge's function (``numba_kernel(...)``), or any
+            function calling such operations.
+        *args: sample inputs; small ones keep the checks fast. Floating-point
+            inputs are varied (scaled, shifted) to make batch rows and thread
+            inputs differ; integer and bool inputs are kept as they are.
+        kwargs: keywords passed to ``op`` on every call (``outs``, static
+            keywords).
+        reference: a function of the inputs alone giving the right results.
+        variants: other implementations of the op that must give its results
+            (its backends), by name; each is called as ``op`` is, with ``kwargs``.
+        checks: the check families to run (default: all of :data:`CHECKS`), or
+            single rows of the report (``"vmap: batch axis 0"``).
+        skip: check families or rows of the report not to run.
+        tolerances: ``{dtype name: (rtol, atol)}`` replacing entries of
+            :data:`TOLERANCES`.
+        vmap_methods: the ``vmap_method``s to check the op's bridge calls
+            under (default: None and ``"sequential"``, right for every
+            kernel; add ``"expand_dims"``/``"broadcast_all"`` for kernels that
+            handle the batch axis).
+        other_args: the inputs in other sizes (same dtypes and ranks), to check
+            that new shapes register no new FFI target.
+        batch_size: rows of the batches ``vmap`` is checked on.
+        threads: threads calling the op at once.
+        name: the op's name in the report (default: its ``__name__``).
+        raises: raise an AssertionError listing every failed check (the
+            default, for tests); False returns the report whatever failed.
+
+    Returns:
+        The :class:`CheckReport` (``print`` it for the table).
+
+    Raises:
+        AssertionError: with ``raises``, when a check failed.
+
+    Example:
+        >>> import jax.numpy as jnp, numpy as np
+        >>> x = jnp.arange(4.0)
+        >>> # jnp.cumsum takes any dtype and rank, so the bad-input rows are left out.
+        >>> report = check_kernel(jnp.cumsum, x, reference=np.cumsum, skip=["bad_inputs"])
+        >>> report.ok, [row.check for row in report.results][:3]
+        (True, ['results: eager vs jit', 'results: repeated call', 'results: reference'])
+    """
+    if not callable(op):
+        raise TypeError(f"`op` must be callable, got {type(op)!r}")
+    if reference is not None and not callable(reference):
+        raise TypeError(f"`reference` must be callable or None, got {type(reference)!r}")
+    if kwargs is not None and not isinstance(kwargs, Mapping):
+        raise TypeError(f"`kwargs` must be a mapping or None, got {type(kwargs)!r}")
+    for what, value, least in (("batch_size", batch_size, 2), ("threads", threads, 1)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"`{what}` must be an int, got {type(value)!r}")
+        if value < least:
+            raise ValueError(f"`{what}` must be at least {least}, got {value}")
+    selected = _check_names(checks, "checks") or tuple(CHECKS)
+    excluded = frozenset(_check_names(skip, "skip"))
+    bound = dict(kwargs or {})
+
+    case = Case(
+        name=name or getattr(op, "__name__", None) or getattr(op, "name", None) or repr(op),
+        fn=_bind(op, bound),
+        args=tuple(args),
+        reference=reference,
+        variants={k: _bind(v, bound) for k, v in (variants or {}).items()},
+        options=Options(
+            tolerances=tolerances,
+            vmap_methods=None if vmap_methods is None else tuple(vmap_methods),
+            other_args=None if other_args is None else tuple(other_args),
+            batch_size=batch_size,
+            threads=threads,
+            signature_of=op,
+        ),
+        families=frozenset(c for c in selected if c in CHECKS),
+        rows=frozenset(c for c in selected if c not in CHECKS),
+        excluded=excluded,
+    )
+    rows: list[CheckResult] = []
+    try:
+        _ = case.expected
+    except Exception as exc:
+        rows.append(failed("results: eager", f"the op raised {describe_error(exc)}"))
+        report = CheckReport(case.name, tuple(rows))
+        if raises:
+            report.raise_for_failures()
+        return report
+    wanted = {c.split(":", 1)[0] for c in selected}
+    for family, run in CHECKS.items():
+        if family not in wanted or family in excluded:
+            continue
+        try:
+            new = run(case)
+        except Exception as exc:  # a check that raises fails; the others still run
+            new = [failed(family, f"raised {describe_error(exc)}")]
+        rows.extend(new)
+    report = CheckReport(case.name, tuple(rows))
+    if raises:
+        report.raise_for_failures()
+    return report

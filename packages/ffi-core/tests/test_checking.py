@@ -1,0 +1,208 @@
+"""ffi_core.checking: the report, the comparison, the options, and the checks on
+plain JAX functions (any JAX callable is an operation to check_kernel)."""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from ffi_core.checking import (
+    CHECKS,
+    TOLERANCES,
+    CheckReport,
+    CheckResult,
+    Status,
+    check_kernel,
+    first_difference,
+    tolerance,
+)
+
+X = jnp.array([1.0, 2.0, 3.0, 4.0], jnp.float32)
+
+
+def _rows(report, family):
+    return {r.check: r for r in report.results if r.family == family}
+
+
+def test_first_difference_names_output_and_element():
+    a = [np.zeros((2, 2), np.float32), np.arange(3)]
+    b = [np.zeros((2, 2), np.float32), np.array([0, 1, 5])]
+    assert first_difference(a, b, names=("loop", "vmap")) == (
+        "output 1 at index (2,): loop 2, vmap 5 (1 of 3 elements differ, by up to 3; "
+        "rtol=0, atol=0)"
+    )
+    assert first_difference(a, a) is None
+    assert (
+        first_difference([np.zeros(2)], [np.zeros(3)])
+        == "output 0 is float64[3], expected float64[2]"
+    )
+
+
+def test_tolerances_are_per_dtype():
+    assert TOLERANCES["float32"] == (1e-4, 1e-4)
+    assert first_difference([np.float32([1.0])], [np.float32([1.00001])]) is None
+    assert first_difference([np.float64([1.0])], [np.float64([1.00001])]) is not None
+    assert tolerance("float64", {"float64": (1e-3, 0.0)}) == (1e-3, 0.0)
+
+
+def test_report_table_and_assertion():
+    report = CheckReport(
+        "op",
+        (
+            CheckResult("results: eager vs jit", Status.PASSED),
+            CheckResult(
+                "vmap: batch axis 0", Status.FAILED, "output 0 at index (1, 0): loop 1, vmap 2"
+            ),
+            CheckResult("autodiff", Status.SKIPPED, "the op has no JVP rule"),
+        ),
+    )
+    assert str(report) == (
+        "check_kernel(op): 1 passed, 1 failed, 1 skipped\n"
+        "check                  status   detail\n"
+        "---------------------  -------  ------\n"
+        "results: eager vs jit  passed\n"
+        "vmap: batch axis 0     failed   output 0 at index (1, 0): loop 1, vmap 2\n"
+        "autodiff               skipped  the op has no JVP rule"
+    )
+    with pytest.raises(AssertionError) as info:
+        report.raise_for_failures()
+    assert str(info.value) == (
+        "check_kernel(op): 1 of 3 checks failed\n"
+        "check               status  detail\n"
+        "------------------  ------  ------\n"
+        "vmap: batch axis 0  failed  output 0 at index (1, 0): loop 1, vmap 2"
+    )
+
+
+def test_plain_jax_function_passes():
+    def op(x, y):
+        return jnp.sin(x) * y, (x > 2).astype(jnp.int32)
+
+    # jnp promotes dtypes and broadcasts ranks: nothing to refuse there.
+    report = check_kernel(
+        op,
+        X,
+        X[::-1],
+        reference=lambda x, y: (np.sin(x) * y, (x > 2).astype(np.int32)),
+        skip=["bad_inputs: dtype", "bad_inputs: rank"],
+    )
+    assert report.ok
+    assert _rows(report, "autodiff")["autodiff: JVP vs finite differences"].detail == "in float64"
+    assert report.results[-1] == CheckResult(
+        "bad_inputs: one input too many",
+        Status.PASSED,
+        "3 inputs: TypeError: test_plain_jax_function_passes.<locals>.op() takes 2 positional "
+        "arguments but 3 were given",
+    )
+
+
+def test_reference_that_disagrees():
+    report = check_kernel(
+        jnp.cumsum,
+        X,
+        reference=lambda x: jnp.cumsum(x).at[3].set(0),
+        checks=["results"],
+        raises=False,
+    )
+    assert report.failed == (
+        CheckResult(
+            "results: reference",
+            Status.FAILED,
+            "output 0 at index (3,): reference 0.0, op 10.0 (1 of 4 elements differ, by up to 10; "
+            "rtol=0.0001, atol=0.0001)",
+        ),
+    )
+
+
+def test_selected_rows_and_skipped_rows():
+    report = check_kernel(
+        jnp.sin, X, checks=["vmap: nested", "results"], skip=["results: reference"]
+    )
+    assert [r.check for r in report.results] == [
+        "results: eager vs jit",
+        "results: repeated call",
+        "results: reference",
+        "vmap: nested",
+    ]
+    assert report.results[2] == CheckResult(
+        "results: reference", Status.SKIPPED, "left out by `skip`"
+    )
+
+
+def test_not_yet_checked_families_are_skipped():
+    report = check_kernel(jnp.sin, X, checks=["sharding"])
+    assert report.results == (
+        CheckResult("sharding", Status.SKIPPED, "this version has no sharding rules"),
+    )
+
+
+def test_op_that_fails_eagerly():
+    def op(x):
+        raise ValueError("input 0 is wrong")
+
+    with pytest.raises(
+        AssertionError,
+        match=re.escape("results: eager  failed  the op raised ValueError: input 0 is wrong"),
+    ):
+        check_kernel(op, X)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        (
+            {"checks": "vmap"},
+            TypeError,
+            "`checks` must be a collection of check names, got the str 'vmap'",
+        ),
+        (
+            {"skip": ["vmaps"]},
+            ValueError,
+            f"`skip` names unknown checks ['vmaps']; the checks are {', '.join(CHECKS)} "
+            "(or one row of a check, as the report names it: 'bad_inputs: dtype')",
+        ),
+        ({"batch_size": 1}, ValueError, "`batch_size` must be at least 2, got 1"),
+        ({"threads": 2.0}, TypeError, "`threads` must be an int, got <class 'float'>"),
+        ({"reference": 1}, TypeError, "`reference` must be callable or None, got <class 'int'>"),
+        ({"kwargs": [1]}, TypeError, "`kwargs` must be a mapping or None, got <class 'list'>"),
+    ],
+)
+def test_bad_options(kwargs, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        check_kernel(jnp.sin, X, **kwargs)
+
+
+def test_op_must_be_callable():
+    with pytest.raises(TypeError, match=re.escape("`op` must be callable, got <class 'int'>")):
+        check_kernel(1, X)
+
+
+def test_vmap_methods_of_a_plain_function_are_skipped():
+    report = check_kernel(jnp.sin, X, checks=["vmap"], vmap_methods=["sequential"])
+    assert report.results[-1] == CheckResult(
+        "vmap: vmap_method", Status.SKIPPED, "the op makes no call that has a vmap_method"
+    )
+
+
+def test_ffi_call_vmap_methods_are_rewritten():
+    # jax.ffi.ffi_call's vmap_method is replaced as a bridge's is, except by
+    # None, which ffi_call does not take.
+    from ffi_core.checking._vmap import with_vmap_method
+
+    call = jax.ffi.ffi_call(
+        "ffi_core_tests.never_lowered",
+        jax.ShapeDtypeStruct(X.shape, X.dtype),
+        vmap_method="broadcast_all",
+    )
+    rewritten = with_vmap_method(call, (X,), "sequential")
+    jaxpr = jax.make_jaxpr(rewritten)(X)
+    assert [e.params["vmap_method"] for e in jaxpr.eqns if e.primitive.name == "ffi_call"] == [
+        "sequential"
+    ]
+    jaxpr = jax.make_jaxpr(with_vmap_method(call, (X,), None))(X)
+    assert [e.params["vmap_method"] for e in jaxpr.eqns if e.primitive.name == "ffi_call"] == [
+        "broadcast_all"
+    ]

@@ -1,0 +1,119 @@
+"""``check_kernel`` for operations made with ``XLACustomKernel``: the checks of
+``ffi_core.checking`` plus every backend registered for the platform against
+the default.
+
+Example:
+    >>> import jax, jax.numpy as jnp
+    >>> from xla_custom_kernel import XLACustomKernel
+    >>> from xla_custom_kernel.testing import check_kernel
+    >>> double = XLACustomKernel("doc_check_double")
+    >>> _ = double.def_jax_kernel(lambda outs: lambda x: 2 * x)
+    >>> _ = double.def_kernel("jax_mul", "cpu", lambda outs: lambda x: x * 2.0)
+    >>> double.def_jvp_rule2(lambda t, x, outs: 2 * t)
+    >>> double.def_transpose_rule(lambda cts, x, outs: [2 * cts[0]])  # doctest: +ELLIPSIS
+    <function <lambda> at ...>
+    >>> x = jnp.arange(4.0)
+    >>> report = check_kernel(
+    ...     double,
+    ...     x,
+    ...     kwargs={"outs": jax.ShapeDtypeStruct(x.shape, x.dtype)},
+    ...     reference=lambda x: 2 * x,
+    ...     skip=["bad_inputs"],  # a sketch: it does not check its inputs
+    ... )
+    >>> [row.check for row in report.results if row.family == "backends"]
+    ["backends: backend 'jax_mul'", "backends: backend 'jax_mul' vs reference"]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+from ffi_core.checking import CHECKS as CHECKS
+from ffi_core.checking import TOLERANCES as TOLERANCES
+from ffi_core.checking import CheckReport as CheckReport
+from ffi_core.checking import CheckResult as CheckResult
+from ffi_core.checking import Status as Status
+from ffi_core.checking import check_kernel as _check_kernel
+
+from ._kernel import XLACustomKernel
+from ._platforms import platform_of_backend
+from ._selection import forced_backend
+
+__all__ = ["CHECKS", "TOLERANCES", "CheckReport", "CheckResult", "Status", "check_kernel"]
+
+
+def _forcing(fn: Callable[..., Any], backend: str) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with forced_backend(backend):
+            return fn(*args, **kwargs)
+
+    call.__name__ = f"{getattr(fn, '__name__', 'op')}[{backend}]"
+    return call
+
+
+def backend_variants(
+    kernel: XLACustomKernel, fn: Callable[..., Any], platform: str | None = None
+) -> dict[str, Callable[..., Any]]:
+    """``fn`` (which calls ``kernel``) with each backend of ``kernel`` on
+    ``platform`` other than its default forced, by ``"backend 'name'"``.
+
+    Example:
+        >>> from xla_custom_kernel import XLACustomKernel
+        >>> op = XLACustomKernel("doc_check_variants")
+        >>> _ = op.def_jax_kernel(lambda outs: lambda x: x)
+        >>> _ = op.def_kernel("copy", "cpu", lambda outs: lambda x: x + 0)
+        >>> list(backend_variants(op, op, "cpu"))
+        ["backend 'copy'"]
+    """
+    platform = platform or platform_of_backend(jax.default_backend())
+    default = kernel.fixed_default(platform)
+    return {
+        f"backend {b!r}": _forcing(fn, b)
+        for b in kernel.available_backends(platform)
+        if b != default
+    }
+
+
+def check_kernel(
+    op: Callable[..., Any],
+    *args: Any,
+    kwargs: Mapping[str, Any] | None = None,
+    backends_of: XLACustomKernel | None = None,
+    **options: Any,
+) -> CheckReport:
+    """``ffi_core.checking.check_kernel`` (see there for the checks and
+    options), with the ``backends`` check for ``XLACustomKernel``s.
+
+    Args:
+        op: an ``XLACustomKernel`` (called with ``kwargs``, which hold its
+            ``outs`` and static keywords; without ``outs``, its call function
+            registered with ``def_call`` is called), or any function calling
+            operations (give ``backends_of`` to check the backends of one).
+        *args: sample inputs.
+        kwargs: keywords passed to the op on every call.
+        backends_of: the ``XLACustomKernel`` whose backends ``op`` calls;
+            default: ``op`` itself when it is one.
+        **options: the other options of ``ffi_core.checking.check_kernel``.
+
+    Returns:
+        The :class:`CheckReport`; ``print`` it for the table.
+
+    Raises:
+        AssertionError: a check failed (unless ``raises=False``).
+    """
+    kwargs = dict(kwargs or {})
+    fn: Callable[..., Any] = op
+    if isinstance(op, XLACustomKernel):
+        backends_of = op if backends_of is None else backends_of
+        options.setdefault("name", op.name)
+        if "outs" not in kwargs and op.has_call:
+            fn = op.call
+    if backends_of is not None and not isinstance(backends_of, XLACustomKernel):
+        raise TypeError(
+            f"`backends_of` must be an XLACustomKernel or None, got {type(backends_of)!r}"
+        )
+    if backends_of is not None and "variants" not in options:
+        options["variants"] = backend_variants(backends_of, fn)
+    return _check_kernel(fn, *args, kwargs=kwargs, **options)
