@@ -55,6 +55,10 @@ from ._registry import handler_address as handler_address
 from ._registry import register_target as register_target
 from ._registry import registered_targets as registered_targets
 from ._registry import target_name as target_name
+from ._sharding import BoundPrimitive as BoundPrimitive
+from ._sharding import partitioned_call as partitioned_call
+from ._sharding_rule import ShardingRule as ShardingRule
+from ._sharding_rule import check_sharding_rule as check_sharding_rule
 from ._spec import ArraySig as ArraySig
 from ._spec import CallSig as CallSig
 from ._spec import array_sig as array_sig
@@ -76,6 +80,7 @@ __all__ = [
     "SUPPORTED_DTYPES",
     "XLA_PLATFORM_NAMES",
     "ArraySig",
+    "BoundPrimitive",
     "BufferView",
     "CacheDirWarning",
     "CallFrame",
@@ -88,6 +93,7 @@ __all__ = [
     "HandlerTraits",
     "KernelCatalog",
     "MissingKernelError",
+    "ShardingRule",
     "StepField",
     "TargetConflictError",
     "Unexportable",
@@ -105,6 +111,7 @@ __all__ = [
     "check_arity",
     "check_dtype",
     "check_inputs",
+    "check_sharding_rule",
     "checked_cache_dir",
     "code_from_dtype",
     "create_error",
@@ -124,6 +131,7 @@ __all__ = [
     "lower_with_hint",
     "normalize_outs",
     "output_avals",
+    "partitioned_call",
     "positional_count",
     "python_handler",
     "recipe_context",

@@ -19,16 +19,32 @@ and so each can be swapped for public API the day JAX offers it.
     caching that jit per ``params`` avoids the retrace but recurses without end
     under ``jax.disable_jit()``, which ``apply_primitive`` switches off for the
     primitive's own call. Replace with the public API when JAX offers one.
+
+``require_devices_at_lowering(prim)``
+    Makes ``jax.jit`` lower a computation holding ``prim`` with its concrete
+    devices known, as ``jax.experimental.custom_partitioning`` needs (JAX adds
+    its own ``custom_partitioning_p`` and its cuDNN attention primitives the
+    same way). It adds ``prim`` to ``jax._src.dispatch.
+    prim_requires_devices_during_lowering``, the same set in jax 0.10.2 and
+    0.12.0.1; JAX has no public equivalent.
+
+``for_export(ctx)`` / ``lowering_device_count(ctx)``
+    Whether a lowering rule runs for ``jax.export``, and over how many devices
+    the computation is lowered: ``ctx.module_context.lowering_parameters.
+    for_export`` and ``ctx.module_context.axis_context`` (its ``num_devices``,
+    or its mesh's size), fields of ``jax.interpreters.mlir.LoweringRuleContext``
+    that JAX does not document.
 """
 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from jax.extend.core import Primitive
 from jax.interpreters import xla
 
-__all__ = ["def_eager_impl"]
+__all__ = ["def_eager_impl", "for_export", "lowering_device_count", "require_devices_at_lowering"]
 
 
 def def_eager_impl(prim: Primitive) -> None:
@@ -62,3 +78,31 @@ def def_eager_impl(prim: Primitive) -> None:
             f"`prim` must be a jax.extend.core.Primitive, got {type(prim).__name__}: {prim!r}"
         )
     prim.def_impl(functools.partial(xla.apply_primitive, prim))
+
+
+def require_devices_at_lowering(prim: Primitive) -> None:
+    """Make ``jax.jit`` lower computations holding ``prim`` with their devices known.
+
+    A lowering rule that uses ``jax.experimental.custom_partitioning`` needs
+    them; see the module docstring.
+    """
+    # Private JAX API, see the module docstring.
+    from jax._src import dispatch
+
+    dispatch.prim_requires_devices_during_lowering.add(prim)
+
+
+def for_export(ctx: Any) -> bool:
+    """Whether the lowering rule context ``ctx`` lowers for ``jax.export``."""
+    params = getattr(ctx.module_context, "lowering_parameters", None)
+    return bool(getattr(params, "for_export", False))
+
+
+def lowering_device_count(ctx: Any) -> int:
+    """Over how many devices the lowering rule context ``ctx`` lowers."""
+    axis_context = ctx.module_context.axis_context
+    count = getattr(axis_context, "num_devices", None)
+    if count is None:
+        mesh = getattr(axis_context, "mesh", None)
+        count = 1 if mesh is None else mesh.size
+    return int(count)

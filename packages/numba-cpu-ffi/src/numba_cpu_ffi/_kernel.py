@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ffi_core import check_aliases, check_arity, check_inputs, output_avals
+from ffi_core import (
+    BoundPrimitive,
+    check_aliases,
+    check_arity,
+    check_inputs,
+    check_sharding_rule,
+    output_avals,
+    partitioned_call,
+)
 
 from ._catalog import kernel_info
 from ._primitive import numba_kernel_call_p
@@ -21,6 +29,7 @@ def numba_kernel(
     vmap_method: str | None = None,
     input_output_aliases: dict[int, int] | None = None,
     error_context: str | None = None,
+    sharding_rule: Any = None,
 ) -> Callable[..., Any]:
     """Wrap an ``@numba.njit`` kernel as a JAX operation.
 
@@ -73,20 +82,27 @@ def numba_kernel(
     aliases = check_aliases(input_output_aliases, len(out_avals))
     if error_context is not None and not isinstance(error_context, str):
         raise TypeError(f"`error_context` must be a str or None, got {type(error_context)!r}")
+    rule = check_sharding_rule(sharding_rule)
     name = f"kernel '{info.name}'"
+    bound = BoundPrimitive(
+        numba_kernel_call_p,
+        (
+            ("info", info),
+            ("aliases", aliases),
+            ("vmap_method", vmap_method),
+            ("batched", None),
+            ("context", error_context or ""),
+        ),
+    )
 
     def call(*args: Any) -> Any:
         check_arity(info.n_params, len(args), len(out_avals), name=name)
         check_inputs(args, out_avals, aliases, name=name, accepted=SUPPORTED_DTYPES, kind=KIND)
-        results = numba_kernel_call_p.bind(
-            *args,
-            info=info,
-            out_avals=out_avals,
-            aliases=aliases,
-            vmap_method=vmap_method,
-            batched=None,
-            context=error_context or "",
-        )
+        resolved = None
+        if rule is not None:
+            shapes = [a.shape for a in out_avals]
+            resolved = rule.resolve([x.shape for x in args], shapes, name=name, aliases=aliases)
+        results = partitioned_call(bound, args, out_avals, resolved)
         return rebuild(tuple(results))
 
     call.__name__ = info.name

@@ -1,0 +1,99 @@
+"""partitioned_call under a sharded jit, with a primitive lowered by jnp code
+standing for a bridge's native call (the bridges' own tests run real kernels,
+and check that without a rule XLA gathers their operands)."""
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from ffi_core import BoundPrimitive, ShardingRule, partitioned_call
+from jax.extend.core import Primitive
+from jax.interpreters import mlir
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+# A "kernel" with a matvec's signature: out[i] = sum_k a[i, k] * v[k], and the
+# number of elements of `a` it saw.
+matvec_p = Primitive("ffi_core_test_matvec")
+matvec_p.multiple_results = True
+matvec_p.def_abstract_eval(lambda a, v, *, out_avals: list(out_avals))
+mlir.register_lowering(
+    matvec_p,
+    mlir.lower_fun(
+        lambda a, v, *, out_avals: [a @ v, jnp.full(out_avals[1].shape, a.size, jnp.int32)],
+        multiple_results=True,
+    ),
+)
+matvec_p.def_impl(
+    lambda a, v, *, out_avals: [a @ v, jnp.full(out_avals[1].shape, a.size, jnp.int32)]
+)
+
+CALL = BoundPrimitive(matvec_p, ())
+
+
+def matvec(a, v, rule):
+    outs = (
+        jax.core.ShapedArray(a.shape[:1], a.dtype),
+        jax.core.ShapedArray(a.shape[:1], jnp.int32),
+    )
+    if rule is not None:
+        rule = rule.resolve([a.shape, v.shape], [o.shape for o in outs], name="kernel 'matvec'")
+    return partitioned_call(CALL, [a, v], outs, rule)
+
+
+@pytest.fixture
+def mesh():
+    return Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("r", "c"))
+
+
+def _operands(mesh):
+    a = jnp.arange(8 * 6, dtype=jnp.float32).reshape(8, 6)
+    v = jnp.arange(6, dtype=jnp.float32)
+    a = jax.device_put(a, NamedSharding(mesh, P("r", "c")))
+    v = jax.device_put(v, NamedSharding(mesh, P("c")))
+    return a, v
+
+
+@pytest.mark.parametrize(
+    ("rule", "seen", "collective"),
+    [
+        # k kept whole: each call sees 4 rows of 6 (k gathered along "c").
+        (ShardingRule("i k, k -> i, i"), 24, "all-gather"),
+        # k split: each call sees a 4 x 3 block (12); the partial results,
+        # the count too, are summed over "c".
+        (ShardingRule("i k, k -> i, i", reduction_factors=("k",)), 12 * 2, "all-reduce"),
+    ],
+)
+def test_partitions_by_the_rule(mesh, rule, seen, collective):
+    a, v = _operands(mesh)
+    f = jax.jit(lambda a, v: matvec(a, v, rule))
+    out, sizes = f(a, v)
+    np.testing.assert_allclose(out, np.asarray(a) @ np.asarray(v))
+    assert set(np.asarray(sizes).tolist()) == {seen}
+    hlo = f.lower(a, v).compile().as_text()
+    assert collective in hlo
+    assert out.sharding.is_equivalent_to(NamedSharding(mesh, P("r")), 1)
+
+
+def test_export_of_a_partitioned_call_is_refused(mesh):
+    a, v = _operands(mesh)
+    rule = ShardingRule("i k, k -> i, i")
+    exp = jax.jit(lambda a, v: matvec(a, v, None))
+    jax.export.export(exp)(a, v)  # without a rule: replicated, exports
+    f = jax.jit(lambda a, v: matvec(a, v, rule))
+    with pytest.raises(
+        NotImplementedError,
+        match=re.escape(
+            "a kernel with `sharding_rule` 'i k, k -> i, i' is exported for 4 devices, but "
+            "jax.export cannot serialize the partitioning callback it runs on "
+            "(jax.experimental.custom_partitioning); call the kernel inside jax.shard_map "
+            "(each device then runs it on its shard, and that exports), or export for one "
+            "device"
+        ),
+    ):
+        jax.export.export(f)(a, v)
+    # On one device, the rule changes nothing and the call exports.
+    one = jax.jit(lambda a, v: matvec(a, v, rule))
+    jax.export.export(one)(jnp.ones((8, 6)), jnp.ones(6))
