@@ -11,7 +11,15 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from ffi_core import check_aliases, check_inputs, output_avals
+from ffi_core import (
+    BoundPrimitive,
+    ShardingRule,
+    check_aliases,
+    check_inputs,
+    check_sharding_rule,
+    output_avals,
+    partitioned_call,
+)
 
 from ._catalog import kernel_info
 from ._primitive import backward_unavailable, warp_kernel_call_p
@@ -40,19 +48,36 @@ class _Call:
     scalars: tuple[tuple[str, Any], ...]
     launch: Any
     vmap_method: str | None
+    rule: ShardingRule | None = None
 
     def bind(self, *args: Any, out_avals: Any = None, backward: bool = False) -> list[Any]:
-        return warp_kernel_call_p.bind(
-            *args,
-            info=self.info,
-            out_avals=self.out_avals if out_avals is None else out_avals,
-            aliases=() if backward else self.aliases,
-            scalars=self.scalars,
-            launch=self.launch,
-            vmap_method=self.vmap_method,
-            batched=None,
-            backward=backward,
+        bound = BoundPrimitive(
+            warp_kernel_call_p,
+            (
+                ("info", self.info),
+                ("aliases", () if backward else self.aliases),
+                ("scalars", self.scalars),
+                ("launch", self.launch),
+                ("vmap_method", self.vmap_method),
+                ("batched", None),
+                ("backward", backward),
+            ),
         )
+        avals = self.out_avals if out_avals is None else tuple(out_avals)
+        rule = self.rule
+        if backward:
+            rule = _adjoint_rule(rule, len(args), len(avals))
+        return partitioned_call(bound, args, avals, rule)
+
+
+def _adjoint_rule(rule: ShardingRule | None, n_in: int, n_out: int) -> ShardingRule | None:
+    # The adjoint kernel reads (inputs, output cotangents) and writes (input
+    # gradients, outputs, outputs): where every array of the forward rule has
+    # the same factors, so do all of these; otherwise it runs unpartitioned.
+    if rule is None or len({*rule.inputs, *rule.outputs}) != 1:
+        return None
+    names = " ".join(rule.outputs[0])
+    return ShardingRule(f"{', '.join([names] * n_in)} -> {', '.join([names] * n_out)}")
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
@@ -96,6 +121,7 @@ def warp_kernel(
     launch_dims: Any = None,
     vmap_method: str | None = None,
     input_output_aliases: dict[int, int] | None = None,
+    sharding_rule: Any = None,
 ) -> Callable[..., Any]:
     """Wrap a ``@wp.kernel`` as a JAX operation.
 
@@ -126,6 +152,15 @@ def warp_kernel(
             arrays and must declare their extra axis.
         input_output_aliases: ``{input index: output index}``; the output
             starts as (and reuses the buffer of) that input.
+        sharding_rule: how the kernel runs on shards under a sharded ``jit``
+            (``"elementwise"``, Shardy's einsum-like notation such as
+            ``"i j, j -> i"``, or an ``ffi_core.ShardingRule``): each device
+            launches the kernel on its local shard. The launch grid must then
+            follow the shapes (``launch_dims`` None or a callable). None
+            (default): XLA gathers sharded inputs and every device computes the
+            whole result. The gradient's adjoint kernel is partitioned when
+            every array of the rule has the same factors (``"elementwise"``),
+            otherwise it runs on the whole arrays.
 
     Returns:
         A function ``op(*inputs, **scalars)`` taking and returning JAX arrays.
@@ -152,6 +187,13 @@ def warp_kernel(
         )
     aliases = check_aliases(input_output_aliases, len(out_avals))
     launch = check_launch_dims(launch_dims)
+    rule = check_sharding_rule(sharding_rule)
+    if rule is not None and isinstance(launch, tuple):
+        raise ValueError(
+            f"`launch_dims` is fixed ({launch_dims!r}), but with `sharding_rule` the kernel "
+            "runs on shards whose shapes differ from the whole arrays; pass launch_dims=None "
+            "(the first output's shape) or a callable of the input shapes"
+        )
     n_out = len(out_avals)
     if n_out > len(info.arrays):
         raise TypeError(
@@ -180,7 +222,17 @@ def warp_kernel(
         ]
         ranks = [np.ndim(x) for x in args] + [len(a.shape) for a in out_avals]
         info.check_call(dtypes, None if batched_ranks else ranks, len(args))
-        spec = _Call(info, out_avals, aliases, info.scalar_values(scalars), launch, vmap_method)
+        resolved = None
+        if rule is not None:
+            resolved = rule.resolve(
+                [np.shape(x) for x in args],
+                [a.shape for a in out_avals],
+                name=name,
+                aliases=aliases,
+            )
+        spec = _Call(
+            info, out_avals, aliases, info.scalar_values(scalars), launch, vmap_method, resolved
+        )
         return rebuild(_call(spec, *args))
 
     call.__name__ = info.name
