@@ -313,6 +313,29 @@ def test_call_backend_reaches_the_kernel_calls_inside(name, backend, factor):
     np.testing.assert_array_equal(k.call(X), 4 * X)
 
 
+@pytest.mark.parametrize("form", ["keyword", "kwargs"])
+def test_call_passes_backend_to_a_function_taking_it(name, form):
+    # As the seed API's call(): the call function gets the `backend` it was given.
+    k = _scale_op(name)
+    seen = []
+    if form == "keyword":
+
+        def fn(x, *, backend=None):
+            seen.append(backend)
+            return k(x, outs=_like(x), backend=backend)
+
+    else:
+
+        def fn(x, **kwargs):
+            seen.append(kwargs.get("backend"))
+            return k(x, outs=_like(x), **kwargs)
+
+    k.def_call(fn)
+    np.testing.assert_array_equal(k.call(X, backend="four"), 4 * X)
+    np.testing.assert_array_equal(k.call(X), 2 * X)
+    assert seen == ["four", None]
+
+
 def test_call_backend_loses_to_backend_of_the_kernel_call(name):
     k = _scale_op(name)
     k.def_call(lambda x: k(x, outs=_like(x), backend="four"))

@@ -15,6 +15,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from ffi_core import ShardingRule, check_sharding_rule, require_devices_at_lowering
 from jax import core as jax_core
 
 from . import _autodiff
@@ -77,6 +78,7 @@ class XLACustomKernel:
         self._benchmark_data_fn: Callable[..., Any] | None = None
         self._autotune_data_fn: Callable[..., Any] | None = None
         self._tags: tuple[str, ...] = ()
+        self._sharding_rule: ShardingRule | None = None
         register_kernel(self)
         self.primitive = new_primitive(
             name,
@@ -272,6 +274,33 @@ class XLACustomKernel:
             KernelEntry("pallas", platform, _pallas_generator(kg, interpret), "auto"), asdefault
         )
 
+    # ---------------------------------------------------------------- sharding
+
+    def def_sharding_rule(self, rule: Any) -> None:
+        """How every call of the operation runs on shards under a sharded ``jit``.
+
+        ``rule`` is ``"elementwise"``, Shardy's einsum-like notation
+        (``"i j, j -> i"``) or an ``ffi_core.ShardingRule`` with reduction or
+        need-replication factors (see ffi-core's README); None removes it.
+        Each device then calls the backend's kernel on its local shard, with
+        outputs of the shard's shapes; ``jax.vmap`` adds the batch axis as one
+        more factor. A call's ``sharding_rule=`` overrides it. The calls that
+        JVP and transpose rules make follow their own kernels' rules (a rule
+        that calls this operation gets this rule). Without a rule XLA gathers
+        sharded inputs and every device computes the whole result.
+
+        Raises:
+            TypeError, ValueError: ``rule`` is not a valid rule.
+        """
+        self._sharding_rule = check_sharding_rule(rule)
+        if self._sharding_rule is not None:
+            require_devices_at_lowering(self.primitive)
+
+    @property
+    def sharding_rule(self) -> ShardingRule | None:
+        """The rule given to :meth:`def_sharding_rule`, or None."""
+        return self._sharding_rule
+
     # ---------------------------------------------------------------- defaults
 
     def set_default(self, platform: str, backend: str) -> None:
@@ -314,9 +343,18 @@ class XLACustomKernel:
 
     # ---------------------------------------------------------------- calling
 
-    def __call__(self, *inputs: Any, outs: Any, backend: str | None = None, **static: Any) -> Any:
-        """Call the operation; see the class docstring."""
+    def __call__(
+        self,
+        *inputs: Any,
+        outs: Any,
+        backend: str | None = None,
+        sharding_rule: Any = None,
+        **static: Any,
+    ) -> Any:
+        """Call the operation; see the class docstring. ``sharding_rule``: this
+        call's rule (see :meth:`def_sharding_rule`), overriding the operation's."""
         structs, multiple, rebuild = out_structs(outs)
+        rule = check_sharding_rule(sharding_rule) or self._sharding_rule
         for i, x in enumerate(inputs):
             if not isinstance(x, jax.Array | np.ndarray | np.generic):
                 raise TypeError(
@@ -338,6 +376,13 @@ class XLACustomKernel:
             self._table.check_known(backend)
         if self._rules.jvp is not None:
             self._rules.jvp.check_arity(self.name, len(inputs))
+        if rule is not None:
+            rule = rule.resolve(
+                [np.shape(x) for x in inputs],
+                [s.shape for s in structs],
+                name=f"kernel {self.name!r}",
+            )
+            require_devices_at_lowering(self.primitive)
         results = self.primitive.bind(
             *inputs,
             outs=tuple(jax_core.ShapedArray(s.shape, s.dtype) for s in structs),
@@ -345,6 +390,7 @@ class XLACustomKernel:
             static=tuple(sorted(static.items())),
             backend=backend,
             batch=(),
+            **({} if rule is None else {"sharding": rule}),
         )
         return rebuild(results)
 
@@ -362,7 +408,9 @@ class XLACustomKernel:
 
     def call(self, *args: Any, backend: str | None = None, **kwargs: Any) -> Any:
         """Run the function registered with :meth:`def_call`; with ``backend``,
-        every call of this kernel it makes uses that backend."""
+        every call of this kernel it makes uses that backend, and a function
+        taking a ``backend`` keyword (by name or ``**kwargs``) gets it, as in
+        the seed API."""
         if self._call_fn is None:
             raise ValueError(
                 f"kernel {self.name!r} has no call function; register one with "
@@ -370,6 +418,7 @@ class XLACustomKernel:
             )
         if backend is not None:
             self._table.check_known(backend)
+            kwargs.update(_autodiff.backend_keyword(self._call_fn, backend))
         with forced_backend(backend):
             return self._call_fn(*args, **kwargs)
 
