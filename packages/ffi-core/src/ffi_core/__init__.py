@@ -44,6 +44,7 @@ from ._frame import create_error as create_error
 from ._frame import destroy_error as destroy_error
 from ._frame import error_message as error_message
 from ._jax_compat import def_eager_impl as def_eager_impl
+from ._jax_compat import require_devices_at_lowering as require_devices_at_lowering
 from ._python_handler import python_handler as python_handler
 from ._rebuilders import REBUILDER_ENTRY_POINTS as REBUILDER_ENTRY_POINTS
 from ._recipe import CALL_SIG_FIELDS as CALL_SIG_FIELDS
@@ -140,6 +141,7 @@ __all__ = [
     "register_rebuilder",
     "register_target",
     "registered_targets",
+    "require_devices_at_lowering",
     "scan_batch",
     "serialize",
     "target_name",

@@ -18,7 +18,14 @@ from typing import Any
 
 import jax
 import numpy as np
-from ffi_core import def_eager_impl, is_output_spec, normalize_outs, recipe_context
+from ffi_core import (
+    ShardingRule,
+    def_eager_impl,
+    is_output_spec,
+    normalize_outs,
+    partitioned_call,
+    recipe_context,
+)
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
@@ -57,8 +64,8 @@ def user_outs(outs: Sequence[Any], multiple: bool) -> Any:
     return structs if multiple else structs[0]
 
 
-def abstract_eval(*avals: Any, outs, multiple, static, backend, batch):
-    del avals, multiple, static, backend
+def abstract_eval(*avals: Any, outs, multiple, static, backend, batch, sharding=None):
+    del avals, multiple, static, backend, sharding
     prefix = tuple(size for size, _ in batch)
     return [o.update(shape=prefix + o.shape) for o in outs]
 
@@ -139,6 +146,7 @@ def _lowering(
     static,
     backend,
     batch,
+    sharding=None,
 ):
     platform = LOWERING_PLATFORMS[lowering_platform]
     chosen = table.select(platform, backend)
@@ -155,6 +163,13 @@ def _lowering(
         if batch and mode == "auto":
             mode = _batching_mode(fn, batch, ctx.avals_in)
         f = apply_levels(fn, batch, mode) if batch else fn
+        if sharding is not None:
+            f = _partitioned(
+                _LocalCall(generated, entry, multiple, static, batch, mode),
+                sharding,
+                batch,
+                ctx.avals_out,
+            )
         with recipe_context(recipe_step(name, entry, outs, multiple, static)):
             return mlir.lower_fun(f, multiple_results=True)(ctx, *args)
     except (NoKernelError, UnknownBackendError):
@@ -168,6 +183,31 @@ def _lowering(
             f"backend {entry.backend!r} of kernel {name!r} failed on platform {platform!r}: "
             f"{type(exc).__name__}: {exc}{hint}. {switch[:1].upper()}{switch[1:]}"
         ) from exc
+
+
+class _LocalCall:
+    # The backend's callable for the outputs of one shard (under a sharded jit
+    # with a sharding rule): generated for the shard's output shapes, lifted
+    # over the same batch levels.
+    def __init__(self, generated: Generated, entry: KernelEntry, multiple, static, batch, mode):
+        self._args = (generated, entry, multiple, static, batch, mode)
+
+    def __call__(self, out_avals: Sequence[Any], *args: Any) -> list[Any]:
+        generated, entry, multiple, static, batch, mode = self._args
+        outs = tuple(a.update(shape=a.shape[len(batch) :]) for a in out_avals)
+        fn = generated.get(entry, outs, multiple, static)
+        return list((apply_levels(fn, batch, mode) if batch else fn)(*args))
+
+
+def _partitioned(local: _LocalCall, rule: ShardingRule, batch, avals_out):
+    # Each batch level is one more leading factor, outermost first.
+    for _, mask in reversed(batch):
+        rule = rule.batched(mask)
+
+    def run(*args: Any) -> list[Any]:
+        return partitioned_call(local, args, avals_out, rule)
+
+    return run
 
 
 def new_primitive(

@@ -57,7 +57,10 @@ class Rules:
             return self.general_batching_rule(args, dims, **params)
         return result
 
-    def jvp_rule(self, primals, tangents, *, outs, multiple, static, backend, batch):
+    def jvp_rule(self, primals, tangents, *, outs, multiple, static, backend, batch, sharding=None):
+        # The tangent and transposed calls are the ones the rules make: each
+        # follows its own kernel's sharding rule, not this call's.
+        del sharding
         if self.jvp is None:
             raise NotImplementedError(
                 f"kernel {self._kernel.name!r} has no JVP rule, so it cannot be differentiated; "
@@ -76,7 +79,8 @@ class Rules:
                 backend,
             )
 
-    def transpose_rule(self, cts, *args, outs, multiple, static, backend, batch):
+    def transpose_rule(self, cts, *args, outs, multiple, static, backend, batch, sharding=None):
+        del sharding
         if self.transpose is None:
             raise NotImplementedError(
                 f"kernel {self._kernel.name!r} has no transpose rule, so it cannot be used in "
