@@ -27,8 +27,7 @@ def test_registered_kernels_by_tags(name):
     b = XLACustomKernel(name + "_b")
     c = XLACustomKernel(name + "_c")
     a.def_tags(name + "_sparse", name + "_snn")
-    b.def_tags(name + "_snn")
-    b.def_tags(name + "_snn", name + "_dense")  # repeated tags are kept once
+    b.def_tags(name + "_snn", name + "_dense", name + "_snn")  # repeated tags are kept once
     assert a.tags == (name + "_sparse", name + "_snn")
     assert b.tags == (name + "_snn", name + "_dense")
     assert c.tags == ()
@@ -40,6 +39,16 @@ def test_registered_kernels_by_tags(name):
     }
     assert xck.registered_kernels(tags=name + "_none") == {}
     assert xck.registered_kernels(tags=[]) == {}
+
+
+def test_def_tags_replaces_the_tags_set_before(name):
+    # As the seed API's def_tags does.
+    k = XLACustomKernel(name)
+    k.def_tags("a", "b")
+    k.def_tags("c")
+    assert k.tags == ("c",)
+    k.def_tags()
+    assert k.tags == ()
 
 
 def test_def_tags_refuses_non_str(name):

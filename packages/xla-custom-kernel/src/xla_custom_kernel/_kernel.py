@@ -425,11 +425,13 @@ class XLACustomKernel:
     # ---------------------------------------------------------------- tags, benchmarks
 
     def def_tags(self, *tags: str) -> None:
-        """Add tags (for :func:`registered_kernels` and ``kernel-bench run --tags``)."""
+        """Set the kernel's tags, replacing those set before, as the seed API does
+        (for :func:`registered_kernels` and ``kernel-bench run --tags``); a tag
+        given twice is kept once."""
         for t in tags:
             if not isinstance(t, str):
                 raise TypeError(f"tags must be str, got {type(t)!r}")
-        self._tags = tuple(dict.fromkeys(self._tags + tags))
+        self._tags = tuple(dict.fromkeys(tags))
 
     @property
     def tags(self) -> tuple[str, ...]:
