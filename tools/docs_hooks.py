@@ -162,6 +162,8 @@ def _site_link(target: str, page_dir: str) -> str:
     elif parts[:1] == ("packages",) and len(parts) >= 2:
         if len(parts) == 2 or parts[2:] == ("README.md",):
             site = f"packages/{parts[1]}.md"
+        elif parts[2:] == ("api.txt",):
+            site = f"api/{parts[1]}.md"  # the snapshot's names, documented
     if site is None:
         return target  # left as it is: MkDocs reports it if it is broken
     # The page's own folder in the site.
