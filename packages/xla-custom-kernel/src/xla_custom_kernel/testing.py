@@ -76,6 +76,27 @@ def backend_variants(
     }
 
 
+def defining_modules(kernel: XLACustomKernel, platform: str | None = None) -> tuple[str, ...]:
+    """The modules that define ``kernel``'s call function and kernel generators
+    on ``platform``: what a fresh process imports to deserialize it.
+
+    Example:
+        >>> from xla_custom_kernel import XLACustomKernel
+        >>> op = XLACustomKernel("doc_check_modules")
+        >>> _ = op.def_jax_kernel(lambda outs: lambda x: x)
+        >>> defining_modules(op, "cpu")
+        ('xla_custom_kernel.testing',)
+    """
+    platform = platform or platform_of_backend(jax.default_backend())
+    found = [kernel._call_fn] if kernel._call_fn is not None else []
+    found += [
+        kernel._table.check_backend(platform, b).generator
+        for b in kernel.available_backends(platform)
+    ]
+    names = (getattr(f, "__module__", None) for f in found)
+    return tuple(dict.fromkeys(n for n in names if n and not n.startswith("xla_custom_kernel._")))
+
+
 def check_kernel(
     op: Callable[..., Any],
     *args: Any,
@@ -95,7 +116,9 @@ def check_kernel(
         kwargs: keywords passed to the op on every call.
         backends_of: the ``XLACustomKernel`` whose backends ``op`` calls;
             default: ``op`` itself when it is one.
-        **options: the other options of ``ffi_core.checking.check_kernel``.
+        **options: the other options of ``ffi_core.checking.check_kernel``;
+            for an ``XLACustomKernel``, ``export_imports`` defaults to the
+            modules defining its generators and call function.
 
     Returns:
         The :class:`CheckReport`; ``print`` it for the table.
@@ -110,6 +133,8 @@ def check_kernel(
         options.setdefault("name", op.name)
         if "outs" not in kwargs and op.has_call:
             fn = op.call
+        if "export_imports" not in options and defining_modules(op):
+            options["export_imports"] = defining_modules(op)
     if backends_of is not None and not isinstance(backends_of, XLACustomKernel):
         raise TypeError(
             f"`backends_of` must be an XLACustomKernel or None, got {type(backends_of)!r}"

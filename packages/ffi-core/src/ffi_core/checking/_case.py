@@ -77,6 +77,11 @@ class Case:
     excluded: frozenset[str] = frozenset()
     _expected: Any = None
 
+    def __post_init__(self) -> None:
+        # The inputs' values before any call: a kernel that writes into an
+        # input changes the caller's array, and every later comparison with it.
+        self.originals = tuple(np.array(x) for x in self.args)
+
     def wants(self, check: str) -> bool:
         """Whether row ``check`` is to run: its family or the row itself was
         selected, and neither was left out."""

@@ -6,10 +6,12 @@ import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from ._aliases import check_aliases
 from ._autodiff import check_autodiff
 from ._bad_inputs import check_bad_inputs
 from ._case import Case, describe_error
 from ._compile import check_compile
+from ._export import check_export
 from ._report import CheckReport, CheckResult, failed, skipped
 from ._results import check_backends, check_results, check_threads
 from ._vmap import check_vmap
@@ -27,6 +29,8 @@ class Options:
     batch_size: int
     threads: int
     signature_of: Callable[..., Any]
+    export_imports: Sequence[str] | None = None
+    aliases: Mapping[int, int] | None = None
 
 
 def _not_yet(family: str, why: str) -> Callable[[Case], list[CheckResult]]:
@@ -43,9 +47,9 @@ CHECKS: dict[str, Callable[[Case], list[CheckResult]]] = {
     "vmap": check_vmap,
     "autodiff": check_autodiff,
     "compile": check_compile,
-    "export": _not_yet("export", "not checked by this version"),
+    "export": check_export,
     "sharding": _not_yet("sharding", "this version has no sharding rules"),
-    "aliases": _not_yet("aliases", "not checked by this version"),
+    "aliases": check_aliases,
     "threads": check_threads,
     "bad_inputs": check_bad_inputs,
 }
@@ -83,6 +87,8 @@ def check_kernel(
     tolerances: Mapping[str, tuple[float, float]] | None = None,
     vmap_methods: Sequence[str | None] | None = None,
     other_args: Sequence[Any] | None = None,
+    aliases: Mapping[int, int] | None = None,
+    export_imports: Sequence[str] | None = None,
     batch_size: int = 3,
     threads: int = 8,
     name: str | None = None,
@@ -97,9 +103,11 @@ def check_kernel(
     inputs mixed, nested, and for each ``vmap_method`` (``vmap``); the JVP
     against finite differences, the transpose against the JVP, ``jax.grad``
     and second order (``autodiff``, skipped for an op without rules);
-    compilation and FFI registration counts (``compile``); 8 threads calling
-    the jitted op at once (``threads``); a wrong dtype, rank and number of
-    inputs (``bad_inputs``).
+    compilation and FFI registration counts (``compile``); ``export`` ->
+    ``serialize``, then ``deserialize`` and a call in a fresh process
+    (``export``); inputs left untouched, and aliased outputs reusing donated
+    buffers (``aliases``); 8 threads calling the jitted op at once
+    (``threads``); a wrong dtype, rank and number of inputs (``bad_inputs``).
 
     Args:
         op: the operation: a bridge's function (``numba_kernel(...)``), or any
@@ -123,6 +131,11 @@ def check_kernel(
             handle the batch axis).
         other_args: the inputs in other sizes (same dtypes and ranks), to check
             that new shapes register no new FFI target.
+        aliases: ``{input: output}`` that share a buffer (default: those the
+            op's bridge calls declare with ``input_output_aliases``).
+        export_imports: the modules a fresh process imports before it
+            deserializes the exported op: those defining its kernels (default:
+            the op's module).
         batch_size: rows of the batches ``vmap`` is checked on.
         threads: threads calling the op at once.
         name: the op's name in the report (default: its ``__name__``).
@@ -171,6 +184,8 @@ def check_kernel(
             batch_size=batch_size,
             threads=threads,
             signature_of=op,
+            export_imports=None if export_imports is None else tuple(export_imports),
+            aliases=aliases,
         ),
         families=frozenset(c for c in selected if c in CHECKS),
         rows=frozenset(c for c in selected if c not in CHECKS),
