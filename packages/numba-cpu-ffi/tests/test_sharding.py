@@ -171,3 +171,34 @@ def test_a_rule_that_does_not_fit_the_call_is_refused_at_the_call():
         ),
     ):
         numba_kernel(add, jax.ShapeDtypeStruct((4,), jnp.float32), sharding_rule={})
+
+
+def test_export_refuses_a_partitioned_call_and_shard_map_round_trips(line):
+    from ffi_core import deserialize, export, serialize
+
+    x = jax.device_put(jnp.arange(N, dtype=jnp.float32), NamedSharding(line, P("d")))
+    op = numba_kernel(add, jax.ShapeDtypeStruct((N,), jnp.float32), sharding_rule="elementwise")
+    with pytest.raises(
+        NotImplementedError,
+        match=re.escape(
+            "a kernel with `sharding_rule` 'e0, e0 -> e0' is exported for 4 devices, but "
+            "jax.export cannot serialize the partitioning callback it runs on "
+            "(jax.experimental.custom_partitioning); call the kernel inside jax.shard_map "
+            "(each device then runs it on its shard, and that exports), or export for one "
+            "device"
+        ),
+    ):
+        export(jax.jit(op))(x, x)
+    local = numba_kernel(
+        add, jax.ShapeDtypeStruct((N // 4,), jnp.float32), sharding_rule="elementwise"
+    )
+    sm = jax.jit(jax.shard_map(lambda a: local(a, a), mesh=line, in_specs=P("d"), out_specs=P("d")))
+    again = deserialize(serialize(export(sm)(x)))
+    np.testing.assert_array_equal(again.call(x), 2 * np.arange(N))
+    # Exported for one device, the rule changes nothing.
+    one = deserialize(
+        serialize(export(jax.jit(op))(np.arange(N, dtype=np.float32), np.ones(N, np.float32)))
+    )
+    np.testing.assert_array_equal(
+        one.call(np.zeros(N, np.float32), np.ones(N, np.float32)), np.ones(N)
+    )

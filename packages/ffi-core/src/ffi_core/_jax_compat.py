@@ -99,10 +99,17 @@ def for_export(ctx: Any) -> bool:
 
 
 def lowering_device_count(ctx: Any) -> int:
-    """Over how many devices the lowering rule context ``ctx`` lowers."""
+    """Over how many devices the lowering rule context ``ctx`` lowers a
+    computation that XLA's partitioner splits (1 inside a ``shard_map`` over
+    every mesh axis)."""
     axis_context = ctx.module_context.axis_context
     count = getattr(axis_context, "num_devices", None)
     if count is None:
         mesh = getattr(axis_context, "mesh", None)
-        count = 1 if mesh is None else mesh.size
+        if mesh is None:
+            return 1
+        # Inside shard_map over every mesh axis each device's program is its
+        # own: nothing is left for the partitioner to split.
+        manual = set(getattr(axis_context, "manual_axes", ()))
+        count = 1 if manual >= set(mesh.axis_names) else mesh.size
     return int(count)
