@@ -391,6 +391,37 @@ def test_each_device_launches_the_function_loaded_for_it(emulated, monkeypatch):
     assert sorted(emulated.launched_on) == [0, 1, 2, 3]
 
 
+@cuda.jit
+def add_counting(x, y, out, seen):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = x[i] + y[i]
+        seen[i] = x.size
+
+
+def test_a_sharding_rule_launches_on_each_shard(emulated):
+    # Under a sharded jit: each of the four devices launches the kernel on its
+    # quarter (the launch given covers the whole array, the kernel checks bounds).
+    devices = jax.devices("cpu")[:4]
+    emulated.devices = tuple(EmulatedDevice(d.id, d.id) for d in devices)
+    n = 64
+    outs = (S((n,), jnp.float32), S((n,), jnp.int32))
+    mesh = jax.sharding.Mesh(np.array(devices), ("d",))
+    sharded = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("d"))
+    x, y = (jax.device_put(a, sharded) for a in (_rand(n), _rand(n, seed=1)))
+    for rule, seen_each, gathered in ((None, n, True), ("elementwise", n // 4, False)):
+        op = numba_cuda_kernel(add_counting, outs, launch_dims=n, sharding_rule=rule)
+        f = jax.jit(op)
+        emulated.launched_on.clear()
+        out, seen = f(x, y)
+        np.testing.assert_allclose(out, np.asarray(x) + np.asarray(y), rtol=1e-6)
+        np.testing.assert_array_equal(seen, np.full(n, seen_each))
+        assert sorted(emulated.launched_on) == [0, 1, 2, 3]
+        assert ("all-gather" in f.lower(x, y).compile().as_text()) == gathered
+        if rule is not None:
+            assert out.sharding.is_equivalent_to(sharded, 1)
+
+
 # ---------------------------------------------------------------- callables
 
 

@@ -11,6 +11,7 @@ allocated and freed on XLA's stream (``cuMemAllocAsync`` / ``cuMemFreeAsync``).
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import hashlib
 import inspect
 import threading
@@ -24,8 +25,10 @@ from ffi_core import (
     check_aliases,
     check_dtype,
     check_inputs,
+    check_sharding_rule,
     function_digest,
     output_avals,
+    partitioned_call,
     positional_count,
     python_handler,
     register_target,
@@ -150,12 +153,32 @@ def _target(func: Any, name: str) -> str:
         return target
 
 
+@dataclasses.dataclass(frozen=True)
+class _FfiCall:
+    # The callable's FFI call for given output avals (the shard's under a
+    # sharding rule); hashable, so eager calls hit JAX's cache.
+    target: str
+    vmap_method: str
+    aliases: tuple[tuple[int, int], ...]
+
+    def __call__(self, out_avals: Any, *args: Any) -> list[Any]:
+        return list(
+            jax.ffi.ffi_call(
+                self.target,
+                [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals],
+                vmap_method=self.vmap_method,
+                input_output_aliases=dict(self.aliases) or None,
+            )(*args)
+        )
+
+
 def numba_cuda_callable(
     func: Callable[..., Any],
     outs: Any,
     *,
     vmap_method: str | None = None,
     input_output_aliases: dict[int, int] | None = None,
+    sharding_rule: Any = None,
 ) -> Callable[..., Any]:
     """Wrap a Python function that launches numba CUDA kernels as a JAX GPU op.
 
@@ -172,6 +195,12 @@ def numba_cuda_callable(
         outs: a ``jax.ShapeDtypeStruct``, a sequence or a pytree of them.
         vmap_method: as in ``jax.ffi.ffi_call``; None means ``"sequential"``.
         input_output_aliases: ``{input index: output index}``.
+        sharding_rule: how ``func`` runs on shards under a sharded ``jit``
+            (``"elementwise"``, Shardy's einsum-like notation such as
+            ``"i j, j -> i"``, or an ``ffi_core.ShardingRule``): each device
+            calls it with its local shards (arrays of the shard's shapes).
+            None (default): XLA gathers sharded inputs and every device
+            computes the whole result.
 
     Example (on a GPU):
         >>> from numba import cuda
@@ -199,7 +228,7 @@ def numba_cuda_callable(
     aliases = check_aliases(input_output_aliases, len(avals))
     name = getattr(func, "__name__", type(func).__name__)
     n_params = positional_count(func)
-    structs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in avals]
+    rule = check_sharding_rule(sharding_rule)
 
     def call(*args: Any) -> Any:
         if n_params is not None and n_params != len(args) + len(avals) + 1:
@@ -217,13 +246,14 @@ def numba_cuda_callable(
             kind=KIND,
         )
         cuda_devices(f"numba cuda callable '{name}'")
-        target = _target(func, name)
-        results = jax.ffi.ffi_call(
-            target,
-            structs,
-            vmap_method=vmap_method or "sequential",
-            input_output_aliases=dict(aliases) or None,
-        )(*args)
+        ffi = _FfiCall(_target(func, name), vmap_method or "sequential", aliases)
+        resolved = None
+        if rule is not None:
+            shapes = [a.shape for a in avals]
+            resolved = rule.resolve(
+                [x.shape for x in args], shapes, name=f"callable '{name}'", aliases=aliases
+            )
+        results = partitioned_call(ffi, args, avals, resolved)
         return rebuild(tuple(results))
 
     call.__name__ = name

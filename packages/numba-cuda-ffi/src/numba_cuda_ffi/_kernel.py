@@ -6,7 +6,15 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ffi_core import check_aliases, check_arity, check_inputs, output_avals
+from ffi_core import (
+    BoundPrimitive,
+    check_aliases,
+    check_arity,
+    check_inputs,
+    check_sharding_rule,
+    output_avals,
+    partitioned_call,
+)
 
 from ._launch import launch_config
 from ._runtime import cuda_devices
@@ -31,6 +39,7 @@ def numba_cuda_kernel(
     shared_mem: int = 0,
     vmap_method: str | None = None,
     input_output_aliases: dict[int, int] | None = None,
+    sharding_rule: Any = None,
 ) -> Callable[..., Any]:
     """Wrap a ``@numba.cuda.jit`` kernel as a JAX GPU operation.
 
@@ -64,6 +73,13 @@ def numba_cuda_kernel(
             handles it itself; the launch is the one given.
         input_output_aliases: ``{input index: output index}``; the output reuses
             the input's buffer (same shape and dtype).
+        sharding_rule: how the kernel runs on shards under a sharded ``jit``
+            (``"elementwise"``, Shardy's einsum-like notation such as
+            ``"i j, j -> i"``, or an ``ffi_core.ShardingRule``): each device
+            launches it on its local shard, with
+            the launch given here (it covers the whole arrays, so each shard;
+            the kernel checks bounds). None (default): XLA gathers sharded
+            inputs and every device computes the whole result.
 
     Returns:
         A function taking the input arrays and returning the outputs.
@@ -96,6 +112,7 @@ def numba_cuda_kernel(
             f"got {vmap_method!r}"
         )
     aliases = check_aliases(input_output_aliases, len(avals))
+    rule = check_sharding_rule(sharding_rule)
     name = f"kernel '{info.name}'"
 
     def call(*args: Any) -> Any:
@@ -104,15 +121,21 @@ def numba_cuda_kernel(
         check_arity(info.n_params, len(args), len(avals), name=name)
         check_inputs(args, avals, aliases, name=name, accepted=SUPPORTED_DTYPES, kind=KIND)
         cuda_devices(f"numba cuda kernel '{info.name}'")
-        results = numba_cuda_call_p.bind(
-            *args,
-            info=info,
-            out_avals=avals,
-            aliases=aliases,
-            vmap_method=vmap_method,
-            batched=None,
-            launch=launch,
+        bound = BoundPrimitive(
+            numba_cuda_call_p,
+            (
+                ("info", info),
+                ("aliases", aliases),
+                ("vmap_method", vmap_method),
+                ("batched", None),
+                ("launch", launch),
+            ),
         )
+        resolved = None
+        if rule is not None:
+            shapes = [a.shape for a in avals]
+            resolved = rule.resolve([x.shape for x in args], shapes, name=name, aliases=aliases)
+        results = partitioned_call(bound, args, avals, resolved)
         return rebuild(tuple(results))
 
     call.__name__ = info.name
