@@ -143,3 +143,16 @@ def test_bench_autotune_runs():
         assert c["chosen_over_best"] >= 1.0
     assert {"numba", "jax", "auto", "auto's choices"} <= set(suite["totals_us"])
     assert {"auto_us", "numba_us", "lookup_us"} <= set(results["lowering"])
+
+
+def test_bench_kernel_memory_runs():
+    import json
+
+    command = [sys.executable, str(TOOLS / "bench_kernel_memory.py"), "--n", "2"]
+    command += ["--repeats", "1", "--rows", "cold,warm,jnp", "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=900)
+    results = json.loads(done.stdout)
+    assert (results["n"], results["repeats"]) == (2, 1)
+    assert list(results["rows"]) == ["cold", "warm", "jnp"]
+    for row in results["rows"].values():
+        assert len(row["per_kernel_mib"]) == 1 and row["baseline_mib"] > 0
