@@ -106,7 +106,8 @@ def _source(info: KernelInfo, sig: CallSig, label: str) -> str:
         sliced += [f"o_{j}[b]" for j in range(n_out)]
         row = f"api, name, ({', '.join(sliced)},))"
         lines += [
-            "@njit_cached(parallel=True)",
+            # Only the handler calls it: no Python or C wrapper (see _twins).
+            "@njit_cached(parallel=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)",
             f"def batch_loop(api, name, work, {', '.join(names)}):",
             "    n = o_0.shape[0]",
             "    errors = np.empty(n, np.uintp)",
@@ -196,12 +197,20 @@ def parallel_min_elements() -> int:
     return int(_WAKE_S / (_ELEMENT_S * (1 - 1 / threads)))
 
 
-def _serial(kernel: Any) -> Any:
-    """``kernel`` compiled without ``parallel``: ``prange`` runs as ``range``."""
-    if not kernel.targetoptions.get("parallel"):
-        return kernel
-    options = {k: v for k, v in kernel.targetoptions.items() if k not in ("parallel", "nopython")}
-    return numba.njit(**options)(kernel.py_func)
+def _twins(kernel: Any) -> tuple[Any, Any]:
+    """The kernel and its serial form (``prange`` as ``range``) as the handler
+    calls them: private dispatchers of the kernel's function, with its options
+    and locals, that Numba compiles without the Python and C wrappers it adds
+    to a user's dispatcher. Those wrappers stay resident for the life of the
+    process and the handler never calls them: compiling the user's dispatcher
+    instead cost about 1 MB per kernel (``tools/bench_kernel_memory.py``)."""
+    options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
+    options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
+    twin = numba.njit(locals=dict(kernel.locals), **options)(kernel.py_func)
+    if not options.get("parallel"):
+        return twin, twin
+    options["parallel"] = False
+    return twin, numba.njit(locals=dict(kernel.locals), **options)(kernel.py_func)
 
 
 def _literal(text: str) -> str:
@@ -279,7 +288,8 @@ def compiled_handler(info: KernelInfo, sig: CallSig) -> tuple[str, Any]:
     label = f"numba kernel '{info.name}'"
     if sig.context:
         label += f" ({sig.context})"
-    namespace: dict[str, Any] = {"kernel": info.kernel, "serial": _serial(info.kernel)}
+    kernel, serial = _twins(info.kernel)
+    namespace: dict[str, Any] = {"kernel": kernel, "serial": serial}
     for k, arr in enumerate(sig.inputs + sig.outputs):
         namespace[f"dtype_{k}"] = np.dtype(arr.dtype).type
     source = _source(info, sig, label)
