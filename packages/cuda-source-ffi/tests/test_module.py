@@ -381,3 +381,43 @@ def test_scalars_must_fit_their_declared_type(gpu):
         op(x, x, a=np.complex64(1), n=4)
     # An int for a float, a NumPy int of another width in range: taken.
     np.testing.assert_allclose(op(x, x, a=2, n=np.int64(4)), 3 * x, rtol=1e-6)
+
+
+def test_a_sharding_rule_launches_on_each_shard(gpu):
+    # Four emulated devices, one per CPU device; n follows the shard's shape.
+    from ffi_core.cuda.testing import EmulatedDevice
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    devices = jax.devices("cpu")[:4]
+    saved = gpu.devices
+    gpu.devices = tuple(EmulatedDevice(d.id, d.id) for d in devices)
+    try:
+        sizes = []
+
+        def stand_in(launch):
+            sizes.append(int(launch.value(4, "int32")))
+            _axpy_stand_in(launch)
+
+        gpu.define("axpy_sharded", (8, 8, 8, 4, 4), stand_in)
+        module = load_cuda_inline(
+            AXPY.replace("axpy", "axpy_sharded"),
+            kernels={"axpy_sharded": ["in", "in", "out", "a:float32", "n:int32"]},
+        )
+        n = 1024
+        op = module.kernel(
+            "axpy_sharded", S((n,), jnp.float32), launch_dims=n, sharding_rule="elementwise"
+        )
+        sharded = NamedSharding(Mesh(np.array(devices), ("d",)), P("d"))
+        x, y = (jax.device_put(a, sharded) for a in (_rand(n), _rand(n, seed=1)))
+        f = jax.jit(lambda u, v: op(u, v, a=2.0, n=lambda shapes: shapes[0][0]))
+        gpu.launches.clear()
+        out = f(x, y)
+        np.testing.assert_allclose(out, 2.0 * np.asarray(x) + np.asarray(y), rtol=1e-6)
+        assert out.sharding.is_equivalent_to(sharded, 1)
+        # Each launch got its quarter's size.
+        assert sizes == [n // 4] * 4
+        assert len(gpu.launches) == 4
+        assert "all-gather" not in f.lower(x, y).compile().as_text()
+    finally:
+        gpu.devices = saved

@@ -22,7 +22,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from ffi_core import SUPPORTED_DTYPES, check_aliases, check_inputs, output_avals
+from ffi_core import (
+    SUPPORTED_DTYPES,
+    ShapedCall,
+    check_aliases,
+    check_inputs,
+    check_sharding_rule,
+    output_avals,
+    partitioned_call,
+    shaped_values,
+)
 from ffi_core.cuda import CTYPES as _SCALARS
 from ffi_core.cuda import LaunchPlan, LayoutBuilder, cuda_launch, launch_config
 
@@ -287,13 +296,22 @@ class CudaModule:
         shared_mem: int = 0,
         vmap_method: str | None = None,
         input_output_aliases: dict[int, int] | None = None,
+        sharding_rule: Any = None,
     ) -> Callable[..., Any]:
         """The JAX operation ``op(*inputs, **scalars)`` launching ``kernel``.
 
         ``grid`` and ``block``, or ``launch_dims`` (total threads per axis,
         ``threads_per_block`` per block on one axis), as ints or tuples of up to
         3; ``launch_dims`` may also be a callable of the call's scalars (a
-        dict). The kernel must check its bounds.
+        dict). The kernel must check its bounds. A scalar may be given as a
+        callable of the tuple of input shapes (``n=lambda shapes: shapes[0][0]``).
+
+        ``sharding_rule`` (``"elementwise"``, Shardy's einsum-like notation such
+        as ``"i j, j -> i"``, or an ``ffi_core.ShardingRule``): under a sharded
+        ``jit`` each device launches the kernel on its shard; scalars given as
+        callables of the shapes then get the shard's (a size passed as a plain
+        number would stay the whole array's). None (default): XLA gathers
+        sharded inputs and every device computes the whole result.
         """
         if kernel not in self.kernels:
             raise KeyError(
@@ -318,6 +336,7 @@ class CudaModule:
                     f"but `outs` gives {np.dtype(aval.dtype).name}"
                 )
         scalars = {n: k for k, n in params if n}
+        rule = check_sharding_rule(sharding_rule)
         if not callable(launch_dims):
             launch_config(  # a wrong launch fails here, before any call
                 grid=grid, block=block, launch_dims=launch_dims,
@@ -336,14 +355,30 @@ class CudaModule:
                     f"{label} takes the scalar keywords {sorted(scalars)}; "
                     + (f"missing {missing}" if missing else f"unexpected {unknown}")
                 )
-            checked = {n: _scalar(label, n, dtype, values[n]) for n, dtype in scalars.items()}
             check_inputs(args, avals, aliases, name=label, accepted=SUPPORTED_DTYPES, kind=_KIND)
+            shaped_now = shaped_values(values, args)
+            for n, dtype in scalars.items():
+                _scalar(label, n, dtype, shaped_now[n])
             for i, (pointer, x) in enumerate(zip(in_ptrs, args, strict=True)):
                 if pointer.dtype and np.dtype(x.dtype) != np.dtype(pointer.dtype):
                     raise TypeError(
                         f"{label}: input {i} ({pointer.describe()}) is declared "
                         f"{pointer.dtype}, got an array of {np.dtype(x.dtype).name}"
                     )
+            resolved = None
+            if rule is not None:
+                resolved = rule.resolve(
+                    [np.shape(x) for x in args],
+                    [a.shape for a in avals],
+                    name=label,
+                    aliases=aliases,
+                )
+            shaped = ShapedCall(launch_on, tuple(sorted(values.items())))
+            return rebuild(tuple(partitioned_call(shaped, args, avals, resolved)))
+
+        def launch_on(out_avals: Any, args: Any, values: dict[str, Any]) -> list[Any]:
+            # The launch for these arrays: the whole ones, or a shard's.
+            checked = {n: _scalar(label, n, dtype, values[n]) for n, dtype in scalars.items()}
             dims = launch_dims(dict(values)) if callable(launch_dims) else launch_dims
             launch = launch_config(
                 grid=grid, block=block, launch_dims=dims,
@@ -364,10 +399,9 @@ class CudaModule:
                 label,
             )
             attrs = tuple((n, scalars[n], checked[n]) for n in scalars)
-            results = cuda_launch(
-                planner, args, avals, aliases=aliases, vmap_method=vmap_method, attrs=attrs
+            return cuda_launch(
+                planner, args, out_avals, aliases=aliases, vmap_method=vmap_method, attrs=attrs
             )
-            return rebuild(tuple(results))
 
         call.__name__ = _c_name(kernel)
         call.__doc__ = f"{label} as a JAX operation."

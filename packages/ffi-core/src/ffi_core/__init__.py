@@ -57,7 +57,9 @@ from ._registry import register_target as register_target
 from ._registry import registered_targets as registered_targets
 from ._registry import target_name as target_name
 from ._sharding import BoundPrimitive as BoundPrimitive
+from ._sharding import ShapedCall as ShapedCall
 from ._sharding import partitioned_call as partitioned_call
+from ._sharding import shaped_values as shaped_values
 from ._sharding_rule import ShardingRule as ShardingRule
 from ._sharding_rule import check_sharding_rule as check_sharding_rule
 from ._spec import ArraySig as ArraySig
@@ -94,6 +96,7 @@ __all__ = [
     "HandlerTraits",
     "KernelCatalog",
     "MissingKernelError",
+    "ShapedCall",
     "ShardingRule",
     "StepField",
     "TargetConflictError",
@@ -144,5 +147,6 @@ __all__ = [
     "require_devices_at_lowering",
     "scan_batch",
     "serialize",
+    "shaped_values",
     "target_name",
 ]

@@ -42,7 +42,7 @@ from ._jax_compat import (
 )
 from ._sharding_rule import ShardingRule
 
-__all__ = ["BoundPrimitive", "partitioned_call", "partitioned_call_p"]
+__all__ = ["BoundPrimitive", "ShapedCall", "partitioned_call", "partitioned_call_p"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +64,40 @@ class BoundPrimitive:
 
     def __call__(self, out_avals: tuple[Any, ...], *args: Any) -> list[Any]:
         return list(self.primitive.bind(*args, **dict(self.params), **{self.out_param: out_avals}))
+
+
+@dataclasses.dataclass(frozen=True)
+class ShapedCall:
+    """A bridge's call whose scalar values may follow the arrays' shapes:
+    ``launch(out_avals, args, values)``, where each value of ``values`` that
+    is callable is replaced by its result on the tuple of the input shapes
+    (a shard's, under a sharding rule). Hashable when its fields are.
+
+    Example:
+        >>> import numpy as np
+        >>> call = ShapedCall(lambda outs, args, values: [values["n"]], (("n", lambda s: s[0][0]),))
+        >>> call((), np.zeros(6))
+        [6]
+    """
+
+    launch: Callable[..., Sequence[Any]]
+    values: tuple[tuple[str, Any], ...]
+
+    def __call__(self, out_avals: tuple[Any, ...], *args: Any) -> list[Any]:
+        return list(self.launch(out_avals, args, shaped_values(dict(self.values), args)))
+
+
+def shaped_values(values: dict[str, Any], args: Sequence[Any]) -> dict[str, Any]:
+    """``values`` with each callable replaced by its result on the tuple of
+    the shapes of ``args``.
+
+    Example:
+        >>> import numpy as np
+        >>> shaped_values({"n": lambda shapes: shapes[0][0], "a": 2.0}, [np.zeros(5)])
+        {'n': 5, 'a': 2.0}
+    """
+    shapes = tuple(tuple(np.shape(x)) for x in args)
+    return {k: v(shapes) if callable(v) else v for k, v in values.items()}
 
 
 @dataclasses.dataclass(frozen=True)
