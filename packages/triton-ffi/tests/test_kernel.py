@@ -282,3 +282,31 @@ def test_a_kernel_triton_cannot_read_is_refused():
         f"RuntimeError: Unsupported function referenced: {_plain!r}",
     ):
         triton_kernel(calls_plain_python, S((1,), jnp.float32), grid=1)
+
+
+def test_a_sharding_rule_launches_on_each_shard(gpu):
+    # Four emulated devices, one per CPU device: each launches on its quarter,
+    # with n (a callable of the shapes) and the grid of the shard.
+    from ffi_core.cuda.testing import EmulatedDevice
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    devices = jax.devices("cpu")[:4]
+    saved = gpu.devices
+    gpu.devices = tuple(EmulatedDevice(d.id, d.id) for d in devices)
+    try:
+        n = 1024
+        op = triton_kernel(
+            axpy, S((n,), jnp.float32), grid=_grid, BLOCK=64, sharding_rule="elementwise"
+        )
+        sharded = NamedSharding(Mesh(np.array(devices), ("d",)), P("d"))
+        x, y = (jax.device_put(a, sharded) for a in (_rand(n), _rand(n, seed=1)))
+        f = jax.jit(lambda a, b: op(a, b, alpha=2.0, n=lambda shapes: shapes[0][0]))
+        gpu.launches.clear()
+        out = f(x, y)
+        np.testing.assert_allclose(out, 2.0 * np.asarray(x) + np.asarray(y), rtol=1e-6)
+        assert out.sharding.is_equivalent_to(sharded, 1)
+        assert [launch[0] for launch in gpu.launches] == [(n // 4 // 64, 1, 1)] * 4
+        assert "all-gather" not in f.lower(x, y).compile().as_text()
+    finally:
+        gpu.devices = saved

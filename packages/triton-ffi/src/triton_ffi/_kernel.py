@@ -17,7 +17,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
-from ffi_core import ArraySig, check_aliases, check_inputs, output_avals
+from ffi_core import (
+    ArraySig,
+    ShapedCall,
+    check_aliases,
+    check_inputs,
+    check_sharding_rule,
+    output_avals,
+    partitioned_call,
+    shaped_values,
+)
 from ffi_core.cuda import (
     VMAP_METHODS,
     LaunchPlan,
@@ -241,6 +250,7 @@ def triton_kernel(
     num_stages: int = 3,
     input_output_aliases: dict[int, int] | None = None,
     vmap_method: str | None = None,
+    sharding_rule: Any = None,
     **constexprs: Any,
 ) -> Callable[..., Any]:
     """Wrap a ``@triton.jit`` kernel as a JAX GPU operation.
@@ -262,12 +272,21 @@ def triton_kernel(
             ``"sequential"`` / ``"sequential_unrolled"`` (an XLA loop), or
             ``"expand_dims"`` / ``"broadcast_all"`` (the kernel sees the batch
             as a leading axis).
+        sharding_rule: how the kernel runs on shards under a sharded ``jit``
+            (``"elementwise"``, Shardy's einsum-like notation such as
+            ``"i j, j -> i"``, or an ``ffi_core.ShardingRule``): each device
+            launches it on its shard, with scalars given as callables of the
+            input shapes evaluated on the shard's (a size given as a plain
+            number would stay the whole array's) and the grid computed from
+            them. None (default): XLA gathers sharded inputs and every device
+            computes the whole result.
         **constexprs: the value of each ``tl.constexpr`` parameter (those with
             a default may be left out).
 
     Returns:
         ``op(*inputs, **scalars)``: the kernel's scalar parameters are static
-        keywords of each call.
+        keywords of each call; each may be a callable of the tuple of input
+        shapes (``n=lambda shapes: shapes[0][0]``).
 
     Example (on a GPU):
         >>> add_op = triton_kernel(
@@ -315,6 +334,7 @@ def triton_kernel(
     except TypeError:
         raise TypeError(f"{label}: constexpr values must be hashable") from None
     digest = _digest(kernel, label)
+    rule = check_sharding_rule(sharding_rule)
 
     def call(*args: Any, **scalars: Any) -> Any:
         n_ptr = len(args) + len(avals)
@@ -338,6 +358,21 @@ def triton_kernel(
                 f"call, e.g. op(..., {absent[0]}=...)"
             )
         check_inputs(args, avals, aliases, name=label, accepted=SUPPORTED_DTYPES, kind=_KIND)
+        shaped_now = shaped_values(scalars, args)
+        for s in scalar_names:
+            _scalar_dtype(s, shaped_now[s], label)
+        resolved = None
+        if rule is not None:
+            resolved = rule.resolve(
+                [np.shape(x) for x in args], [a.shape for a in avals], name=label, aliases=aliases
+            )
+        shaped = ShapedCall(launch_on, tuple(sorted(scalars.items())))
+        return rebuild(tuple(partitioned_call(shaped, args, avals, resolved)))
+
+    def launch_on(out_avals: Any, args: Any, scalars: dict[str, Any]) -> list[Any]:
+        # The launch for these arrays: the whole ones, or a shard's.
+        n_ptr = len(args) + len(avals)
+        scalar_names = runtime[n_ptr:]
         typed = tuple((s, _scalar_dtype(s, scalars[s], label)) for s in scalar_names)
         launch_grid = _grid(grid, {**constexprs, **scalars}, label)
         planner = TritonKernel(
@@ -353,10 +388,9 @@ def triton_kernel(
             label,
         )
         attrs = tuple((s, d, scalars[s]) for s, d in typed)
-        results = cuda_launch(
-            planner, args, avals, aliases=aliases, vmap_method=vmap_method, attrs=attrs
+        return cuda_launch(
+            planner, args, out_avals, aliases=aliases, vmap_method=vmap_method, attrs=attrs
         )
-        return rebuild(tuple(results))
 
     call.__name__ = name
     call.__qualname__ = name
