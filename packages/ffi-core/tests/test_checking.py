@@ -206,3 +206,34 @@ def test_ffi_call_vmap_methods_are_rewritten():
     assert [e.params["vmap_method"] for e in jaxpr.eqns if e.primitive.name == "ffi_call"] == [
         "broadcast_all"
     ]
+
+
+def test_skip_with_reasons():
+    report = check_kernel(
+        jnp.sin,
+        X,
+        checks=["results", "export"],
+        skip={"export": "no fresh process here", "results: reference": "none exists"},
+    )
+    assert report.results[2:] == (
+        CheckResult("results: reference", Status.SKIPPED, "none exists"),
+        CheckResult("export", Status.SKIPPED, "no fresh process here"),
+    )
+
+
+def test_bad_inputs_are_compiled_never_run():
+    ran = []
+
+    def op(x):
+        # Refuses nothing, and would show if it ran: the checks only compile it.
+        return jax.pure_callback(
+            lambda v: ran.append(v) or v, jax.ShapeDtypeStruct(x.shape, x.dtype), x
+        )
+
+    report = check_kernel(op, X, checks=["bad_inputs: rank"], raises=False)
+    assert report.failed == (
+        CheckResult(
+            "bad_inputs: rank", Status.FAILED, "input 0 with rank 2 was accepted without an error"
+        ),
+    )
+    assert [np.ndim(v) for v in ran] == [1]  # the sample inputs' own call only

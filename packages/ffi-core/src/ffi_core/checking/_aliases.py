@@ -55,7 +55,7 @@ def _changed(before: Sequence[Any], after: Sequence[jax.Array], skip: int | None
     for k, (b, a) in enumerate(zip(before, after, strict=True)):
         if k == skip:
             continue
-        if a.is_deleted():
+        if isinstance(a, jax.Array) and a.is_deleted():
             return f"input {k} was deleted, though it was not donated"
         b, a = np.asarray(b), np.asarray(a)
         if not np.array_equal(b, a, equal_nan=b.dtype.kind in "fc"):

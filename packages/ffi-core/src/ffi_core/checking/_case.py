@@ -74,7 +74,7 @@ class Case:
     options: Any
     families: frozenset[str] = frozenset()
     rows: frozenset[str] = frozenset()
-    excluded: frozenset[str] = frozenset()
+    excluded: Mapping[str, str] = dataclasses.field(default_factory=dict)
     _expected: Any = None
 
     def __post_init__(self) -> None:
@@ -94,7 +94,7 @@ class Case:
         """``[compute()]`` when row ``check`` is wanted; a skipped row when the
         caller left it out by name; else nothing."""
         if check in self.excluded:
-            return [skipped(check, "left out by `skip`")]
+            return [skipped(check, self.excluded[check])]
         return [compute()] if self.wants(check) else []
 
     @property

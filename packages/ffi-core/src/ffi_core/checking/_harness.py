@@ -83,7 +83,7 @@ def check_kernel(
     reference: Callable[..., Any] | None = None,
     variants: Mapping[str, Callable[..., Any]] | None = None,
     checks: Collection[str] | None = None,
-    skip: Collection[str] = (),
+    skip: Collection[str] | Mapping[str, str] = (),
     tolerances: Mapping[str, tuple[float, float]] | None = None,
     vmap_methods: Sequence[str | None] | None = None,
     other_args: Sequence[Any] | None = None,
@@ -122,7 +122,8 @@ def check_kernel(
             (its backends), by name; each is called as ``op`` is, with ``kwargs``.
         checks: the check families to run (default: all of :data:`CHECKS`), or
             single rows of the report (``"vmap: batch axis 0"``).
-        skip: check families or rows of the report not to run.
+        skip: check families or rows of the report not to run, reported as
+            skipped; a mapping ``{name: why}`` gives the report the reasons.
         tolerances: ``{dtype name: (rtol, atol)}`` replacing entries of
             :data:`TOLERANCES`.
         vmap_methods: the ``vmap_method``s to check the op's bridge calls
@@ -168,7 +169,10 @@ def check_kernel(
         if value < least:
             raise ValueError(f"`{what}` must be at least {least}, got {value}")
     selected = _check_names(checks, "checks") or tuple(CHECKS)
-    excluded = frozenset(_check_names(skip, "skip"))
+    reasons = dict(skip) if isinstance(skip, Mapping) else {}
+    excluded = {
+        name: reasons.get(name) or "left out by `skip`" for name in _check_names(skip, "skip")
+    }
     bound = dict(kwargs or {})
 
     case = Case(
@@ -202,7 +206,10 @@ def check_kernel(
         return report
     wanted = {c.split(":", 1)[0] for c in selected}
     for family, run in CHECKS.items():
-        if family not in wanted or family in excluded:
+        if family not in wanted:
+            continue
+        if family in excluded:
+            rows.append(skipped(family, excluded[family]))
             continue
         try:
             new = run(case)
