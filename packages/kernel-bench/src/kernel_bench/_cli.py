@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from . import autotune
+from ._check_cli import add_check_command, run_check
 from ._compare import compare
 from ._console import print_table
 from ._kernel import AUTO, PLATFORMS, benchmark_kernel, default_platform
@@ -179,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     comparing.add_argument("old", type=pathlib.Path, metavar="OLD")
     comparing.add_argument("new", type=pathlib.Path, metavar="NEW")
+    add_check_command(commands)
 
     tuning = commands.add_parser(
         "autotune",
@@ -485,13 +487,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {value}")
     if getattr(args, "n_warmup", None) is not None and args.n_warmup < 0:
         parser.error(f"--n-warmup must be at least 0, got {args.n_warmup}")
-    if args.command in (None, "run", "autotune"):
+    if args.command in (None, "run", "autotune", "check"):
         _quiet_warp()
     command = {
         None: _run_suite,
         "run": _run_targets,
         "list": _list,
         "compare": _compare,
+        "check": run_check,
         "autotune": _autotune,
     }
     return command[args.command](parser, args)
