@@ -383,3 +383,24 @@ def test_progress_bar_writes_lines_elsewhere():
     bar(4, 4, "done")
     lines = [re.sub(r" +\d+\.\ds ", " T ", line) for line in stream.getvalue().splitlines()]
     assert lines == ["[#...] 1/4 T x", "[####] 4/4 T done"]
+
+
+def test_devices_runs_kernels_with_a_sharding_rule_on_a_mesh(capsys):
+    # The workspace conftest gives four CPU devices.
+    code = main(
+        ["run", "kernel_bench.examples:exp_trace", "--devices", "4", "--backends", "numba", *FAST]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    sharded = out.split("sharded over 4 CPU devices (kernels with a sharding rule):")[1]
+    rows = [line for line in sharded.splitlines() if line.startswith("exp_trace/")]
+    assert rows and all(re.search(r"\(25%\)\s+no$", row) for row in rows), sharded
+
+
+def test_devices_beyond_those_jax_has_are_refused(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "kernel_bench.examples:exp_trace", "--devices", "64", *FAST])
+    assert (
+        "--devices 64: JAX has 4 CPU devices; start the command with "
+        "XLA_FLAGS=--xla_force_host_platform_device_count=64"
+    ) in capsys.readouterr().err

@@ -253,19 +253,12 @@ def _partitioned_call_lowering(ctx, *operands, call, out_avals, rule: ShardingRu
         return mlir.lower_fun(plain, multiple_results=True)(ctx, *operands)
     partitioned = custom_partitioning(plain)
     partition, infer = _partitioner(call, rule)
-    sizes = {
-        factor: size
-        for factors, aval in zip(rule.outputs, out_avals, strict=True)
-        for factor, size in zip(factors, aval.shape, strict=True)
-        if not any(factor in names for names in rule.inputs)
-    }
     partitioned.def_partition(
         partition,
         infer_sharding_from_operands=infer,
         sharding_rule=rule.rule,
         reduction_factors=rule.reduction_factors,
         need_replication_factors=rule.whole_factors,
-        **sizes,
     )
     return mlir.lower_fun(lambda *args: list(partitioned(*args)), multiple_results=True)(
         ctx, *operands

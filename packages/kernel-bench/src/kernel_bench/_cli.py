@@ -17,6 +17,8 @@ from ._console import print_table
 from ._kernel import AUTO, PLATFORMS, benchmark_kernel, default_platform
 from ._progress import ProgressBar
 from ._result import FILE_FORMATS, BenchmarkResult
+from ._sharded import HEADER as SHARDED_HEADER
+from ._sharded import run_sharded
 
 __all__ = ["SCALES", "main"]
 
@@ -106,6 +108,14 @@ def _timing_options() -> argparse.ArgumentParser:
     )
     parent.add_argument(
         "-v", "--verbose", action="store_true", help="print each backend's time as it finishes"
+    )
+    parent.add_argument(
+        "--devices",
+        type=int,
+        metavar="N",
+        default=None,
+        help="also run each case of a kernel with a sharding rule under jit, sharded over a "
+        "mesh of N CPU devices, and report the time and the elements each device computed",
     )
     _switch(
         parent,
@@ -366,7 +376,9 @@ def _run_suite(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     result, decisions = _benchmark_all(suite.example_kernels(), args)
     json_path = args.output or args.output_dir / f"{DEFAULT_STEM}.json"
     png_path = None if args.no_plot else json_path.with_suffix(".png")
-    return _report(result, REFERENCE_BACKEND, json_path, png_path, decisions)
+    status = _report(result, REFERENCE_BACKEND, json_path, png_path, decisions)
+    _report_sharded(suite.example_kernels(), args)
+    return status
 
 
 def _run_targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -383,7 +395,55 @@ def _run_targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
     result, decisions = _benchmark_all(kernels, args)
     if args.speedup_vs is not None and args.speedup_vs not in {r.backend for r in result.records}:
         parser.error(f"--speedup-vs {args.speedup_vs}: no kernel ran a backend of that name")
-    return _report(result, args.speedup_vs, args.output, args.plot, decisions)
+    status = _report(result, args.speedup_vs, args.output, args.plot, decisions)
+    _report_sharded(kernels, args)
+    return status
+
+
+def _use_cpu_devices(parser: argparse.ArgumentParser, n: int) -> None:
+    # The command is the program: before JAX starts its backends it may ask
+    # for n CPU devices (as XLA_FLAGS=--xla_force_host_platform_device_count
+    # would); where they run already, they must be enough.
+    import jax
+
+    if n < 1:
+        parser.error(f"--devices must be at least 1, got {n}")
+    try:
+        jax.config.update("jax_num_cpu_devices", n)
+    except (RuntimeError, AttributeError):
+        pass
+    have = len(jax.devices("cpu"))
+    if have < n:
+        parser.error(
+            f"--devices {n}: JAX has {have} CPU devices; start the command with "
+            f"XLA_FLAGS=--xla_force_host_platform_device_count={n}"
+        )
+
+
+def _report_sharded(kernels: Iterable[Any], args: argparse.Namespace) -> None:
+    if not args.devices:
+        return
+    n_warmup, n_runs = SCALES[args.scale]
+    n_warmup = n_warmup if args.n_warmup is None else args.n_warmup
+    n_runs = n_runs if args.n_runs is None else args.n_runs
+    runs, without = [], []
+    for k in dict.fromkeys(kernels):
+        if "cpu" not in k.defaults:
+            continue
+        if k.sharding_rule is None:
+            without.append(k.name)
+            continue
+        available = k.available_backends("cpu")
+        backends = [b for b in (args.backends or [k.fixed_default("cpu")]) if b in available]
+        for cfg in k.benchmark_data(platform="cpu"):
+            for backend in backends:
+                runs.append(
+                    run_sharded(k, cfg, backend, args.devices, n_warmup=n_warmup, n_runs=n_runs)
+                )
+    print(f"\nsharded over {args.devices} CPU devices (kernels with a sharding rule):")
+    print_table(SHARDED_HEADER, [r.row() for r in runs], [False, False, True, True, False, False])
+    if without:
+        print(f"no sharding rule (replicated under a sharded jit): {', '.join(without)}")
 
 
 def _list(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -489,6 +549,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--n-warmup must be at least 0, got {args.n_warmup}")
     if args.command in (None, "run", "autotune", "check"):
         _quiet_warp()
+    if getattr(args, "devices", None) is not None:
+        _use_cpu_devices(parser, args.devices)
     command = {
         None: _run_suite,
         "run": _run_targets,

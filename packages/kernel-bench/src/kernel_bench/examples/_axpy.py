@@ -30,6 +30,8 @@ def _axpy_numba(x, y, a, out):
 
 axpy = XLACustomKernel("axpy", doc="a * x + y for vectors x, y and a scalar a (shape (1,)).")
 axpy.def_tags("example", "elementwise")
+# Under a sharded jit each device computes its slice of x and y; `a` (shape (1,)) whole.
+axpy.def_sharding_rule("i, i, a -> i")
 axpy.def_numba_kernel(lambda outs: _axpy_numba)
 axpy.def_jax_kernel(lambda outs: lambda x, y, a: a[0] * x + y)
 if _warp_kernels is not None:

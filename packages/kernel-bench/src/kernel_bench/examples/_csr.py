@@ -310,6 +310,10 @@ _def_product(
     _csr_matmat_ct_data,
     None if _warp_kernels is None else _warp_kernels.csr_matmat_kg,
 )
+# The columns of B (a batch of vectors: vmap of csr_matvec lands here) are
+# independent: under a sharded jit each device multiplies A by its columns.
+# A's arrays and the rows of B and Y stay whole.
+csr_matmat.def_sharding_rule("nnz, nnz, ptr, k b -> m b")
 
 
 @csr_matmat.def_call

@@ -40,6 +40,7 @@ exp_trace = XLACustomKernel(
     "exp_trace", doc="Exponential trace update: trace * exp(-dt / tau) + spikes."
 )
 exp_trace.def_tags("example", "elementwise", "snn")
+exp_trace.def_sharding_rule("elementwise")
 exp_trace.def_numba_kernel(_exp_trace_numba_kg)
 exp_trace.def_jax_kernel(
     lambda outs, dt, tau: (

@@ -52,6 +52,7 @@ lif_step = XLACustomKernel(
     doc="One Euler step of leaky integrate-and-fire neurons: (new potentials, spikes).",
 )
 lif_step.def_tags("example", "snn")
+lif_step.def_sharding_rule("elementwise")
 lif_step.def_numba_kernel(_lif_numba_kg)
 lif_step.def_jax_kernel(
     lambda outs, dt, tau, v_th, v_reset: (
