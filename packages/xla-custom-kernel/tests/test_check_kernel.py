@@ -211,6 +211,33 @@ def test_backend_that_disagrees_in_one_element(name):
     )
 
 
+def test_backend_that_disagrees_through_the_call_function(name):
+    op = XLACustomKernel(name)
+    op.def_jax_kernel(lambda outs: lambda x: 2 * x)
+    op.def_kernel("off_by_one", "cpu", lambda outs: lambda x: (2 * x).at[2].add(1))
+    op.def_call(lambda x: op(x, outs=_struct(x)))
+    report = check_kernel(
+        op, X, checks=["backends", "vmap: backend 'off_by_one', batch axis 0"], raises=False
+    )
+    # vmap of the backend agrees with a loop over the same backend.
+    assert [(r.check, r.status) for r in report.results] == [
+        ("backends: backend 'off_by_one'", Status.FAILED),
+        ("vmap: backend 'off_by_one', batch axis 0", Status.PASSED),
+    ]
+
+
+def test_backends_of_a_function_that_calls_the_kernel(name):
+    op = XLACustomKernel(name)
+    op.def_jax_kernel(lambda outs: lambda x: 2 * x)
+    op.def_kernel("off_by_one", "cpu", lambda outs: lambda x: (2 * x).at[2].add(1))
+
+    def f(x):
+        return op(x, outs=_struct(x)) + 1
+
+    report = check_kernel(f, X, backends_of=op, checks=["backends"], raises=False)
+    assert [r.check for r in report.failed] == ["backends: backend 'off_by_one'"]
+
+
 def _python_op(prefix, handler, x):
     target = ffi_core.target_name(prefix, id(handler))
     ffi_core.register_target(

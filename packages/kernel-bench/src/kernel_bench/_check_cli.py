@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["add_check_command", "run_check"]

@@ -45,9 +45,18 @@ __all__ = ["CHECKS", "TOLERANCES", "CheckReport", "CheckResult", "Status", "chec
 
 
 def _forcing(fn: Callable[..., Any], backend: str) -> Callable[..., Any]:
-    def call(*args: Any, **kwargs: Any) -> Any:
-        with forced_backend(backend):
-            return fn(*args, **kwargs)
+    # A kernel's call function takes the backend itself (and would reset a
+    # forced one to its own `backend=None`); any other function gets it forced.
+    if getattr(fn, "__func__", None) is XLACustomKernel.call:
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, backend=backend, **kwargs)
+
+    else:
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with forced_backend(backend):
+                return fn(*args, **kwargs)
 
     call.__name__ = f"{getattr(fn, '__name__', 'op')}[{backend}]"
     return call
