@@ -4,6 +4,7 @@ call signatures, argument checks and vmap pieces that the kernel bridges share."
 from . import _capi as capi
 from ._api_version import api_version as api_version
 from ._api_version import c_api_header as c_api_header
+from ._autodiff import raise_on_differentiation as raise_on_differentiation
 from ._batching import batch_call as batch_call
 from ._batching import batch_to_front as batch_to_front
 from ._batching import expand_batch as expand_batch
@@ -25,6 +26,7 @@ from ._dtypes import SUPPORTED_DTYPES as SUPPORTED_DTYPES
 from ._dtypes import UnsupportedDTypeError as UnsupportedDTypeError
 from ._dtypes import code_from_dtype as code_from_dtype
 from ._dtypes import dtype_from_code as dtype_from_code
+from ._errors import KernelCompileError as KernelCompileError
 from ._export import ExportError as ExportError
 from ._export import KernelCatalog as KernelCatalog
 from ._export import MissingKernelError as MissingKernelError
@@ -62,13 +64,16 @@ from ._sharding import partitioned_call as partitioned_call
 from ._sharding import shaped_values as shaped_values
 from ._sharding_rule import ShardingRule as ShardingRule
 from ._sharding_rule import check_sharding_rule as check_sharding_rule
+from ._spec import VMAP_METHODS as VMAP_METHODS
 from ._spec import ArraySig as ArraySig
 from ._spec import CallSig as CallSig
+from ._spec import KernelDTypes as KernelDTypes
 from ._spec import array_sig as array_sig
 from ._spec import check_aliases as check_aliases
 from ._spec import check_arity as check_arity
 from ._spec import check_dtype as check_dtype
 from ._spec import check_inputs as check_inputs
+from ._spec import check_vmap_method as check_vmap_method
 from ._spec import is_output_spec as is_output_spec
 from ._spec import normalize_outs as normalize_outs
 from ._spec import output_avals as output_avals
@@ -81,6 +86,7 @@ __all__ = [
     "PLATFORMS",
     "REBUILDER_ENTRY_POINTS",
     "SUPPORTED_DTYPES",
+    "VMAP_METHODS",
     "XLA_PLATFORM_NAMES",
     "ArraySig",
     "BoundPrimitive",
@@ -94,6 +100,8 @@ __all__ = [
     "ExportError",
     "FFIError",
     "HandlerTraits",
+    "KernelCompileError",
+    "KernelDTypes",
     "KernelCatalog",
     "MissingKernelError",
     "ShapedCall",
@@ -116,6 +124,7 @@ __all__ = [
     "check_dtype",
     "check_inputs",
     "check_sharding_rule",
+    "check_vmap_method",
     "checked_cache_dir",
     "code_from_dtype",
     "create_error",
@@ -138,6 +147,7 @@ __all__ = [
     "partitioned_call",
     "positional_count",
     "python_handler",
+    "raise_on_differentiation",
     "recipe_context",
     "record_recipe",
     "register_kernel_acceptor",

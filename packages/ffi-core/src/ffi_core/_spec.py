@@ -19,13 +19,16 @@ import numpy as np
 from jax import core as jax_core
 
 __all__ = [
+    "VMAP_METHODS",
     "ArraySig",
     "CallSig",
+    "KernelDTypes",
     "array_sig",
     "check_aliases",
     "check_arity",
     "check_dtype",
     "check_inputs",
+    "check_vmap_method",
     "is_output_spec",
     "normalize_outs",
     "output_avals",
@@ -93,14 +96,74 @@ def array_sig(aval: Any) -> ArraySig:
     return ArraySig(np.dtype(aval.dtype).name, len(aval.shape))
 
 
-def check_dtype(dtype: Any, what: str, *, accepted: Sequence[str], kind: str) -> np.dtype:
+#: The ``vmap_method`` values every bridge accepts: None (one native call
+#: over the batch), an XLA loop of calls (``"sequential"``,
+#: ``"sequential_unrolled"``), or the kernel given the batch as a leading axis
+#: of every array (``"expand_dims"``, ``"broadcast_all"``, as in
+#: ``jax.ffi.ffi_call``). A bridge with more declares
+#: ``(*ffi_core.VMAP_METHODS, "fold")``.
+VMAP_METHODS: tuple[str | None, ...] = (
+    None,
+    "sequential",
+    "sequential_unrolled",
+    "expand_dims",
+    "broadcast_all",
+)
+
+
+def check_vmap_method(vmap_method: Any, *, accepted: Sequence[str | None] = VMAP_METHODS) -> None:
+    """A ValueError unless ``vmap_method`` is one of ``accepted``.
+
+    Example:
+        >>> check_vmap_method("sequential")
+        >>> check_vmap_method("loop")
+        Traceback (most recent call last):
+        ValueError: `vmap_method` must be one of None, 'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', got 'loop'
+    """
+    if vmap_method not in accepted:
+        raise ValueError(
+            f"`vmap_method` must be one of {', '.join(map(repr, accepted))}, got {vmap_method!r}"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelDTypes:
+    """The dtypes a bridge's kernels take, and those kernels as messages name them.
+
+    Attributes:
+        names: the accepted dtype names, in the order messages list them.
+        kernels: the kernels as a plural noun, completing "which ... do not
+            take" (``"numba CPU kernels"``, ``"Triton kernels"``).
+
+    Example:
+        >>> table = KernelDTypes(("float32", "int32"), "example kernels")
+        >>> check_dtype("float16", "`x`", accepted=table)
+        Traceback (most recent call last):
+        TypeError: `x` has dtype float16, which example kernels do not take; supported: float32, int32
+    """
+
+    names: tuple[str, ...]
+    kernels: str
+
+
+def _dtype_table(accepted: Sequence[str] | KernelDTypes, kind: str | None) -> KernelDTypes:
+    if isinstance(accepted, KernelDTypes):
+        return accepted
+    return KernelDTypes(tuple(accepted), f"{kind} kernels")
+
+
+def check_dtype(
+    dtype: Any, what: str, *, accepted: Sequence[str] | KernelDTypes, kind: str | None = None
+) -> np.dtype:
     """``dtype`` as a numpy dtype, or a TypeError naming ``what``.
 
     Args:
         dtype: anything ``numpy.dtype`` accepts.
         what: the argument in words, for the message (``"input 0 of kernel 'add'"``).
-        accepted: the dtype names the kernels take.
-        kind: the kernels, for the message (``"numba CPU"``).
+        accepted: the bridge's ``KernelDTypes``; or the dtype names the
+            kernels take, with ``kind``.
+        kind: with a sequence of names, the kernels as an adjective
+            (``"numba CPU"``: "which numba CPU kernels do not take").
 
     Raises:
         TypeError: ``dtype`` is not a dtype or not one of ``accepted``.
@@ -112,14 +175,15 @@ def check_dtype(dtype: Any, what: str, *, accepted: Sequence[str], kind: str) ->
         Traceback (most recent call last):
         TypeError: `x` has dtype float16, which example kernels do not take; supported: float32, int32
     """
+    table = _dtype_table(accepted, kind)
     try:
         resolved = np.dtype(dtype)
     except TypeError:
         resolved = None
-    if resolved is None or resolved.name not in accepted:
+    if resolved is None or resolved.name not in table.names:
         raise TypeError(
-            f"{what} has dtype {dtype}, which {kind} kernels do not take; "
-            f"supported: {', '.join(accepted)}"
+            f"{what} has dtype {dtype}, which {table.kernels} do not take; "
+            f"supported: {', '.join(table.names)}"
         )
     return resolved
 
@@ -199,7 +263,7 @@ def normalize_outs(
 
 
 def output_avals(
-    outs: Any, *, accepted: Sequence[str], kind: str
+    outs: Any, *, accepted: Sequence[str] | KernelDTypes, kind: str | None = None
 ) -> tuple[tuple[jax_core.ShapedArray, ...], Callable[[Sequence[Any]], Any]]:
     """The output avals of ``outs`` (checked), and the function rebuilding
     the caller's structure from a tuple of results (see ``normalize_outs``).
@@ -340,8 +404,8 @@ def check_inputs(
     aliases: Collection[tuple[int, int]],
     *,
     name: str,
-    accepted: Sequence[str],
-    kind: str,
+    accepted: Sequence[str] | KernelDTypes,
+    kind: str | None = None,
 ) -> None:
     """Check the inputs of one call: arrays of accepted dtypes, and aliased
     pairs (from ``check_aliases``) that exist and match in shape and dtype.

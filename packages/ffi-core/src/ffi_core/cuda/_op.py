@@ -22,9 +22,10 @@ import numpy as np
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
+from .._autodiff import raise_on_differentiation
 from .._batching import batch_call
 from .._jax_compat import def_eager_impl
-from .._spec import ArraySig, array_sig
+from .._spec import VMAP_METHODS, ArraySig, array_sig, check_vmap_method
 from ._handler import LaunchSpec
 from ._launch import LaunchConfig
 from ._layout import ParamLayout
@@ -39,11 +40,6 @@ __all__ = [
     "cuda_launch_p",
     "lower_launch",
 ]
-
-#: How a launcher op is batched under ``jax.vmap``: None (one native call that
-#: launches once per batch element), an XLA loop, or the kernel handling a
-#: leading batch axis itself (as ``jax.ffi.ffi_call``'s methods).
-VMAP_METHODS = (None, "sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,11 +186,7 @@ def cuda_launch(
     ``attrs`` are the scalar parameters as ``(name, dtype, value)``; checked
     arguments are the caller's job (the bridge knows its kernel's rules).
     """
-    if vmap_method not in VMAP_METHODS:
-        raise ValueError(
-            f"`vmap_method` must be one of {', '.join(map(repr, VMAP_METHODS))}, "
-            f"got {vmap_method!r}"
-        )
+    check_vmap_method(vmap_method)
     cuda_devices(planner.label)
     return cuda_launch_p.bind(
         *args,
@@ -212,3 +204,4 @@ cuda_launch_p.def_abstract_eval(_abstract_eval)
 mlir.register_lowering(cuda_launch_p, _lowering, platform="cuda")
 mlir.register_lowering(cuda_launch_p, _cpu_lowering, platform="cpu")
 batching.primitive_batchers[cuda_launch_p] = _batching
+raise_on_differentiation(cuda_launch_p, describe=lambda params: params["planner"].label)
