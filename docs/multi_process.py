@@ -9,7 +9,12 @@ are killed after ``TIMEOUT_S``.
 
 Nothing here is specific to this project: a numba kernel is an XLA operation
 like any other, so ``shard_map`` runs it on each process's shards and JAX's
-collectives (``psum`` below) cross the process boundary. On several machines,
+collectives (``psum`` below) cross the process boundary. Step 4 drops
+``shard_map``: under a plain ``jax.jit`` with sharded inputs, a kernel without
+a ``sharding_rule`` makes every device gather the whole array and compute all
+of it (an ``all-gather`` in the compiled program); with
+``sharding_rule="elementwise"`` each device computes its own shard, and the
+result keeps the inputs' sharding. On several machines,
 give every process the coordinator's address, the number of processes and its
 own id, exactly as here.
 """
@@ -83,6 +88,42 @@ def worker(process_id: int, port: int) -> None:
     for shard in squared.addressable_shards:
         np.testing.assert_array_equal(shard.data, host[shard.index] ** 2)
 
+    # --- 4. No shard_map: jit with sharded inputs, without and with a rule --
+
+    @numba.njit
+    def square_counting(x, out, seen):
+        for i in range(x.size):
+            out[i] = x[i] * x[i]
+            seen[i] = x.size  # how many elements this call of the kernel saw
+
+    outs = (jax.ShapeDtypeStruct((n,), jnp.float32), jax.ShapeDtypeStruct((n,), jnp.int32))
+    seen_by_rule = {}
+    for rule, seen_per_call, gathered in ((None, n, True), ("elementwise", per_shard, False)):
+        h = jax.jit(numba_kernel(square_counting, outs, sharding_rule=rule))
+        squared, seen = h(x)
+        for shard in squared.addressable_shards:
+            np.testing.assert_array_equal(shard.data, host[shard.index] ** 2)
+        # Every call of the kernel, on every device of both processes, saw
+        # the whole array (no rule) or its own quarter (the rule).
+        for shard in seen.addressable_shards:
+            assert (np.asarray(shard.data) == seen_per_call).all()
+        hlo = h.lower(x).compile().as_text()
+        assert ("all-gather" in hlo) == gathered, rule
+        # The kernel's operand in the compiled program: f32[16] or f32[4].
+        assert f"f32[{seen_per_call}]" in next(
+            line for line in hlo.splitlines() if "custom_call_target" in line
+        )
+        replicated = squared.sharding.is_fully_replicated
+        assert replicated == (rule is None), squared.sharding
+        seen_by_rule[rule] = f"{seen_per_call} elements per call" + (
+            ", after an all-gather" if gathered else ""
+        )
+    print(
+        f"process {process_id}: no rule: {seen_by_rule[None]}; "
+        f"elementwise: {seen_by_rule['elementwise']}",
+        flush=True,
+    )
+
     print(f"process {process_id}: sum of squares {total:.0f}, shards checked", flush=True)
     jax.distributed.shutdown()
 
@@ -111,7 +152,7 @@ def main() -> None:
     for i, (proc, out) in enumerate(zip(procs, outputs, strict=True)):
         assert proc.returncode == 0, f"process {i} failed:\n{out}"
         assert f"process {i}: sum of squares 1240, shards checked" in out, out
-        print(out.strip().splitlines()[-1])
+        print("\n".join(out.strip().splitlines()[-2:]))
     print("all steps passed")
 
 
