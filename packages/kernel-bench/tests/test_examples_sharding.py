@@ -62,3 +62,20 @@ def test_csr_matvec_over_a_batch_of_vectors(mesh):
     assert "all-gather" not in hlo
     # Each device multiplies A by its 2 of the 8 vectors.
     assert "f32[64,2]" in _numba_calls(hlo)[0]
+
+
+def test_backend_auto_runs_the_chosen_backend_on_each_shard(mesh):
+    from kernel_bench import autotune
+
+    n = 4096
+    x = jax.device_put(jnp.linspace(0, 1, n, dtype=jnp.float32), NamedSharding(mesh, P("d")))
+    f = jax.jit(lambda t, s: exp_trace.call(t, s, backend="auto"))
+    with autotune.recording() as found:
+        out = f(x, x)
+    np.testing.assert_allclose(
+        out, np.asarray(x) * np.exp(np.float32(-0.01)) + np.asarray(x), rtol=1e-5
+    )
+    assert out.sharding.is_equivalent_to(NamedSharding(mesh, P("d")), 1)
+    assert found and found[0].backend in exp_trace.available_backends("cpu")
+    hlo = f.lower(x, x).compile().as_text()
+    assert "all-gather" not in hlo
