@@ -23,6 +23,7 @@ import threading
 import types as pytypes
 from typing import Any
 
+import ffi_core
 import jaxlib
 import numba
 import numpy as np
@@ -54,8 +55,9 @@ __all__ = [
 _CACHE_ENV = "NUMBA_CPU_FFI_CACHE_DIR"
 
 
-class KernelCompileError(TypeError):
-    """A kernel that Numba cannot compile for the dtypes and ranks it is given."""
+class KernelCompileError(ffi_core.KernelCompileError):
+    """A kernel that Numba cannot compile for the dtypes and ranks it is given
+    (a TypeError, as every bridge's ``ffi_core.KernelCompileError``)."""
 
 
 def cache_dir() -> pathlib.Path | None:

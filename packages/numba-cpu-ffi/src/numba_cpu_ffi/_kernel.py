@@ -11,13 +11,14 @@ from ffi_core import (
     check_arity,
     check_inputs,
     check_sharding_rule,
+    check_vmap_method,
     output_avals,
     partitioned_call,
 )
 
 from ._catalog import kernel_info
 from ._primitive import numba_kernel_call_p
-from ._spec import KIND, SUPPORTED_DTYPES, VMAP_METHODS
+from ._spec import DTYPES
 
 __all__ = ["numba_kernel"]
 
@@ -61,6 +62,12 @@ def numba_kernel(
     Returns:
         A function taking the input arrays and returning the outputs.
 
+    Limitations:
+        No derivative: ``jax.grad``, ``jax.jvp``, ``jax.vjp`` and
+        ``jax.linear_transpose`` raise NotImplementedError naming the kernel;
+        define one with ``XLACustomKernel.def_jvp_rule`` or wrap the
+        operation in ``jax.custom_vjp``/``jax.custom_jvp``.
+
     Example:
         >>> import jax, jax.numpy as jnp, numba
         >>> @numba.njit
@@ -73,12 +80,8 @@ def numba_kernel(
         Array([0., 2., 4., 6.], dtype=float32)
     """
     info = kernel_info(kernel)
-    out_avals, rebuild = output_avals(outs, accepted=SUPPORTED_DTYPES, kind=KIND)
-    if vmap_method not in VMAP_METHODS:
-        raise ValueError(
-            f"`vmap_method` must be one of {', '.join(map(repr, VMAP_METHODS))}, "
-            f"got {vmap_method!r}"
-        )
+    out_avals, rebuild = output_avals(outs, accepted=DTYPES)
+    check_vmap_method(vmap_method)
     aliases = check_aliases(input_output_aliases, len(out_avals))
     if error_context is not None and not isinstance(error_context, str):
         raise TypeError(f"`error_context` must be a str or None, got {type(error_context)!r}")
@@ -97,7 +100,7 @@ def numba_kernel(
 
     def call(*args: Any) -> Any:
         check_arity(info.n_params, len(args), len(out_avals), name=name)
-        check_inputs(args, out_avals, aliases, name=name, accepted=SUPPORTED_DTYPES, kind=KIND)
+        check_inputs(args, out_avals, aliases, name=name, accepted=DTYPES)
         resolved = None
         if rule is not None:
             shapes = [a.shape for a in out_avals]

@@ -18,6 +18,7 @@ from ffi_core import (
     def_eager_impl,
     hint_source,
     lower_with_hint,
+    raise_on_differentiation,
 )
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
@@ -82,3 +83,6 @@ def_eager_impl(numba_kernel_call_p)
 numba_kernel_call_p.def_abstract_eval(_numba_kernel_call_abstract_eval)
 mlir.register_lowering(numba_kernel_call_p, _numba_kernel_call_lowering, platform="cpu")
 batching.primitive_batchers[numba_kernel_call_p] = _numba_kernel_call_batching
+raise_on_differentiation(
+    numba_kernel_call_p, describe=lambda params: f"numba kernel '{params['info'].name}'"
+)

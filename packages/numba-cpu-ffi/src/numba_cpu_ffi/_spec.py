@@ -16,7 +16,7 @@ import ffi_core
 from ffi_core import ArraySig
 from numba.core.registry import CPUDispatcher
 
-__all__ = ["KIND", "SUPPORTED_DTYPES", "VMAP_METHODS", "CallSig", "KernelInfo"]
+__all__ = ["DTYPES", "KIND", "SUPPORTED_DTYPES", "VMAP_METHODS", "CallSig", "KernelInfo"]
 
 #: Dtypes a numba CPU kernel can take, by name. Not float16: Numba has no
 #: float16 on CPU (any array of it fails inside Numba's lowering).
@@ -39,15 +39,12 @@ SUPPORTED_DTYPES: tuple[str, ...] = (
 #: The kernels, as dtype errors name them.
 KIND = "numba CPU"
 
-#: Accepted ``vmap_method`` values; None is the default, one native call looping
-#: over the batch.
-VMAP_METHODS: tuple[str | None, ...] = (
-    None,
-    "sequential",
-    "sequential_unrolled",
-    "expand_dims",
-    "broadcast_all",
-)
+#: Accepted ``vmap_method`` values, ffi-core's (every bridge's); None is the
+#: default, one native call looping over the batch.
+VMAP_METHODS: tuple[str | None, ...] = ffi_core.VMAP_METHODS
+
+#: The dtype table: what the checks accept and how their messages name the kernels.
+DTYPES = ffi_core.KernelDTypes(SUPPORTED_DTYPES, "numba CPU kernels")
 
 
 @dataclasses.dataclass(frozen=True)
