@@ -107,9 +107,7 @@ def _cases(be: ModuleType, quick: bool) -> dict[str, tuple[Callable[..., Any], t
     for n in (100, 10_000):
         spikes = jnp.asarray(rng.random(n) < 0.01)
         f = jax.jit(
-            lambda v, n=n: be.binary_jitsmv(
-                jnp.float32(0.5), 0.01, v, seed=123, shape=(n, n)
-            )
+            lambda v, n=n: be.binary_jitsmv(jnp.float32(0.5), 0.01, v, seed=123, shape=(n, n))
         )
         cases[f"jit-connectivity binary matvec n={n}"] = (f, (spikes,))
     return cases
