@@ -202,3 +202,9 @@ def test_export_refuses_a_partitioned_call_and_shard_map_round_trips(line):
     np.testing.assert_array_equal(
         one.call(np.zeros(N, np.float32), np.ones(N, np.float32)), np.ones(N)
     )
+
+
+def test_differentiation_gives_the_kernels_own_error():
+    op = numba_kernel(add, jax.ShapeDtypeStruct((4,), jnp.float32), sharding_rule="elementwise")
+    with pytest.raises(NotImplementedError, match=re.escape("numba kernel 'add' has no JVP rule")):
+        jax.grad(lambda x: op(x, x).sum())(jnp.ones(4, jnp.float32))
