@@ -49,6 +49,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ffi_core import KernelCompileError
 from ffi_core.cuda import PtxError, ptx_entries, ptx_params
 
 __all__ = [
@@ -87,9 +88,10 @@ _POINTER_ALIGN = 16
 _ACCEPTED = ", ".join(sorted(DTYPES))
 
 
-class TritonCompileError(TypeError):
+class TritonCompileError(KernelCompileError):
     """A kernel that Triton cannot compile, or whose compiled entry does not
-    take the parameters its signature declares."""
+    take the parameters its signature declares (a TypeError, as every
+    bridge's ``ffi_core.KernelCompileError``)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,16 +19,17 @@ from typing import Any
 import numpy as np
 from ffi_core import (
     ArraySig,
+    KernelDTypes,
     ShapedCall,
     check_aliases,
     check_inputs,
     check_sharding_rule,
+    check_vmap_method,
     output_avals,
     partitioned_call,
     shaped_values,
 )
 from ffi_core.cuda import (
-    VMAP_METHODS,
     LaunchPlan,
     LayoutBuilder,
     cuda_launch,
@@ -48,7 +49,8 @@ __all__ = ["SUPPORTED_DTYPES", "TritonKernel", "triton_kernel"]
 
 #: The array dtypes a Triton kernel's pointers may point to.
 SUPPORTED_DTYPES = tuple(DTYPES)
-_KIND = "a triton kernel"
+#: The dtype table: what the checks accept and how their messages name the kernels.
+_DTYPES = KernelDTypes(SUPPORTED_DTYPES, "Triton kernels")
 #: Where each compiled image came from, for the emulated GPU of the tests
 #: (``triton_ffi.testing``): image digest -> (kernel, arrays as the kernel
 #: sees them, the compiled entry's parameters).
@@ -288,6 +290,12 @@ def triton_kernel(
         keywords of each call; each may be a callable of the tuple of input
         shapes (``n=lambda shapes: shapes[0][0]``).
 
+    Limitations:
+        No derivative: ``jax.grad``, ``jax.jvp``, ``jax.vjp`` and
+        ``jax.linear_transpose`` raise NotImplementedError naming the kernel;
+        define one with ``XLACustomKernel.def_jvp_rule`` or wrap the
+        operation in ``jax.custom_vjp``/``jax.custom_jvp``.
+
     Example (on a GPU):
         >>> add_op = triton_kernel(
         ...     add, jax.ShapeDtypeStruct((n,), jnp.float32),
@@ -320,12 +328,8 @@ def triton_kernel(
         )
     if not callable(grid):
         _grid(grid, {}, label)  # a wrong type fails here, before any call
-    if vmap_method not in VMAP_METHODS:
-        raise ValueError(
-            f"`vmap_method` must be one of {', '.join(map(repr, VMAP_METHODS))}, "
-            f"got {vmap_method!r}"
-        )
-    avals, rebuild = output_avals(outs, accepted=SUPPORTED_DTYPES, kind=_KIND)
+    check_vmap_method(vmap_method)
+    avals, rebuild = output_avals(outs, accepted=_DTYPES)
     aliases = check_aliases(input_output_aliases, len(avals))
     runtime = [p.name for p in params if not p.is_constexpr]
     try:
@@ -357,7 +361,7 @@ def triton_kernel(
                 f"{label}: missing scalar parameter(s) {absent}; pass them as keywords of the "
                 f"call, e.g. op(..., {absent[0]}=...)"
             )
-        check_inputs(args, avals, aliases, name=label, accepted=SUPPORTED_DTYPES, kind=_KIND)
+        check_inputs(args, avals, aliases, name=label, accepted=_DTYPES)
         shaped_now = shaped_values(scalars, args)
         for s in scalar_names:
             _scalar_dtype(s, shaped_now[s], label)

@@ -1,0 +1,105 @@
+"""What triton_kernel shares with every bridge: the dtype message, the
+compile-error base, the vmap methods, and differentiation refused with a
+message naming the kernel and the fix (at trace level, on the emulated GPU)."""
+
+from __future__ import annotations
+
+import re
+
+import ffi_core
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+triton = pytest.importorskip("triton")
+import triton.language as tl  # noqa: E402
+from ffi_core.cuda.testing import EmulatedGPU, emulate  # noqa: E402
+from triton_ffi import SUPPORTED_DTYPES, TritonCompileError, triton_kernel  # noqa: E402
+
+S = jax.ShapeDtypeStruct
+FIX = (
+    "define the derivative with `XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` "
+    "for reverse mode) or wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`"
+)
+JVP = (
+    "triton kernel 'scale' has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot "
+    f"differentiate it; {FIX}"
+)
+TRANSPOSE = (
+    f"triton kernel 'scale' has no transpose rule, so jax.linear_transpose cannot transpose it; {FIX}"
+)
+
+
+@triton.jit
+def scale(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + i, 2.0 * tl.load(x_ptr + i, mask=i < n), mask=i < n)
+
+
+X = jnp.arange(8, dtype=jnp.float32)
+OP = triton_kernel(scale, S(X.shape, X.dtype), grid=1, BLOCK=8)
+
+
+def _op(x):
+    return OP(x, n=8)
+
+
+@pytest.fixture
+def gpu():
+    # Tracing only: nothing is lowered, so no handler is built against this driver.
+    with emulate(EmulatedGPU()) as emulated:
+        yield emulated
+
+
+def test_grad_names_the_fix(gpu):
+    with pytest.raises(NotImplementedError, match=re.escape(JVP)):
+        jax.make_jaxpr(jax.grad(lambda x: _op(x).sum()))(X)
+
+
+def test_jvp_names_the_fix(gpu):
+    with pytest.raises(NotImplementedError, match=re.escape(JVP)):
+        jax.make_jaxpr(lambda x: jax.jvp(_op, (x,), (x,)))(X)
+
+
+def test_vjp_names_the_fix(gpu):
+    with pytest.raises(NotImplementedError, match=re.escape(JVP)):
+        jax.make_jaxpr(lambda x: jax.vjp(_op, x)[0])(X)
+
+
+def test_linear_transpose_names_the_fix(gpu):
+    with pytest.raises(NotImplementedError, match=re.escape(TRANSPOSE)):
+        jax.make_jaxpr(lambda x: jax.linear_transpose(_op, x)(x))(X)
+
+
+def test_dtype_messages():
+    supported = ", ".join(SUPPORTED_DTYPES)
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "`outs` entry 0 (ShapeDtypeStruct(shape=(8,), dtype=complex64)) has dtype "
+            f"complex64, which Triton kernels do not take; supported: {supported}"
+        ),
+    ):
+        triton_kernel(scale, S((8,), jnp.complex64), grid=1, BLOCK=8)
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "input 0 of triton kernel 'scale' has dtype complex64, which Triton kernels do not "
+            f"take; supported: {supported}"
+        ),
+    ):
+        OP(np.zeros(8, np.complex64), n=8)
+
+
+def test_shared_with_every_bridge():
+    assert issubclass(TritonCompileError, ffi_core.KernelCompileError)
+    assert issubclass(TritonCompileError, TypeError)
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "`vmap_method` must be one of None, 'sequential', 'sequential_unrolled', "
+            "'expand_dims', 'broadcast_all', got 'fold'"
+        ),
+    ):
+        triton_kernel(scale, S((8,), jnp.float32), grid=1, vmap_method="fold", BLOCK=8)
