@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from ffi_core import (
     SUPPORTED_DTYPES,
+    KernelDTypes,
     ShapedCall,
     check_aliases,
     check_inputs,
@@ -40,11 +41,11 @@ from ._signature import SourceParam, source_params
 
 __all__ = ["CudaModule", "load_cuda_file", "load_cuda_inline"]
 
-_KIND = "a CUDA kernel"
-
-
 #: The dtypes an ``"in:dtype"`` / ``"out:dtype"`` pointer may declare.
 _ARRAY_DTYPES = tuple(SUPPORTED_DTYPES)
+
+#: The dtype table: what the checks accept and how their messages name the kernels.
+_DTYPES = KernelDTypes(_ARRAY_DTYPES, "CUDA kernels")
 
 
 def _parse_params(kernel: str, params: Any) -> tuple[tuple[str, str, str], ...]:
@@ -312,6 +313,11 @@ class CudaModule:
         callables of the shapes then get the shard's (a size passed as a plain
         number would stay the whole array's). None (default): XLA gathers
         sharded inputs and every device computes the whole result.
+
+        Limitations: no derivative. ``jax.grad``, ``jax.jvp``, ``jax.vjp`` and
+        ``jax.linear_transpose`` raise NotImplementedError naming the kernel;
+        define one with ``XLACustomKernel.def_jvp_rule`` or wrap the operation
+        in ``jax.custom_vjp``/``jax.custom_jvp``.
         """
         if kernel not in self.kernels:
             raise KeyError(
@@ -321,7 +327,7 @@ class CudaModule:
         params = self.kernels[kernel]
         in_ptrs, out_ptrs = self._pointers[kernel]
         label = f"CUDA kernel '{kernel}' of {self.name!r}"
-        avals, rebuild = output_avals(outs, accepted=SUPPORTED_DTYPES, kind=_KIND)
+        avals, rebuild = output_avals(outs, accepted=_DTYPES)
         aliases = check_aliases(input_output_aliases, len(avals))
         n_in = sum(k == "in" for k, _ in params)
         n_out = sum(k == "out" for k, _ in params)
@@ -355,7 +361,7 @@ class CudaModule:
                     f"{label} takes the scalar keywords {sorted(scalars)}; "
                     + (f"missing {missing}" if missing else f"unexpected {unknown}")
                 )
-            check_inputs(args, avals, aliases, name=label, accepted=SUPPORTED_DTYPES, kind=_KIND)
+            check_inputs(args, avals, aliases, name=label, accepted=_DTYPES)
             shaped_now = shaped_values(values, args)
             for n, dtype in scalars.items():
                 _scalar(label, n, dtype, shaped_now[n])

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ffi_core import cache_root, checked_cache_dir
+from ffi_core import KernelCompileError, cache_root, checked_cache_dir
 from ffi_core.cuda import PtxError, ptx_entries, ptx_params
 
 __all__ = [
@@ -100,9 +100,12 @@ class NvrtcCacheWarning(UserWarning):
     name promises; the source was compiled again and the file rewritten."""
 
 
-class NvrtcCompileError(RuntimeError):
+class NvrtcCompileError(KernelCompileError, RuntimeError):
     """NVRTC rejected a source: the message names the source and architecture,
-    then gives NVRTC's log, which is also kept as ``log`` (``file(line): error: ...``)."""
+    then gives NVRTC's log, which is also kept as ``log`` (``file(line): error: ...``).
+
+    An ``ffi_core.KernelCompileError`` (so a TypeError), as every bridge's
+    compile error, and still a RuntimeError, as before."""
 
     def __init__(self, message: str, log: str = "") -> None:
         super().__init__(f"{message}:\n{log}" if log else message)
