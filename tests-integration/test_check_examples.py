@@ -1,6 +1,7 @@
 """Every bundled example operation of kernel-bench passes check_kernel on its
 small sample inputs: results, backends, vmap, autodiff, compilation, export in
-a fresh process, aliases, threads and bad inputs."""
+a fresh process, sharding over the CPU devices, aliases, threads and bad
+inputs."""
 
 from __future__ import annotations
 
@@ -29,3 +30,4 @@ def test_example_passes_check_kernel(op):
     assert {"results", "backends", "vmap", "compile", "export", "threads", "bad_inputs"} <= ran
     # Every example but lif_step (a threshold: no derivative) has AD rules.
     assert ("autodiff" in ran) == (op.name != "lif_step"), str(report)
+    assert ("sharding" in ran) == (op.sharding_rule is not None), str(report)

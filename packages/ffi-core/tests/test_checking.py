@@ -132,10 +132,23 @@ def test_selected_rows_and_skipped_rows():
     )
 
 
-def test_not_yet_checked_families_are_skipped():
-    report = check_kernel(jnp.sin, X, checks=["sharding"])
-    assert report.results == (
-        CheckResult("sharding", Status.SKIPPED, "this version has no sharding rules"),
+def test_sharding_rule_of_a_plain_function():
+    report = check_kernel(jnp.sin, X, checks=["sharding"], sharding_rule="i -> i")
+    assert [(r.check, r.status) for r in report.results] == [
+        ("sharding: sharded jit", Status.PASSED),
+        ("sharding: shard_map", Status.PASSED),
+    ]
+    report = check_kernel(jnp.sin, X, checks=["sharding"], sharding_rule="i, i -> i", raises=False)
+    assert report.failed == (
+        CheckResult(
+            "sharding",
+            Status.FAILED,
+            "the sharding rule does not fit the sample inputs: "
+            + report.failed[0].detail.split(": ", 1)[1],
+        ),
+    )
+    assert check_kernel(jnp.sin, X, checks=["sharding"]).results == (
+        CheckResult("sharding", Status.SKIPPED, "the op declares no sharding rule"),
     )
 
 

@@ -1,4 +1,4 @@
-"""check_kernel's export and aliases checks, on correct and broken operations."""
+"""check_kernel's export, aliases and sharding checks, on correct and broken operations."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numba
 import pytest
 from numba_cpu_ffi import numba_kernel
+from xla_custom_kernel import XLACustomKernel
 from xla_custom_kernel.testing import CheckResult, Status, check_kernel
 
 X = jnp.array([1.0, 2.0, 3.0, 4.0], jnp.float32)
@@ -41,9 +42,9 @@ def test_op_whose_target_name_changes_between_processes(ops):
     )
     (row,) = report.failed
     assert row.check == "export: in a fresh process"
-    assert row.detail.startswith(
-        "the fresh process (which imported check_kernel_ops) failed: "
-    ), row.detail
+    assert row.detail.startswith("the fresh process (which imported check_kernel_ops) failed: "), (
+        row.detail
+    )
     assert (
         "MissingKernelError: the exported function calls FFI target 'numba_cpu._salted_double_"
         in row.detail
@@ -106,7 +107,49 @@ def test_kernel_that_writes_into_an_input():
         CheckResult(
             "aliases: inputs untouched",
             Status.FAILED,
-            "an eager call changed its inputs: input 1 changed at index (0,): "
-            "2.0 -> -1.0",
+            "an eager call changed its inputs: input 1 changed at index (0,): 2.0 -> -1.0",
         ),
+    )
+
+
+def _struct(x):
+    return jax.ShapeDtypeStruct(x.shape, x.dtype)
+
+
+def test_op_with_a_sharding_rule(name):
+    op = XLACustomKernel(name)
+    op.def_sharding_rule("elementwise")
+    op.def_numba_kernel(lambda outs: _increment)
+    # Through a call function: on a shard, `outs` follows the shard's shape.
+    op.def_call(lambda x: op(x, outs=_struct(x)))
+    report = check_kernel(op, X, checks=["sharding"])
+    assert report.results == (
+        CheckResult(
+            "sharding: sharded jit",
+            Status.PASSED,
+            "'e0' split over 4 devices; device 0 computed 1 of 4",
+        ),
+        CheckResult("sharding: shard_map", Status.PASSED, "'e0' split over 4 devices"),
+    )
+
+
+def test_op_whose_sharding_rule_is_wrong(name):
+    # A running sum is not elementwise: each device sums its own shard only.
+    op = XLACustomKernel(name)
+    op.def_sharding_rule("elementwise")
+    op.def_jax_kernel(lambda outs: jnp.cumsum)
+    op.def_call(lambda x: op(x, outs=_struct(x)))
+    report = check_kernel(op, X, checks=["sharding"], raises=False)
+    assert [(r.check, r.detail.split(":")[0]) for r in report.failed] == [
+        ("sharding: sharded jit", "output 0 at index (1,)"),
+        ("sharding: shard_map", "output 0 at index (1,)"),
+    ]
+
+
+def test_op_without_a_sharding_rule(name):
+    op = XLACustomKernel(name)
+    op.def_jax_kernel(lambda outs: jnp.cumsum)
+    report = check_kernel(op, X, kwargs={"outs": _struct(X)}, checks=["sharding"])
+    assert report.results == (
+        CheckResult("sharding", Status.SKIPPED, "the op declares no sharding rule"),
     )

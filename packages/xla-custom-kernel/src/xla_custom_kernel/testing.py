@@ -127,7 +127,8 @@ def check_kernel(
             default: ``op`` itself when it is one.
         **options: the other options of ``ffi_core.checking.check_kernel``;
             for an ``XLACustomKernel``, ``export_imports`` defaults to the
-            modules defining its generators and call function.
+            modules defining its generators and call function, and
+            ``sharding_rule`` to its rule (``def_sharding_rule``).
 
     Returns:
         The :class:`CheckReport`; ``print`` it for the table.
@@ -142,6 +143,8 @@ def check_kernel(
         options.setdefault("name", op.name)
         if "outs" not in kwargs and op.has_call:
             fn = op.call
+        if "sharding_rule" not in options and op.sharding_rule is not None:
+            options["sharding_rule"] = op.sharding_rule
         if "export_imports" not in options and defining_modules(op):
             options["export_imports"] = defining_modules(op)
     if backends_of is not None and not isinstance(backends_of, XLACustomKernel):

@@ -95,7 +95,12 @@ class Case:
         caller left it out by name; else nothing."""
         if check in self.excluded:
             return [skipped(check, self.excluded[check])]
-        return [compute()] if self.wants(check) else []
+        if not self.wants(check):
+            return []
+        try:
+            return [compute()]
+        except Exception as exc:  # a row that raises fails; the other rows still run
+            return [failed(check, f"raised {describe_error(exc)}")]
 
     @property
     def expected(self) -> Any:

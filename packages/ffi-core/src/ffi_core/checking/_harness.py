@@ -14,6 +14,7 @@ from ._compile import check_compile
 from ._export import check_export
 from ._report import CheckReport, CheckResult, failed, skipped
 from ._results import check_backends, check_results, check_threads
+from ._sharding import check_sharding
 from ._vmap import check_vmap
 
 __all__ = ["CHECKS", "Options", "check_kernel"]
@@ -31,13 +32,7 @@ class Options:
     signature_of: Callable[..., Any]
     export_imports: Sequence[str] | None = None
     aliases: Mapping[int, int] | None = None
-
-
-def _not_yet(family: str, why: str) -> Callable[[Case], list[CheckResult]]:
-    def check(case: Case) -> list[CheckResult]:
-        return [skipped(family, why)]
-
-    return check
+    sharding_rule: Any = None
 
 
 #: The check families, in the order they run: name -> the function running it.
@@ -48,7 +43,7 @@ CHECKS: dict[str, Callable[[Case], list[CheckResult]]] = {
     "autodiff": check_autodiff,
     "compile": check_compile,
     "export": check_export,
-    "sharding": _not_yet("sharding", "this version has no sharding rules"),
+    "sharding": check_sharding,
     "aliases": check_aliases,
     "threads": check_threads,
     "bad_inputs": check_bad_inputs,
@@ -88,6 +83,7 @@ def check_kernel(
     vmap_methods: Sequence[str | None] | None = None,
     other_args: Sequence[Any] | None = None,
     aliases: Mapping[int, int] | None = None,
+    sharding_rule: Any = None,
     export_imports: Sequence[str] | None = None,
     batch_size: int = 3,
     threads: int = 8,
@@ -105,7 +101,9 @@ def check_kernel(
     and second order (``autodiff``, skipped for an op without rules);
     compilation and FFI registration counts (``compile``); ``export`` ->
     ``serialize``, then ``deserialize`` and a call in a fresh process
-    (``export``); inputs left untouched, and aliased outputs reusing donated
+    (``export``); a sharded ``jit`` and ``shard_map`` over the CPU devices
+    against the unsharded op, where a sharding rule is given (``sharding``);
+    inputs left untouched, and aliased outputs reusing donated
     buffers (``aliases``); 8 threads calling the jitted op at once
     (``threads``); a wrong dtype, rank and number of inputs (``bad_inputs``).
 
@@ -134,6 +132,9 @@ def check_kernel(
             that new shapes register no new FFI target.
         aliases: ``{input: output}`` that share a buffer (default: those the
             op's bridge calls declare with ``input_output_aliases``).
+        sharding_rule: the op's sharding rule (an ``ffi_core.ShardingRule`` or
+            its string), to check it under a sharded ``jit`` and ``shard_map``
+            over the host's CPU devices; None: the sharding check is skipped.
         export_imports: the modules a fresh process imports before it
             deserializes the exported op: those defining its kernels (default:
             the op's module).
@@ -190,6 +191,7 @@ def check_kernel(
             signature_of=op,
             export_imports=None if export_imports is None else tuple(export_imports),
             aliases=aliases,
+            sharding_rule=sharding_rule,
         ),
         families=frozenset(c for c in selected if c in CHECKS),
         rows=frozenset(c for c in selected if c not in CHECKS),
