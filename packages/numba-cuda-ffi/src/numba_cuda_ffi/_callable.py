@@ -27,6 +27,7 @@ from ffi_core import (
     check_inputs,
     check_sharding_rule,
     function_digest,
+    check_vmap_method,
     output_avals,
     partitioned_call,
     positional_count,
@@ -37,7 +38,7 @@ from ffi_core import (
 
 from ._driver import driver
 from ._runtime import cuda_devices, numba_cuda
-from ._spec import CALLABLE_VMAP_METHODS, KIND, SUPPORTED_DTYPES
+from ._spec import CALLABLE_VMAP_METHODS, DTYPES
 
 __all__ = ["numba_cuda_callable", "temporary"]
 
@@ -96,7 +97,7 @@ def temporary(shape: int | tuple[int, ...], dtype: Any) -> Any:
             "numba_cuda_callable call; call it inside that function"
         )
     dims = (shape,) if isinstance(shape, int) else tuple(shape)
-    resolved = check_dtype(dtype, "`temporary`", accepted=SUPPORTED_DTYPES, kind=KIND)
+    resolved = check_dtype(dtype, "`temporary`", accepted=DTYPES)
     nbytes = int(np.prod(dims, dtype=np.int64)) * resolved.itemsize
     if nbytes == 0:
         return _device_array(0, dims, resolved)
@@ -219,12 +220,8 @@ def numba_cuda_callable(
     if not callable(func):
         raise TypeError(f"`func` must be a callable, got {type(func)!r}")
     numba_cuda()
-    avals, rebuild = output_avals(outs, accepted=SUPPORTED_DTYPES, kind=KIND)
-    if vmap_method not in CALLABLE_VMAP_METHODS:
-        raise ValueError(
-            f"`vmap_method` must be one of {', '.join(map(repr, CALLABLE_VMAP_METHODS))}, "
-            f"got {vmap_method!r}"
-        )
+    avals, rebuild = output_avals(outs, accepted=DTYPES)
+    check_vmap_method(vmap_method, accepted=CALLABLE_VMAP_METHODS)
     aliases = check_aliases(input_output_aliases, len(avals))
     name = getattr(func, "__name__", type(func).__name__)
     n_params = positional_count(func)
@@ -242,8 +239,7 @@ def numba_cuda_callable(
             avals,
             aliases,
             name=f"callable '{name}'",
-            accepted=SUPPORTED_DTYPES,
-            kind=KIND,
+            accepted=DTYPES,
         )
         cuda_devices(f"numba cuda callable '{name}'")
         ffi = _FfiCall(_target(func, name), vmap_method or "sequential", aliases)

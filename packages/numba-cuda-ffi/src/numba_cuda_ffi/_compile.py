@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 from ffi_core import ArraySig
+from ffi_core import KernelCompileError as _KernelCompileError
 from ffi_core.cuda import PtxError, ptx_entry, ptx_params
 
 from ._runtime import numba_cuda
@@ -35,8 +36,9 @@ __all__ = [
 ARRAY_FIELDS = ("meminfo", "parent", "nitems", "itemsize", "data")
 
 
-class KernelCompileError(TypeError):
-    """A kernel that numba-cuda cannot compile for the dtypes and ranks it gets."""
+class KernelCompileError(_KernelCompileError):
+    """A kernel that numba-cuda cannot compile for the dtypes and ranks it gets
+    (a TypeError, as every bridge's ``ffi_core.KernelCompileError``)."""
 
 
 @dataclasses.dataclass(frozen=True)

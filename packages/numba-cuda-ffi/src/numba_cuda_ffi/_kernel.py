@@ -12,13 +12,14 @@ from ffi_core import (
     check_arity,
     check_inputs,
     check_sharding_rule,
+    check_vmap_method,
     output_avals,
     partitioned_call,
 )
 
 from ._launch import launch_config
 from ._runtime import cuda_devices
-from ._spec import KIND, SUPPORTED_DTYPES, VMAP_METHODS, KernelInfo
+from ._spec import DTYPES, VMAP_METHODS, KernelInfo
 
 __all__ = ["numba_cuda_kernel"]
 
@@ -84,6 +85,12 @@ def numba_cuda_kernel(
     Returns:
         A function taking the input arrays and returning the outputs.
 
+    Limitations:
+        No derivative: ``jax.grad``, ``jax.jvp``, ``jax.vjp`` and
+        ``jax.linear_transpose`` raise NotImplementedError naming the kernel;
+        define one with ``XLACustomKernel.def_jvp_rule`` or wrap the
+        operation in ``jax.custom_vjp``/``jax.custom_jvp``.
+
     Example (on a GPU):
         >>> from numba import cuda
         >>> @cuda.jit
@@ -98,7 +105,7 @@ def numba_cuda_kernel(
         >>> jax.jit(add_op)(x, y)  # doctest: +SKIP
     """
     info = _kernel_info(kernel)
-    avals, rebuild = output_avals(outs, accepted=SUPPORTED_DTYPES, kind=KIND)
+    avals, rebuild = output_avals(outs, accepted=DTYPES)
     launch = launch_config(
         grid=grid,
         block=block,
@@ -106,11 +113,7 @@ def numba_cuda_kernel(
         threads_per_block=threads_per_block,
         shared_mem=shared_mem,
     )
-    if vmap_method not in VMAP_METHODS:
-        raise ValueError(
-            f"`vmap_method` must be one of {', '.join(map(repr, VMAP_METHODS))}, "
-            f"got {vmap_method!r}"
-        )
+    check_vmap_method(vmap_method, accepted=VMAP_METHODS)
     aliases = check_aliases(input_output_aliases, len(avals))
     rule = check_sharding_rule(sharding_rule)
     name = f"kernel '{info.name}'"
@@ -119,7 +122,7 @@ def numba_cuda_kernel(
         from ._primitive import numba_cuda_call_p
 
         check_arity(info.n_params, len(args), len(avals), name=name)
-        check_inputs(args, avals, aliases, name=name, accepted=SUPPORTED_DTYPES, kind=KIND)
+        check_inputs(args, avals, aliases, name=name, accepted=DTYPES)
         cuda_devices(f"numba cuda kernel '{info.name}'")
         bound = BoundPrimitive(
             numba_cuda_call_p,

@@ -16,6 +16,7 @@ from ffi_core import (
     batch_call,
     batch_to_front,
     def_eager_impl,
+    raise_on_differentiation,
 )
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
@@ -127,3 +128,4 @@ numba_cuda_call_p.def_abstract_eval(_numba_cuda_call_abstract_eval)
 mlir.register_lowering(numba_cuda_call_p, _numba_cuda_call_lowering, platform="cuda")
 mlir.register_lowering(numba_cuda_call_p, _numba_cuda_call_cpu_lowering, platform="cpu")
 batching.primitive_batchers[numba_cuda_call_p] = _numba_cuda_call_batching
+raise_on_differentiation(numba_cuda_call_p, describe=lambda params: label(params["info"]))

@@ -19,6 +19,7 @@ from ._runtime import numba_cuda
 
 __all__ = [
     "CALLABLE_VMAP_METHODS",
+    "DTYPES",
     "KIND",
     "SUPPORTED_DTYPES",
     "VMAP_METHODS",
@@ -47,6 +48,9 @@ SUPPORTED_DTYPES: tuple[str, ...] = (
 #: The kernels, as dtype errors name them.
 KIND = "numba CUDA"
 
+#: The dtype table: what the checks accept and how their messages name the kernels.
+DTYPES = ffi_core.KernelDTypes(SUPPORTED_DTYPES, "numba CUDA kernels")
+
 #: ``vmap_method`` of ``numba_cuda_kernel``. None (default): one native call
 #: launching the kernel once per batch element. ``"sequential"`` /
 #: ``"sequential_unrolled"``: an XLA loop of calls. ``"fold"``: the caller
@@ -55,24 +59,11 @@ KIND = "numba CUDA"
 #: ``"expand_dims"`` / ``"broadcast_all"`` (as in ``jax.ffi.ffi_call``): the
 #: kernel gets every array with the batch as a leading axis (unbatched inputs
 #: with an axis of 1, or broadcast) and must handle it; the launch is unchanged.
-VMAP_METHODS: tuple[str | None, ...] = (
-    None,
-    "sequential",
-    "sequential_unrolled",
-    "expand_dims",
-    "broadcast_all",
-    "fold",
-)
+VMAP_METHODS: tuple[str | None, ...] = (*ffi_core.VMAP_METHODS, "fold")
 
 #: ``vmap_method`` of ``numba_cuda_callable`` (jax.ffi's methods; None is
 #: ``"sequential"``: the function sees one batch element per call).
-CALLABLE_VMAP_METHODS: tuple[str | None, ...] = (
-    None,
-    "sequential",
-    "sequential_unrolled",
-    "expand_dims",
-    "broadcast_all",
-)
+CALLABLE_VMAP_METHODS: tuple[str | None, ...] = ffi_core.VMAP_METHODS
 
 
 @dataclasses.dataclass(frozen=True)
