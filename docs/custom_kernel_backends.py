@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 import xla_custom_kernel as xck
 from jax.interpreters import ad
-from jax.test_util import check_grads
+from xla_custom_kernel.testing import check_kernel
 
 # --- 1. The kernels ---------------------------------------------------------
 # A numba kernel follows numba-cpu-ffi's convention: inputs, then outputs,
@@ -149,13 +149,8 @@ g_data, g_v = jax.grad(
     lambda d, v: jnp.dot(w, matvec(d, indices, indptr, v, shape=a.shape)), argnums=(0, 1)
 )(data, v)
 np.testing.assert_allclose(g_v, a.T @ w, rtol=1e-4, atol=1e-5)
-with jax.enable_x64(True):  # finite differences need float64
-    check_grads(
-        lambda d, v: matvec(d, indices, indptr, v, shape=a.shape),
-        (data.astype(np.float64), v.astype(np.float64)),
-        order=2,
-        modes=["fwd", "rev"],
-    )
+# The rules against finite differences and each other (the transpose against
+# the JVP), first and second order: step 7 checks them with check_kernel.
 
 # --- 5. Batching ------------------------------------------------------------
 # The default rule resolves batching when the call is lowered, per backend:
@@ -210,5 +205,30 @@ except Exception as e:  # JaxRuntimeError (first run) or ValueError
 assert "negative input" in message
 assert "kernel 'tutorial_checked', backend 'numba' on cpu" in message
 assert re.search(r"set_default\('cpu', 'jax'\)", message)  # the exact call that switches
+
+# --- 7. Every transform at once: check_kernel ------------------------------------
+# One call checks what the steps above checked by hand, and more: eager vs jit vs
+# a reference, every backend against the default, vmap against a loop (the batch
+# axis first and last, batched and unbatched inputs, nested), the JVP against
+# finite differences in float64, the transpose against the JVP, grad and second
+# order, compile counts, 8 threads, bad inputs. In a test it raises one
+# AssertionError listing every failure (Tutorial 8 shows one).
+small = sp.random(6, 5, density=0.4, format="csr", dtype=np.float32, random_state=3)
+report = check_kernel(
+    spmv,  # through its call function, matvec, with the keywords in kwargs
+    small.data,
+    small.indices.astype(np.int32),
+    small.indptr.astype(np.int32),
+    np.linspace(-1.0, 1.0, 5, dtype=np.float32),
+    kwargs={"shape": small.shape},
+    reference=lambda d, i, p, v: sp.csr_matrix((d, i, p), shape=(6, 5)) @ v,
+    skip={
+        "export": "this file runs as __main__, which a fresh process cannot import",
+        "bad_inputs: dtype": "matvec does not check its inputs' dtypes",
+        "bad_inputs: rank": "matvec does not check its inputs' ranks",
+    },
+)
+print(report)
+assert report.ok and any(row.check.startswith("autodiff: transpose") for row in report.passed)
 
 print("all steps passed")
