@@ -23,6 +23,7 @@ import warp as wp
 import xla_custom_kernel as xck
 from jax.test_util import check_grads
 from warp_ffi import warp_kernel
+from xla_custom_kernel.testing import check_kernel
 
 # Warp logs a banner and a line per module it builds; keep it to warnings.
 wp.config.log_level = wp.LOG_WARNING
@@ -122,10 +123,20 @@ scale_op.def_numba_kernel(numba_scale)
 # and the call's static keyword `alpha` reaches the kernel's scalar parameter.
 scale_op.def_warp_kernel(lambda outs, alpha: axpy)
 out = S(x.shape, x.dtype)
-by_numba = scale_op(x, y, outs=out, alpha=0.5)
 by_warp = scale_op(x, y, outs=out, alpha=0.5, backend="warp")
-np.testing.assert_allclose(by_numba, by_warp)
 assert scale_op.available_backends("cpu") == ["numba", "warp"]
+# check_kernel compares every backend with the default (numba), eagerly, under
+# jit and vmap, and from 8 threads (Tutorial 8 shows all it checks).
+report = check_kernel(
+    scale_op,
+    x,
+    y,
+    kwargs={"outs": out, "alpha": 0.5},
+    checks=["results", "backends", "vmap", "compile", "threads"],
+)
+assert report.ok and [r.check for r in report.passed if r.family == "backends"] == [
+    "backends: backend 'warp'"
+]
 
 # --- 6. A sparse, event-driven example: spikes through a CSR weight matrix ---------
 
