@@ -21,6 +21,7 @@ import threading
 from typing import Any
 
 import numpy as np
+from ffi_core import KernelCompileError as _KernelCompileError
 from ffi_core import Unexportable, code_from_dtype, record_recipe, register_target, target_name
 
 from ._native import ARRAY_T, bounds_layout
@@ -37,8 +38,9 @@ from ._warp import runtime, wp
 __all__ = ["KernelCompileError", "Loaded", "ensure_target", "load_kernel"]
 
 
-class KernelCompileError(TypeError):
-    """A Warp kernel that Warp cannot compile for the dtypes it is given."""
+class KernelCompileError(_KernelCompileError):
+    """A Warp kernel that Warp cannot compile for the dtypes it is given (a
+    TypeError, as every bridge's ``ffi_core.KernelCompileError``)."""
 
 
 class Loaded:

@@ -8,6 +8,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import ffi_core
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -17,25 +18,20 @@ from ffi_core import (
     check_aliases,
     check_inputs,
     check_sharding_rule,
+    check_vmap_method,
     output_avals,
     partitioned_call,
 )
 
 from ._catalog import kernel_info
 from ._primitive import backward_unavailable, warp_kernel_call_p
-from ._spec import KIND, KernelInfo, check_launch_dims
-from ._warp import SUPPORTED_DTYPES
+from ._spec import DTYPES, KernelInfo, check_launch_dims
 
 __all__ = ["VMAP_METHODS", "kernel_info", "warp_kernel"]
 
-#: Accepted ``vmap_method`` values; None is the default, one native call over the batch.
-VMAP_METHODS: tuple[str | None, ...] = (
-    None,
-    "sequential",
-    "sequential_unrolled",
-    "expand_dims",
-    "broadcast_all",
-)
+#: Accepted ``vmap_method`` values, ffi-core's (every bridge's); None is the
+#: default, one native call over the batch.
+VMAP_METHODS: tuple[str | None, ...] = ffi_core.VMAP_METHODS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,12 +175,8 @@ def warp_kernel(
         Array([0., 3., 6., 9.], dtype=float32)
     """
     info = kernel_info(kernel)
-    out_avals, rebuild = output_avals(outs, accepted=SUPPORTED_DTYPES, kind=KIND)
-    if vmap_method not in VMAP_METHODS:
-        raise ValueError(
-            f"`vmap_method` must be one of {', '.join(map(repr, VMAP_METHODS))}, "
-            f"got {vmap_method!r}"
-        )
+    out_avals, rebuild = output_avals(outs, accepted=DTYPES)
+    check_vmap_method(vmap_method)
     aliases = check_aliases(input_output_aliases, len(out_avals))
     launch = check_launch_dims(launch_dims)
     rule = check_sharding_rule(sharding_rule)
@@ -216,7 +208,7 @@ def warp_kernel(
     name = f"warp kernel '{info.name}'"
 
     def call(*args: Any, **scalars: Any) -> Any:
-        check_inputs(args, out_avals, aliases, name=name, accepted=SUPPORTED_DTYPES, kind=KIND)
+        check_inputs(args, out_avals, aliases, name=name, accepted=DTYPES)
         dtypes = [np.dtype(x.dtype).name for x in args] + [
             np.dtype(a.dtype).name for a in out_avals
         ]

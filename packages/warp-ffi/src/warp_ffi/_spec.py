@@ -22,6 +22,7 @@ from ._warp import SUPPORTED_DTYPES, dtype_name_of, wp, wp_types
 
 __all__ = [
     "DIMS_ATTR",
+    "DTYPES",
     "KIND",
     "CallSig",
     "KernelInfo",
@@ -37,6 +38,9 @@ __all__ = [
 
 #: The kernels, as dtype errors name them.
 KIND = "Warp"
+
+#: The dtype table: what the checks accept and how their messages name the kernels.
+DTYPES = ffi_core.KernelDTypes(SUPPORTED_DTYPES, "Warp kernels")
 
 #: ``wp.tid()`` grids and Warp arrays have at most this many dimensions.
 MAX_DIMS = wp_types.LAUNCH_MAX_DIMS
