@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numba
 import numpy as np
+from ffi_core.checking import check_kernel
 from numba_cpu_ffi import numba_kernel
 
 # --- 1. Elementwise -------------------------------------------------------
@@ -96,6 +97,16 @@ np.testing.assert_allclose(jax.vmap(cumsum_op)(rows), jnp.cumsum(rows, axis=1))
 # jax.ffi's methods are accepted too: one kernel call per row inside an XLA loop.
 seq = numba_kernel(cumsum, jax.ShapeDtypeStruct((4,), jnp.float32), vmap_method="sequential")
 np.testing.assert_allclose(jax.jit(jax.vmap(seq))(rows), jnp.cumsum(rows, axis=1))
+# check_kernel compares vmap with a loop over rows that differ (the batch axis
+# first and last, nested), for each vmap_method given; Tutorial 8 shows it all.
+report = check_kernel(
+    cumsum_op,
+    rows[0],
+    reference=np.cumsum,
+    checks=["results", "vmap"],
+    vmap_methods=[None, "sequential", "sequential_unrolled"],
+)
+assert report.ok and len(report.passed) == 9
 
 # --- 5. In-place updates with input_output_aliases -------------------------
 
@@ -113,6 +124,8 @@ inc = numba_kernel(
 buf = jnp.zeros(5, jnp.float32)
 np.testing.assert_allclose(jax.jit(inc, donate_argnums=0)(buf), np.ones(5))
 assert buf.is_deleted()  # donated: XLA wrote into it, no copy was made
+# The same, checked: the output reuses the donated buffer, no other input changes.
+assert check_kernel(inc, jnp.zeros(5, jnp.float32), checks=["aliases"]).ok
 
 # --- 6. Errors --------------------------------------------------------------
 # A kernel that raises gives a Python exception naming the kernel; the process
