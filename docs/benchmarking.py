@@ -15,6 +15,7 @@ import numba
 import numpy as np
 import xla_custom_kernel as xck
 from kernel_bench import BenchmarkConfig, BenchmarkResult, benchmark_function
+from xla_custom_kernel.testing import check_kernel
 
 # --- 1. Timing one function ---------------------------------------------------
 # Each timed run blocks until the results are ready. With n_batch_per_run > 1,
@@ -52,6 +53,16 @@ def softplus_data(*, platform):
         x = rng.standard_normal(n).astype(np.float32)
         yield BenchmarkConfig(f"n={n}", (x,), data_kwargs={"n": n})
 
+
+# Before timing the backends, check that they compute one thing, eagerly, under
+# jit and under vmap: check_kernel (Tutorial 8 shows all it checks).
+report = check_kernel(
+    softplus,
+    np.linspace(-3.0, 3.0, 8, dtype=np.float32),
+    reference=lambda x: np.logaddexp(np.float32(0), x),
+    checks=["results", "backends", "vmap"],
+)
+assert report.ok and "backends: backend 'jax'" in [r.check for r in report.passed]
 
 # --- 3. Benchmark every backend ------------------------------------------------
 # Results of all backends are compared (rtol/atol); a failing or mismatching
