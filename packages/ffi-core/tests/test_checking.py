@@ -250,3 +250,31 @@ def test_bad_inputs_are_compiled_never_run():
         ),
     )
     assert [np.ndim(v) for v in ran] == [1]  # the sample inputs' own call only
+
+
+def test_jvp_rule_that_mixes_rows_under_vmap():
+    def tangent(t):
+        out = 2 * t
+        return np.roll(out, 1, axis=0) if out.ndim > 1 else out  # batched: rows shift
+
+    @jax.custom_jvp
+    def op(x):
+        return 2 * x
+
+    @op.defjvp
+    def _jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        shape = jax.ShapeDtypeStruct(t.shape, t.dtype)
+        return op(x), jax.pure_callback(tangent, shape, t, vmap_method="broadcast_all")
+
+    report = check_kernel(
+        op,
+        X,
+        checks=["autodiff: JVP vs finite differences", "autodiff: JVP under vmap"],
+        raises=False,
+    )
+    assert [(r.check, r.status) for r in report.results] == [
+        ("autodiff: JVP vs finite differences", Status.PASSED),
+        ("autodiff: JVP under vmap", Status.FAILED),
+    ]
+    assert report.failed[0].detail.startswith("output 0 at index (0, 0): loop ")

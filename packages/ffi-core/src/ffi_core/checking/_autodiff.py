@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import test_util
 
-from ._case import Case, describe_error, is_inexact
+from ._case import Case, describe_error, is_inexact, row_inputs
 from ._report import CheckResult, Status, failed, passed, skipped
 
 __all__ = ["check_autodiff"]
@@ -109,12 +109,16 @@ def check_autodiff(case: Case) -> list[CheckResult]:
             why = f"the op has no JVP rule ({describe_error(exc)})"
             return case.run("autodiff", lambda: skipped("autodiff", why))
         rows = case.run(_JVP, lambda: _check_jvp(problem, primals, tangents, jvp_out, fd_key, note))
+        rows += case.run(_JVP_VMAP, lambda: _check_jvp_vmap(case, problem, primals, tangents))
         transpose = case.run(
             _TRANSPOSE, lambda: _check_transpose(problem, primals, tangents, jvp_out, fd_key)
         )
         rows += transpose
         if any(r.status is Status.SKIPPED and r.check == _TRANSPOSE for r in transpose):
             return rows  # no transpose rule: no reverse mode either
+        rows += case.run(
+            _TRANSPOSE_VMAP, lambda: _check_transpose_vmap(case, problem, primals, jvp_out)
+        )
         rows += case.run(_GRAD, lambda: _check_grad(problem, primals, tangents, fd_key))
         if fd_key == "float64":
             rows += case.run(_ORDER2, lambda: _check_order2(problem, primals))
@@ -127,6 +131,37 @@ def check_autodiff(case: Case) -> list[CheckResult]:
 _JVP = "autodiff: JVP vs finite differences"
 _TRANSPOSE = "autodiff: transpose vs JVP (dot-product test)"
 _GRAD = "autodiff: grad of a scalar loss"
+_JVP_VMAP = "autodiff: JVP under vmap"
+_TRANSPOSE_VMAP = "autodiff: transpose under vmap"
+# Rows of the batches the rules are checked on under vmap.
+_ROWS = 2
+
+
+def _stack(rows: Sequence[Sequence[Any]]) -> list[Any]:
+    return [jnp.stack(column) for column in zip(*rows, strict=True)]
+
+
+def _check_jvp_vmap(case: Case, problem, primals, tangents) -> CheckResult:
+    # The rules run on batched calls (a batch level of their own): the JVP of
+    # the vmapped op against a loop of JVPs, over rows (primals and tangents)
+    # that differ.
+    rows = [row_inputs(primals, b) for b in range(_ROWS)]
+    row_tangents = [[t * (1 + b) for t in tangents] for b in range(_ROWS)]
+    loop = _stack([jax.jvp(problem, r, t)[1] for r, t in zip(rows, row_tangents, strict=True)])
+    _, got = jax.jvp(jax.vmap(problem), _stack(rows), _stack(row_tangents))
+    return case.compare(_JVP_VMAP, loop, list(got), ("loop", "vmap"))
+
+
+def _check_transpose_vmap(case: Case, problem, primals, jvp_out) -> CheckResult:
+    rows = [row_inputs(primals, b) for b in range(_ROWS)]
+    cotangents = _random_like(jvp_out, 2)
+    row_cts = [tuple(c * (1 + b) for c in cotangents) for b in range(_ROWS)]
+    loop = _stack([jax.vjp(problem, *r)[1](c) for r, c in zip(rows, row_cts, strict=True)])
+    _, vjp = jax.vjp(jax.vmap(problem), *_stack(rows))
+    got = vjp(tuple(_stack(row_cts)))
+    return case.compare(_TRANSPOSE_VMAP, loop, list(got), ("loop", "vmap"))
+
+
 _ORDER2 = "autodiff: second order (check_grads)"
 
 
