@@ -245,7 +245,8 @@ def test_kernel_without_call_or_data(fake_kernel):
         (
             [(np.ones(2),)],
             TypeError,
-            "the benchmark data of kernel 'scale' must be BenchmarkConfig objects, got <class 'tuple'> at position 0",
+            "the benchmark data of kernel 'scale' must be BenchmarkConfig objects (or objects with "
+            "the fields name, args, kernel_kwargs, data_kwargs), got <class 'tuple'> at position 0",
         ),
         (cases(4, 4), ValueError, "the benchmark data of kernel 'scale' has two cases named 'n=4'"),
     ],
@@ -254,6 +255,19 @@ def test_bad_benchmark_data(fake_kernel, data, error, message):
     k = fake_kernel("scale", {"jax": scale}, lambda: data)
     with pytest.raises(error, match=whole(message)):
         benchmark_kernel(k, platform="cpu")
+
+
+def test_benchmark_data_of_another_config_type(fake_kernel):
+    # A library ported from the seed yields its own config class with the same fields.
+    class SeedConfig:
+        def __init__(self, name, args, kernel_kwargs, data_kwargs):
+            self.name, self.args = name, args
+            self.kernel_kwargs, self.data_kwargs = kernel_kwargs, data_kwargs
+
+    data = [SeedConfig(c.name, c.args, c.kernel_kwargs, c.data_kwargs) for c in cases(4, 8)]
+    k = fake_kernel("scale", {"jax": scale}, lambda: data)
+    result = benchmark_kernel(k, platform="cpu", n_warmup=1, n_runs=2)
+    assert sorted({r.data_kwargs["n"] for r in result.records}) == [4, 8]
 
 
 # --- a real XLACustomKernel: a numba backend and a pure-JAX reference -------------------

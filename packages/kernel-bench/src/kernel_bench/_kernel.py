@@ -106,6 +106,9 @@ def _check_kernel(kernel: Any, platform: str, backends: Sequence[str] | None) ->
     return tuple(dict.fromkeys(backends))
 
 
+_CONFIG_FIELDS = ("name", "args", "kernel_kwargs", "data_kwargs")
+
+
 def _cases(kernel: Any, platform: str) -> list[BenchmarkConfig]:
     cases = list(kernel.benchmark_data(platform=platform))
     if not cases:
@@ -113,10 +116,15 @@ def _cases(kernel: Any, platform: str) -> list[BenchmarkConfig]:
     names = set()
     for i, cfg in enumerate(cases):
         if not isinstance(cfg, BenchmarkConfig):
-            raise TypeError(
-                f"the benchmark data of kernel '{kernel.name}' must be BenchmarkConfig "
-                f"objects, got {type(cfg)!r} at position {i}"
-            )
+            if not all(hasattr(cfg, field) for field in _CONFIG_FIELDS):
+                raise TypeError(
+                    f"the benchmark data of kernel '{kernel.name}' must be BenchmarkConfig "
+                    f"objects (or objects with the fields {', '.join(_CONFIG_FIELDS)}), "
+                    f"got {type(cfg)!r} at position {i}"
+                )
+            # Another library's config type of the same shape (the seed's own,
+            # say): its fields are checked as ours are.
+            cfg = cases[i] = BenchmarkConfig(**{f: getattr(cfg, f) for f in _CONFIG_FIELDS})
         if cfg.name in names:
             raise ValueError(
                 f"the benchmark data of kernel '{kernel.name}' has two cases named '{cfg.name}'"
