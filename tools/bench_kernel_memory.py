@@ -12,8 +12,8 @@ divided by N is the memory per kernel. Rows:
 
 - ``cold``: ``numba_kernel`` ops jitted and called, the handler cache in an
   empty directory (every handler compiled);
-- ``warm``: the same, the handler cache filled by a previous process (handlers
-  loaded from disk);
+- ``warm``: the same, the handler cache filled by the ``cold`` process before
+  it (handlers loaded from disk);
 - ``vmap``: as ``cold``, each op called under ``jax.vmap`` (the handler with
   its batch loop);
 - ``handler``: the handlers compiled (``compiled_handler``), no XLA;
@@ -122,23 +122,28 @@ def main() -> None:
     if args.child:
         print(json.dumps(_child(args.child, args.n)))
         return
-    rows = [r for r in args.rows.split(",") if r]
-    unknown = [r for r in rows if r not in ROWS]
+    asked = [r for r in args.rows.split(",") if r]
+    unknown = [r for r in asked if r not in ROWS]
     if unknown:
         parser.error(f"--rows takes {', '.join(ROWS)}, got {', '.join(unknown)}")
+    rows = [r for r in ROWS if r in asked]  # "cold" before "warm", which reuses its cache
+    runs: dict[str, list[dict[str, float]]] = {row: [] for row in rows}
+    for _ in range(args.repeats):
+        with tempfile.TemporaryDirectory(prefix="bench-kernel-memory-") as scratch:
+            for row in rows:
+                # Each row its own empty handler cache, but "warm": the one
+                # "cold" filled (filled here when "cold" is not a row).
+                cache = os.path.join(scratch, "cold" if row == "warm" else row)
+                if row == "warm" and "cold" not in rows:
+                    _run("cold", args.n, cache)
+                runs[row].append(_run("cold" if row == "warm" else row, args.n, cache))
     results: dict[str, dict[str, object]] = {}
     for row in rows:
-        runs = []
-        for _ in range(args.repeats):
-            with tempfile.TemporaryDirectory(prefix="bench-kernel-memory-") as cache:
-                if row == "warm":
-                    _run("cold", args.n, cache)  # fills the handler cache
-                runs.append(_run("cold" if row == "warm" else row, args.n, cache))
-        per = [r["per_kernel_mib"] for r in runs]
+        per = [r["per_kernel_mib"] for r in runs[row]]
         results[row] = {
             "per_kernel_mib": per,
             "median_mib": statistics.median(per),
-            "baseline_mib": statistics.median(r["before_mib"] for r in runs),
+            "baseline_mib": statistics.median(r["before_mib"] for r in runs[row]),
         }
     if args.json:
         print(json.dumps({"n": args.n, "repeats": args.repeats, "rows": results}))
