@@ -10,7 +10,7 @@ import numpy as np
 from xla_custom_kernel import XLACustomKernel
 
 from .._config import BenchmarkConfig
-from ._common import config, stable_ffi_name
+from ._common import check_vectors, config, stable_ffi_name
 from ._scale import sizes
 
 try:
@@ -45,6 +45,12 @@ axpy.def_jvp_rule2(
 
 @axpy.def_call
 def _axpy_call(x: jax.Array, y: jax.Array, a: jax.Array) -> jax.Array:
+    check_vectors("axpy", x=x, y=y)
+    if np.shape(a) != (1,) or np.dtype(a.dtype) != np.dtype(x.dtype):
+        raise ValueError(
+            f"input 2 (`a`) of axpy must have shape (1,) and the dtype of `x`, {np.dtype(x.dtype)}, "
+            f"got {np.dtype(a.dtype)}{list(np.shape(a))}"
+        )
     return axpy(x, y, a, outs=jax.ShapeDtypeStruct(x.shape, x.dtype))
 
 

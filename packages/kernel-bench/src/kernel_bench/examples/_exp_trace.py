@@ -14,7 +14,7 @@ from numba_cpu_ffi import numba_kernel
 from xla_custom_kernel import XLACustomKernel
 
 from .._config import BenchmarkConfig
-from ._common import config, stable_ffi_name
+from ._common import check_vectors, config, stable_ffi_name
 from ._scale import sizes
 
 __all__ = ["exp_trace"]
@@ -57,6 +57,7 @@ exp_trace.def_jvp_rule2(
 def _exp_trace_call(
     trace: jax.Array, spikes: jax.Array, *, dt: float = 0.1, tau: float = 10.0
 ) -> jax.Array:
+    check_vectors("exp_trace", trace=trace, spikes=spikes)
     return exp_trace(
         trace, spikes, outs=jax.ShapeDtypeStruct(trace.shape, trace.dtype), dt=dt, tau=tau
     )

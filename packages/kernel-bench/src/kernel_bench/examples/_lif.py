@@ -14,7 +14,7 @@ from numba_cpu_ffi import numba_kernel
 from xla_custom_kernel import XLACustomKernel
 
 from .._config import BenchmarkConfig
-from ._common import config, stable_ffi_name
+from ._common import check_vectors, config, stable_ffi_name
 from ._scale import sizes
 
 try:
@@ -66,6 +66,7 @@ if _warp_kernels is not None:
 
 @lif_step.def_call
 def _lif_call(v, i_ext, *, dt=0.1, tau=10.0, v_th=1.0, v_reset=0.0):
+    check_vectors("lif_step", v=v, i_ext=i_ext)
     outs = (jax.ShapeDtypeStruct(v.shape, v.dtype), jax.ShapeDtypeStruct(v.shape, jnp.bool_))
     return lif_step(v, i_ext, outs=outs, dt=dt, tau=tau, v_th=v_th, v_reset=v_reset)
 

@@ -74,15 +74,15 @@ def _lif_reference(v, i_ext, *, dt=0.1, tau=10.0, v_th=1.0, v_reset=0.0):
     return np.where(spikes, v_reset, v_new).astype(v.dtype), spikes
 
 
-# The examples do not check the dtype or rank of their inputs (the call
-# functions compute `outs` from them and the kernels take what they get).
+# The sparse products do not check the dtype or rank of their inputs (the
+# call functions compute `outs` from them and the kernels take what they get).
 _UNCHECKED = {
     "bad_inputs: dtype": "the example does not check its inputs' dtypes",
     "bad_inputs: rank": "the example does not check its inputs' ranks",
 }
 
 SAMPLES: dict[str, Sample] = {
-    "axpy": Sample(_axpy(8), {}, lambda x, y, a: a[0] * x + y, _axpy(12), _UNCHECKED),
+    "axpy": Sample(_axpy(8), {}, lambda x, y, a: a[0] * x + y, _axpy(12)),
     # 258: not a multiple of a vector width (a kernel's tail is checked too), and even
     # (the sharding check splits it over two devices).
     "exp_trace": Sample(
@@ -90,9 +90,8 @@ SAMPLES: dict[str, Sample] = {
         {"dt": 0.5, "tau": 4.0},
         lambda trace, spikes: trace * np.exp(np.float32(-0.5 / 4.0)) + spikes,
         _exp_trace(300),
-        _UNCHECKED,
     ),
-    "lif_step": Sample(_lif(8), {}, _lif_reference, _lif(12), _UNCHECKED),
+    "lif_step": Sample(_lif(8), {}, _lif_reference, _lif(12)),
     "csr_matvec": Sample(
         _csr(None, 0.4),
         {"shape": (6, 5)},
