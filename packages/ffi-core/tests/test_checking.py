@@ -181,6 +181,37 @@ def test_op_that_fails_eagerly():
         ({"threads": 2.0}, TypeError, "`threads` must be an int, got <class 'float'>"),
         ({"reference": 1}, TypeError, "`reference` must be callable or None, got <class 'int'>"),
         ({"kwargs": [1]}, TypeError, "`kwargs` must be a mapping or None, got <class 'list'>"),
+        (
+            {"tolerances": [1]},
+            TypeError,
+            "`tolerances` must be a mapping {dtype name: (rtol, atol)} or None, got <class 'list'>",
+        ),
+        (
+            {"tolerances": {"float32": (1e-3,)}},
+            ValueError,
+            "`tolerances` must map dtype names to (rtol, atol), two numbers >= 0, got "
+            "'float32': (0.001,)",
+        ),
+        (
+            {"vmap_methods": "sequential"},
+            TypeError,
+            "`vmap_methods` must be a sequence of str or None, got 'sequential'",
+        ),
+        (
+            {"other_args": 3},
+            TypeError,
+            "`other_args` must be a sequence of arrays, got <class 'int'>",
+        ),
+        (
+            {"aliases": {0: "0"}},
+            TypeError,
+            "`aliases` must be a mapping {input: output} of ints, got {0: '0'}",
+        ),
+        (
+            {"export_imports": "mymodule"},
+            TypeError,
+            "`export_imports` must be a sequence of module names (str), got 'mymodule'",
+        ),
     ],
 )
 def test_bad_options(kwargs, error, message):

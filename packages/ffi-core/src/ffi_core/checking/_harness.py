@@ -71,6 +71,48 @@ def _check_names(names: Collection[str] | None, what: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _sequence(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+
+def _check_options(tolerances, vmap_methods, other_args, aliases, export_imports) -> None:
+    if tolerances is not None:
+        if not isinstance(tolerances, Mapping):
+            raise TypeError(
+                "`tolerances` must be a mapping {dtype name: (rtol, atol)} or None, "
+                f"got {type(tolerances)!r}"
+            )
+        for name, pair in tolerances.items():
+            if not (
+                isinstance(name, str)
+                and _sequence(pair)
+                and len(pair) == 2
+                and all(isinstance(t, int | float) and t >= 0 for t in pair)
+            ):
+                raise ValueError(
+                    "`tolerances` must map dtype names to (rtol, atol), two numbers >= 0, "
+                    f"got {name!r}: {pair!r}"
+                )
+    if vmap_methods is not None and (
+        not _sequence(vmap_methods)
+        or not all(m is None or isinstance(m, str) for m in vmap_methods)
+    ):
+        raise TypeError(f"`vmap_methods` must be a sequence of str or None, got {vmap_methods!r}")
+    if other_args is not None and not _sequence(other_args):
+        raise TypeError(f"`other_args` must be a sequence of arrays, got {type(other_args)!r}")
+    if aliases is not None and not (
+        isinstance(aliases, Mapping)
+        and all(isinstance(k, int) and isinstance(v, int) for k, v in aliases.items())
+    ):
+        raise TypeError(f"`aliases` must be a mapping {{input: output}} of ints, got {aliases!r}")
+    if export_imports is not None and not (
+        _sequence(export_imports) and all(isinstance(m, str) for m in export_imports)
+    ):
+        raise TypeError(
+            f"`export_imports` must be a sequence of module names (str), got {export_imports!r}"
+        )
+
+
 def check_kernel(
     op: Callable[..., Any],
     *args: Any,
@@ -169,6 +211,7 @@ def check_kernel(
             raise TypeError(f"`{what}` must be an int, got {type(value)!r}")
         if value < least:
             raise ValueError(f"`{what}` must be at least {least}, got {value}")
+    _check_options(tolerances, vmap_methods, other_args, aliases, export_imports)
     selected = _check_names(checks, "checks") or tuple(CHECKS)
     reasons = dict(skip) if isinstance(skip, Mapping) else {}
     excluded = {
