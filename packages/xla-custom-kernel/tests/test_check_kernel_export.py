@@ -64,6 +64,19 @@ def test_export_without_an_importable_module_is_skipped():
     )
 
 
+def test_bridge_op_without_export_imports_is_skipped(ops):
+    # numba_kernel's wrapper lives in numba_cpu_ffi's private module.
+    report = check_kernel(ops.double, X, checks=["export"])
+    assert report.results == (
+        CheckResult(
+            "export: in a fresh process",
+            Status.SKIPPED,
+            "give `export_imports`, the modules that define the op's kernels (the op's own "
+            "module, numba_cpu_ffi._kernel, is not one)",
+        ),
+    )
+
+
 @numba.njit
 def _increment(x, out):
     for i in range(x.size):

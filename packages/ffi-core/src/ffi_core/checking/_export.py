@@ -58,7 +58,16 @@ def check_export(case: Case) -> list[CheckResult]:
 def _export(case: Case) -> CheckResult:
     modules = case.options.export_imports
     if modules is None:
-        modules = (getattr(case.options.signature_of, "__module__", None) or "__main__",)
+        # The op's own module, where that is a user's module: a bridge's
+        # wrapper lives in the bridge's private module, which defines no kernel.
+        module = getattr(case.options.signature_of, "__module__", None) or "__main__"
+        if any(part.startswith("_") for part in module.split(".")):
+            return skipped(
+                _CHECK,
+                f"give `export_imports`, the modules that define the op's kernels (the op's "
+                f"own module, {module}, is not one)",
+            )
+        modules = (module,)
     missing = _unimportable(modules)
     if missing:
         return skipped(
