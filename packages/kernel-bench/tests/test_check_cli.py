@@ -48,6 +48,13 @@ def test_check_bundled_example(capsys):
     assert "results: reference" in out and "vmap: batch axis 0" in out
 
 
+def test_check_without_targets_checks_every_bundled_example(capsys):
+    assert main(["check", "--checks", "results: eager vs jit"]) == 0
+    out = capsys.readouterr().out
+    names = re.findall(r"^check_kernel\((\w+)\): 1 passed", out, re.M)
+    assert names == ["axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat"]
+
+
 def test_check_module_attr_uses_the_smallest_benchmark_case(capsys, ops):
     target = "kernel_bench_check_cli_target:good"
     assert main(["check", target, "--checks", "results", "--skip", "results: reference"]) == 0

@@ -27,10 +27,11 @@ def add_check_command(commands: Any) -> None:
     )
     check.add_argument(
         "targets",
-        nargs="+",
+        nargs="*",
         metavar="OP",
         help="an operation of the bundled suite by name (checked on small sample inputs), or "
-        "MODULE:ATTR naming an XLACustomKernel (checked on its smallest benchmark case)",
+        "MODULE:ATTR naming an XLACustomKernel (checked on its smallest benchmark case); "
+        "none: every bundled example",
     )
     check.add_argument(
         "--checks", nargs="+", metavar="CHECK", help="only these checks (families or rows)"
@@ -100,7 +101,8 @@ def run_check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from ._kernel import default_platform
 
     bundled = _bundled()
-    ops = [bundled.get(t) or _from_module(parser, t) for t in args.targets]
+    targets = args.targets or list(bundled)
+    ops = [bundled.get(t) or _from_module(parser, t) for t in targets]
     platform = default_platform()
     status = 0
     for op in ops:
