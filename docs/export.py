@@ -11,7 +11,8 @@ beside JAX's bytes, how each target was made (the kernel's digest and its
 dtype/rank signature; for an ``XLACustomKernel``, also the generator call);
 ``ffi_core.deserialize`` makes the targets again from the kernels the new
 process defines (by importing the module that wraps them, or given in
-``kernels=``), and names any kernel it cannot find.
+``kernels=``), and names any kernel it cannot find. Last, ``check_kernel``
+checks the two ops under every transform that applies.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numba
 import numpy as np
 import xla_custom_kernel as xck
 from numba_cpu_ffi import numba_kernel
+from xla_custom_kernel.testing import check_kernel
 
 # --- The kernels: in a real program, a module both processes import ---------
 
@@ -90,6 +92,41 @@ def call_all(folder: str) -> None:
     print("called in a new process: " + ", ".join(EXPECTED))
 
 
+# Every check_kernel row but these runs on the two ops below.
+SKIP = {
+    # check_kernel's own export check deserializes in a fresh process that
+    # imports the modules defining the kernels; this file runs as __main__,
+    # which no other process can import (main() below starts a copy of the
+    # file instead).
+    "export": "the tutorial runs as __main__, which a fresh process cannot import",
+    # A numba kernel compiles for any dtype its code takes: int32 inputs give
+    # the right float32 results, so they are not refused.
+    "bad_inputs: dtype": "the kernels are generic: int32 inputs give the right results",
+}
+
+
+def check_ops() -> None:
+    # --- 4. The ops themselves, checked under every transform (Tutorial 8):
+    # eager vs jit vs a reference, vmap, compile counts, threads, bad inputs.
+    # They have no JVP rule, which is reported, not failed. check_kernel
+    # raises an AssertionError naming every failed row.
+    reports = [
+        check_kernel(axpy_op, X, X, reference=lambda x, y: 2 * x + y, skip=SKIP),
+        check_kernel(
+            clip,
+            X,
+            kwargs={"outs": jax.ShapeDtypeStruct(X.shape, X.dtype), "limit": 5.0},
+            reference=lambda x: np.minimum(x, 5.0),
+            skip=SKIP,
+        ),
+    ]
+    for report in reports:
+        assert report.ok and {"results", "vmap", "bad_inputs"} <= {
+            row.family for row in report.passed
+        }
+        print(report.summary())
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         export_all(folder)
@@ -102,6 +139,7 @@ def main() -> None:
         )
         assert out.returncode == 0, out.stdout + out.stderr
         print(out.stdout.strip())
+    check_ops()
     print("all steps passed")
 
 
