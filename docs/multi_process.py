@@ -16,7 +16,8 @@ of it (an ``all-gather`` in the compiled program); with
 ``sharding_rule="elementwise"`` each device computes its own shard, and the
 result keeps the inputs' sharding. On several machines,
 give every process the coordinator's address, the number of processes and its
-own id, exactly as here.
+own id, exactly as here. Step 5, back in the first process, checks the ops
+with ``check_kernel`` (Tutorial 8).
 """
 
 from __future__ import annotations
@@ -26,9 +27,27 @@ import socket
 import subprocess
 import sys
 
+import numba
+
 N_PROCESSES = 2
 DEVICES_PER_PROCESS = 2
 TIMEOUT_S = 240
+
+# --- The kernels: the workers run them, this process checks them -----------
+# (numba does not import jax, so the workers can still set XLA_FLAGS first.)
+
+
+@numba.njit
+def square(x, out):
+    for i in range(x.size):
+        out[i] = x[i] * x[i]
+
+
+@numba.njit
+def square_counting(x, out, seen):
+    for i in range(x.size):
+        out[i] = x[i] * x[i]
+        seen[i] = x.size  # how many elements this call of the kernel saw
 
 
 def worker(process_id: int, port: int) -> None:
@@ -47,7 +66,6 @@ def worker(process_id: int, port: int) -> None:
         initialization_timeout=TIMEOUT_S // 2,
     )
     import jax.numpy as jnp
-    import numba
     import numpy as np
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
@@ -59,12 +77,6 @@ def worker(process_id: int, port: int) -> None:
     assert len(jax.local_devices()) == DEVICES_PER_PROCESS
 
     # --- 2. A numba kernel on each shard, a sum across processes ---------
-
-    @numba.njit
-    def square(x, out):
-        for i in range(x.size):
-            out[i] = x[i] * x[i]
-
     n = 16
     per_shard = n // n_devices
     square_op = numba_kernel(square, jax.ShapeDtypeStruct((per_shard,), jnp.float32))
@@ -89,13 +101,6 @@ def worker(process_id: int, port: int) -> None:
         np.testing.assert_array_equal(shard.data, host[shard.index] ** 2)
 
     # --- 4. No shard_map: jit with sharded inputs, without and with a rule --
-
-    @numba.njit
-    def square_counting(x, out, seen):
-        for i in range(x.size):
-            out[i] = x[i] * x[i]
-            seen[i] = x.size  # how many elements this call of the kernel saw
-
     outs = (jax.ShapeDtypeStruct((n,), jnp.float32), jax.ShapeDtypeStruct((n,), jnp.int32))
     seen_by_rule = {}
     for rule, seen_per_call, gathered in ((None, n, True), ("elementwise", per_shard, False)):
@@ -128,6 +133,74 @@ def worker(process_id: int, port: int) -> None:
     jax.distributed.shutdown()
 
 
+def check_ops() -> None:
+    # --- 5. Back in this process: the ops checked with check_kernel --------
+    # (Tutorial 8): eager vs jit vs a reference, vmap, compile counts,
+    # threads, bad inputs and, where this process has several CPU devices,
+    # the "elementwise" rule under a sharded jit and shard_map. Here only:
+    # the workers run the ops, they do not check them. jax is imported here,
+    # not at the top: a worker imports this file and sets XLA_FLAGS first.
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from ffi_core.checking import Status, check_kernel
+    from numba_cpu_ffi import numba_kernel
+
+    x = np.arange(16, dtype=np.float32)
+    skip = {
+        # A numba kernel compiles for any dtype its code takes: int32 inputs
+        # give the right float32 results, so they are not refused.
+        "bad_inputs: dtype": "the kernels are generic: int32 inputs give the right results",
+        # The kernels' module is this file, run as __main__.
+        "export": "the tutorial runs as __main__, which a fresh process cannot import",
+    }
+
+    # The ops as call functions: their `outs` follow the input (inside
+    # shard_map an op sees its shard, not the whole array), and they refuse
+    # what the kernels cannot take (they index x[i] for i < x.size: vectors).
+    def vector_outs(x, *dtypes):
+        if x.ndim != 1:
+            raise ValueError(f"input 0 (`x`) must be a vector, got shape {x.shape}")
+        return tuple(jax.ShapeDtypeStruct(x.shape, dtype) for dtype in dtypes)
+
+    def square_op(x):
+        (outs,) = vector_outs(x, x.dtype)
+        return numba_kernel(square, outs, sharding_rule="elementwise")(x)
+
+    def counting_op(x):
+        outs = vector_outs(x, x.dtype, jnp.int32)
+        return numba_kernel(square_counting, outs, sharding_rule="elementwise")(x)
+
+    reports = [
+        check_kernel(
+            square_op,
+            x,
+            reference=lambda x: x * x,
+            sharding_rule="elementwise",
+            skip=skip,
+        ),
+        check_kernel(
+            counting_op,
+            x,
+            reference=lambda x: (x * x, np.full(x.shape, x.size, np.int32)),
+            skip={
+                **skip,
+                # `seen` counts the elements one call sees: a shard's, by design.
+                "sharding": "`seen` is the size of each call's shard, which sharding changes",
+            },
+        ),
+    ]
+    for report in reports:
+        families = {row.family for row in report.passed}
+        assert {"results", "vmap", "compile", "threads", "bad_inputs"} <= families, report
+        print(report.summary())
+    sharding = [row for row in reports[0].results if row.family == "sharding"]
+    if len(jax.devices("cpu")) > 1:
+        assert all(row.status is Status.PASSED for row in sharding), reports[0]
+    else:
+        print(f"sharding: skipped ({sharding[0].detail})")
+
+
 def main() -> None:
     with socket.socket() as s:  # a free port for the coordinator
         s.bind(("127.0.0.1", 0))
@@ -153,6 +226,7 @@ def main() -> None:
         assert proc.returncode == 0, f"process {i} failed:\n{out}"
         assert f"process {i}: sum of squares 1240, shards checked" in out, out
         print("\n".join(out.strip().splitlines()[-2:]))
+    check_ops()
     print("all steps passed")
 
 
