@@ -36,11 +36,19 @@ from triton_ffi.testing import LOWERING, interpreted
 from warp_ffi import warp_kernel
 from warp_ffi.testing import LOWERING as WARP_LOWERING
 from warp_ffi.testing import on_cpu
+from xla_custom_kernel.testing import check_kernel
 
 S = jax.ShapeDtypeStruct
 ON_GPU = jax.devices()[0].platform == "gpu"
 NO_GPU = "runs on NVIDIA GPUs, but JAX has no CUDA device here"
 CPU = jax.devices("cpu")[0]
+# check_kernel (Tutorial 8) checks each op below; its export row runs a fresh
+# process importing the modules that define the kernels, and this file runs
+# as __main__, which no other process can import.
+SKIP = {"export": "the tutorial runs as __main__, which a fresh process cannot import"}
+# Small samples keep the checks fast.
+X8 = np.linspace(-1.0, 1.0, 8, dtype=np.float32)
+Y8 = np.linspace(0.5, 2.0, 8, dtype=np.float32)
 
 # --- 1. A Triton kernel as a JAX operation ------------------------------------
 # The parameters that are not tl.constexpr are one pointer per input, one per
@@ -246,6 +254,31 @@ else:
         got = jax.vmap(lambda x: saxpy_op(x, y, alpha=1.5, n=n))(xs)
         np.testing.assert_allclose(got, 1.5 * xs + y, rtol=1e-6)
 
+
+# check_kernel on the Triton and the CUDA op, on a GPU or the emulated one (on
+# 8 elements: every launch of the emulated one runs on the host). Their
+# pointer parameters carry no rank: a kernel reads the `n` elements it is
+# told to, so another rank is not refused; Triton compiles for the dtype of
+# whatever its pointers get.
+def check_gpu_ops():
+    kw = {"alpha": 0.5, "n": 8}
+    pointers = {
+        "bad_inputs: rank": "pointer parameters carry no rank; the kernel reads `n` elements"
+    }
+    triton_op = triton_kernel(axpy, S((8,), jnp.float32), grid=(1,), BLOCK=256)
+    cuda_op = module.kernel("saxpy", S((8,), jnp.float32), launch_dims=8)
+    triton_skip = {**SKIP, **pointers, "bad_inputs: dtype": "a Triton kernel compiles per dtype"}
+    for op, skip in [(triton_op, triton_skip), (cuda_op, {**SKIP, **pointers})]:
+        report = check_kernel(op, X8, Y8, kwargs=kw, reference=lambda x, y: 0.5 * x + y, skip=skip)
+        print(report.summary())
+
+
+if ON_GPU:
+    check_gpu_ops()
+else:
+    with emulate(gpu, [LOWERING]):
+        check_gpu_ops()
+
 # --- 8. Pallas: a backend of an XLACustomKernel --------------------------------
 # A Pallas kernel is JAX code on refs; pallas_call compiles it on a GPU (via
 # Triton or Mosaic GPU) or a TPU. Registered on "cpu" with interpret=True, the
@@ -320,6 +353,24 @@ for backend in ["numba", "pallas"]:
 if ON_GPU:  # the gpu default: the compiled Pallas kernel
     got = jax.jit(rms_norm_call)(jax.device_put(xm, jax.devices()[0]))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+# check_kernel runs both cpu backends (numba, the default, and Pallas in
+# interpret mode) against each other and the reference, under vmap, the JVP
+# rule (against finite differences) and its transpose. A numba kernel compiles
+# for any dtype its code takes, so int32 inputs are not refused.
+GENERIC = {"bad_inputs: dtype": "the numba kernel compiles for int32 inputs too"}
+xs_cpu = jax.device_put(xm[:4, :8], CPU)
+report = check_kernel(
+    rms_norm,
+    xs_cpu,
+    kwargs={"outs": S(xs_cpu.shape, xs_cpu.dtype), "eps": 1e-5},
+    reference=lambda x: rms_norm_jnp(x, 1e-5),
+    skip={**SKIP, **GENERIC},
+)
+assert {r.check for r in report.passed} >= {
+    "backends: backend 'pallas'",
+    "autodiff: transpose vs JVP (dot-product test)",
+}
+print(report.summary())
 # interpret=True is for the CPU only: on a GPU the compiled kernel runs.
 try:
     rms_norm.def_pallas_kernel("tpu", rms_norm_pallas, interpret=True)
@@ -388,6 +439,17 @@ else:
     assert "backend 'triton' of kernel 'tutorial_scaled_add' failed on platform 'gpu'" in message
     assert NO_GPU in message
     assert "set_default('gpu', 'cuda_raw')" in message
+# The cpu backend checked (the gpu ones are the ops check_gpu_ops checked).
+x8_cpu, y8_cpu = jax.device_put(X8, CPU), jax.device_put(Y8, CPU)
+report = check_kernel(
+    scaled_add,
+    x8_cpu,
+    y8_cpu,
+    kwargs={"outs": S((8,), jnp.float32), "alpha": 0.5, "n": 8},
+    reference=lambda x, y: 0.5 * x + y,
+    skip={**SKIP, **GENERIC},
+)
+print(report.summary())
 
 # --- 10. Warp kernels: one op for the CPU and the GPU -------------------------
 # A warp_kernel op runs where its inputs are. On a GPU, Warp builds the
@@ -418,6 +480,17 @@ def reference_loss(x):
 np.testing.assert_allclose(
     jax.jit(jax.grad(softplus_loss))(x_cpu), jax.grad(reference_loss)(x_cpu), rtol=1e-5
 )
+# check_kernel on the CPU. Warp's gradient is a jax.custom_vjp (reverse mode
+# only), which the autodiff rows, built on forward mode, cannot differentiate:
+# the gradient is checked against the reference just above instead.
+report = check_kernel(
+    warp_kernel(softplus, S((8,), jnp.float32)),
+    jax.device_put(X8, CPU),
+    kwargs={"beta": 2.0},
+    reference=lambda x: jnp.log1p(jnp.exp(2.0 * x)) / 2.0,
+    skip={**SKIP, "autodiff": "a custom_vjp (reverse mode only); grad is checked above"},
+)
+print(report.summary())
 if ON_GPU:
     got = jax.jit(jax.grad(softplus_loss))(x)
     np.testing.assert_allclose(got, jax.grad(reference_loss)(x), rtol=1e-5)
