@@ -309,3 +309,35 @@ def test_jvp_rule_that_mixes_rows_under_vmap():
         ("autodiff: JVP under vmap", Status.FAILED),
     ]
     assert report.failed[0].detail.startswith("output 0 at index (0, 0): loop ")
+
+
+def _custom_vjp_square(scale):
+    @jax.custom_vjp
+    def op(x):
+        return x * x
+
+    def fwd(x):
+        return x * x, x
+
+    def bwd(x, ct):
+        return (scale * x * ct,)
+
+    op.defvjp(fwd, bwd)
+    return op
+
+
+def test_custom_vjp_op_is_checked_in_reverse_mode_only():
+    report = check_kernel(_custom_vjp_square(2.0), X, checks=["autodiff"])
+    rows = _rows(report, "autodiff")
+    assert rows["autodiff: JVP vs finite differences"].status is Status.SKIPPED
+    assert rows["autodiff: JVP vs finite differences"].detail.startswith(
+        "the op is a jax.custom_vjp function: reverse mode only"
+    )
+    assert rows["autodiff: grad of a scalar loss"].status is Status.PASSED
+
+
+def test_custom_vjp_op_with_a_wrong_backward_fails():
+    report = check_kernel(_custom_vjp_square(3.0), X, checks=["autodiff"], raises=False)
+    row = _rows(report, "autodiff")["autodiff: grad of a scalar loss"]
+    assert row.status is Status.FAILED
+    assert row.detail.startswith("<grad, v> = ")

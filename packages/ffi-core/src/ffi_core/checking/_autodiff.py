@@ -108,6 +108,14 @@ def check_autodiff(case: Case) -> list[CheckResult]:
         except NotImplementedError as exc:
             why = f"the op has no JVP rule ({describe_error(exc)})"
             return case.run("autodiff", lambda: skipped("autodiff", why))
+        except TypeError as exc:
+            if "custom_vjp" not in str(exc):
+                raise
+            # A jax.custom_vjp op (Warp's grad, say) has reverse mode only.
+            why = f"the op is a jax.custom_vjp function: reverse mode only ({describe_error(exc)})"
+            rows = case.run(_JVP, lambda: skipped(_JVP, why))
+            rows += case.run(_GRAD, lambda: _check_grad(problem, primals, tangents, fd_key))
+            return rows
         rows = case.run(_JVP, lambda: _check_jvp(problem, primals, tangents, jvp_out, fd_key, note))
         rows += case.run(_JVP_VMAP, lambda: _check_jvp_vmap(case, problem, primals, tangents))
         transpose = case.run(
