@@ -248,18 +248,18 @@ def test_unexportable_target_is_refused_with_the_reason(request):
 
 
 def test_plain_jax_bytes_are_refused_and_say_what_reads_them():
-    exported = jax.export.export(jax.jit(jnp.cos))(X)
+    data = jax.export.export(jax.jit(jnp.cos))(X).serialize()
+    magic = b"ffi-core export 2\n"
+    # What jax.export's bytes start with changes between jax releases.
     with pytest.raises(
         ExportError,
         match=re.escape(
             "corrupt or truncated blob, or not one ffi_core.serialize wrote: its `magic` is not "
-            "b'ffi-core export 2\\n', got b'<\\x00"
+            f"{magic!r}, got {bytes(data[: len(magic)])!r} (bytes from jax.export's own "
+            "serialize are read by jax.export.deserialize)"
         ),
-    ) as info:
-        ffi_core.deserialize(exported.serialize())
-    assert str(info.value).endswith(
-        "(bytes from jax.export's own serialize are read by jax.export.deserialize)"
-    )
+    ):
+        ffi_core.deserialize(data)
 
 
 def test_bad_arguments():
