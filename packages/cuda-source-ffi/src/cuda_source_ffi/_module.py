@@ -31,6 +31,7 @@ from ffi_core import (
     check_sharding_rule,
     output_avals,
     partitioned_call,
+    resolve_sharding_rule,
     shaped_values,
 )
 from ffi_core.cuda import CTYPES as _SCALARS
@@ -371,14 +372,7 @@ class CudaModule:
                         f"{label}: input {i} ({pointer.describe()}) is declared "
                         f"{pointer.dtype}, got an array of {np.dtype(x.dtype).name}"
                     )
-            resolved = None
-            if rule is not None:
-                resolved = rule.resolve(
-                    [np.shape(x) for x in args],
-                    [a.shape for a in avals],
-                    name=label,
-                    aliases=aliases,
-                )
+            resolved = resolve_sharding_rule(rule, args, avals, name=label, aliases=aliases)
             shaped = ShapedCall(launch_on, tuple(sorted(values.items())))
             return rebuild(tuple(partitioned_call(shaped, args, avals, resolved)))
 

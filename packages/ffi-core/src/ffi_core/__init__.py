@@ -64,6 +64,7 @@ from ._sharding import partitioned_call as partitioned_call
 from ._sharding import shaped_values as shaped_values
 from ._sharding_rule import ShardingRule as ShardingRule
 from ._sharding_rule import check_sharding_rule as check_sharding_rule
+from ._sharding_rule import resolve_sharding_rule as resolve_sharding_rule
 from ._spec import VMAP_METHODS as VMAP_METHODS
 from ._spec import ArraySig as ArraySig
 from ._spec import CallSig as CallSig
@@ -100,9 +101,9 @@ __all__ = [
     "ExportError",
     "FFIError",
     "HandlerTraits",
+    "KernelCatalog",
     "KernelCompileError",
     "KernelDTypes",
-    "KernelCatalog",
     "MissingKernelError",
     "ShapedCall",
     "ShardingRule",
@@ -155,6 +156,7 @@ __all__ = [
     "register_target",
     "registered_targets",
     "require_devices_at_lowering",
+    "resolve_sharding_rule",
     "scan_batch",
     "serialize",
     "shaped_values",

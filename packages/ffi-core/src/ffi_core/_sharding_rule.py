@@ -18,7 +18,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ELEMENTWISE", "ShardingRule", "check_sharding_rule"]
+import numpy as np
+
+__all__ = ["ELEMENTWISE", "ShardingRule", "check_sharding_rule", "resolve_sharding_rule"]
 
 #: The shorthand for "every array has the same shape, every dimension independent".
 ELEMENTWISE = "elementwise"
@@ -307,3 +309,29 @@ def check_sharding_rule(rule: Any) -> ShardingRule | None:
         f"`sharding_rule` must be None, a str or an ffi_core.ShardingRule, got {type(rule)!r}; "
         f"accepted: {_ACCEPTED}"
     )
+
+
+def resolve_sharding_rule(
+    rule: ShardingRule | None,
+    args: Sequence[Any],
+    out_avals: Sequence[Any],
+    *,
+    name: str,
+    aliases: Sequence[tuple[int, int]] = (),
+) -> ShardingRule | None:
+    """``rule`` checked against one call's arrays (``ShardingRule.resolve``), or
+    None for a kernel without a rule: what a bridge's call passes to
+    ``partitioned_call``.
+
+    Example:
+        >>> import numpy as np
+        >>> resolve_sharding_rule(None, [np.ones(4)], [np.ones(4)], name="kernel 'f'") is None
+        True
+        >>> x = np.ones((4, 2))
+        >>> resolve_sharding_rule(ShardingRule("elementwise"), [x], [x], name="kernel 'f'").rule
+        'e0 e1 -> e0 e1'
+    """
+    if rule is None:
+        return None
+    in_shapes = [np.shape(x) for x in args]
+    return rule.resolve(in_shapes, [a.shape for a in out_avals], name=name, aliases=aliases)

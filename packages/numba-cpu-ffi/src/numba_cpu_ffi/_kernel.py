@@ -14,6 +14,7 @@ from ffi_core import (
     check_vmap_method,
     output_avals,
     partitioned_call,
+    resolve_sharding_rule,
 )
 
 from ._catalog import kernel_info
@@ -101,10 +102,7 @@ def numba_kernel(
     def call(*args: Any) -> Any:
         check_arity(info.n_params, len(args), len(out_avals), name=name)
         check_inputs(args, out_avals, aliases, name=name, accepted=DTYPES)
-        resolved = None
-        if rule is not None:
-            shapes = [a.shape for a in out_avals]
-            resolved = rule.resolve([x.shape for x in args], shapes, name=name, aliases=aliases)
+        resolved = resolve_sharding_rule(rule, args, out_avals, name=name, aliases=aliases)
         results = partitioned_call(bound, args, out_avals, resolved)
         return rebuild(tuple(results))
 

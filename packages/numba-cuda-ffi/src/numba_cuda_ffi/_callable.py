@@ -26,13 +26,14 @@ from ffi_core import (
     check_dtype,
     check_inputs,
     check_sharding_rule,
-    function_digest,
     check_vmap_method,
+    function_digest,
     output_avals,
     partitioned_call,
     positional_count,
     python_handler,
     register_target,
+    resolve_sharding_rule,
     target_name,
 )
 
@@ -243,12 +244,9 @@ def numba_cuda_callable(
         )
         cuda_devices(f"numba cuda callable '{name}'")
         ffi = _FfiCall(_target(func, name), vmap_method or "sequential", aliases)
-        resolved = None
-        if rule is not None:
-            shapes = [a.shape for a in avals]
-            resolved = rule.resolve(
-                [x.shape for x in args], shapes, name=f"callable '{name}'", aliases=aliases
-            )
+        resolved = resolve_sharding_rule(
+            rule, args, avals, name=f"callable '{name}'", aliases=aliases
+        )
         results = partitioned_call(ffi, args, avals, resolved)
         return rebuild(tuple(results))
 

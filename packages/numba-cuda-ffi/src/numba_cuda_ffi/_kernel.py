@@ -15,6 +15,7 @@ from ffi_core import (
     check_vmap_method,
     output_avals,
     partitioned_call,
+    resolve_sharding_rule,
 )
 
 from ._launch import launch_config
@@ -134,10 +135,7 @@ def numba_cuda_kernel(
                 ("launch", launch),
             ),
         )
-        resolved = None
-        if rule is not None:
-            shapes = [a.shape for a in avals]
-            resolved = rule.resolve([x.shape for x in args], shapes, name=name, aliases=aliases)
+        resolved = resolve_sharding_rule(rule, args, avals, name=name, aliases=aliases)
         results = partitioned_call(bound, args, avals, resolved)
         return rebuild(tuple(results))
 

@@ -27,6 +27,7 @@ from ffi_core import (
     check_vmap_method,
     output_avals,
     partitioned_call,
+    resolve_sharding_rule,
     shaped_values,
 )
 from ffi_core.cuda import (
@@ -365,11 +366,7 @@ def triton_kernel(
         shaped_now = shaped_values(scalars, args)
         for s in scalar_names:
             _scalar_dtype(s, shaped_now[s], label)
-        resolved = None
-        if rule is not None:
-            resolved = rule.resolve(
-                [np.shape(x) for x in args], [a.shape for a in avals], name=label, aliases=aliases
-            )
+        resolved = resolve_sharding_rule(rule, args, avals, name=label, aliases=aliases)
         shaped = ShapedCall(launch_on, tuple(sorted(scalars.items())))
         return rebuild(tuple(partitioned_call(shaped, args, avals, resolved)))
 

@@ -21,6 +21,7 @@ from ffi_core import (
     check_vmap_method,
     output_avals,
     partitioned_call,
+    resolve_sharding_rule,
 )
 
 from ._catalog import kernel_info
@@ -214,14 +215,7 @@ def warp_kernel(
         ]
         ranks = [np.ndim(x) for x in args] + [len(a.shape) for a in out_avals]
         info.check_call(dtypes, None if batched_ranks else ranks, len(args))
-        resolved = None
-        if rule is not None:
-            resolved = rule.resolve(
-                [np.shape(x) for x in args],
-                [a.shape for a in out_avals],
-                name=name,
-                aliases=aliases,
-            )
+        resolved = resolve_sharding_rule(rule, args, out_avals, name=name, aliases=aliases)
         spec = _Call(
             info, out_avals, aliases, info.scalar_values(scalars), launch, vmap_method, resolved
         )
