@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
+import pathlib
 import re
 import stat
 
 import pytest
-
 from ffi_core import CacheDirWarning, cache_root, checked_cache_dir
 
 
@@ -74,4 +74,4 @@ def test_cache_root_follows_xdg(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache_root() == tmp_path
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")  # the XDG spec says: ignore it
-    assert cache_root() == cache_root.__globals__["Path"](os.path.expanduser("~")) / ".cache"
+    assert cache_root() == pathlib.Path(os.path.expanduser("~")) / ".cache"
