@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import importlib
 import pathlib
 import sys
@@ -11,10 +10,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from . import autotune
+from ._autotune_cli import add_autotune_command, run_autotune
 from ._check_cli import add_check_command, run_check
+from ._cli_common import SUITE_MODULE, LazyHelpParser, import_module, resolve
 from ._compare import compare
 from ._console import print_table
-from ._kernel import AUTO, PLATFORMS, benchmark_kernel, default_platform
+from ._kernel import PLATFORMS, benchmark_kernel, default_platform
 from ._progress import ProgressBar
 from ._result import FILE_FORMATS, BenchmarkResult
 from ._sharded import HEADER as SHARDED_HEADER
@@ -26,11 +27,7 @@ __all__ = ["SCALES", "main"]
 SCALES: dict[str, tuple[int, int]] = {"quick": (1, 5), "default": (3, 10), "full": (5, 30)}
 DEFAULT_STEM = "kernel-bench-results"
 REFERENCE_BACKEND = "jax"
-# The bundled suite: a module whose example_kernels() reads its registry (the
-# operations, in run order) and whose set_scale sizes their data. Imported by
-# name when a command needs it: `list` and the suite share the one name, and
-# `compare` never imports Numba.
-_SUITE_MODULE = "kernel_bench.examples"
+_SUITE_MODULE = SUITE_MODULE
 
 _DESCRIPTION = """\
 Time every backend of XLACustomKernel operations and see which wins.
@@ -134,7 +131,7 @@ def _switch(parser: argparse.ArgumentParser, name: str, help: str) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     timing = _timing_options()
-    parser = argparse.ArgumentParser(
+    parser = LazyHelpParser(
         prog="kernel-bench",
         description=_DESCRIPTION,
         epilog=_EPILOG,
@@ -192,66 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     comparing.add_argument("new", type=pathlib.Path, metavar="NEW")
     add_check_command(commands)
 
-    tuning = commands.add_parser(
-        "autotune",
-        help='show, clear or make the decisions of backend "auto"',
-        description='Backend "auto" picks, per operation and call signature, the fastest '
-        "registered backend, measured once and kept on disk "
-        f"({autotune.cache_dir()}; set ${autotune.CACHE_ENV} to move it).",
-    )
-    actions = tuning.add_subparsers(dest="action", metavar="ACTION", required=True)
-    show = actions.add_parser("show", help="the decisions on disk")
-    show.add_argument("ops", nargs="*", metavar="OP", help="only these operations")
-    clear = actions.add_parser("clear", help="forget decisions")
-    clear.add_argument("ops", nargs="*", metavar="OP", help="only these operations (default all)")
-    tune_run = actions.add_parser(
-        "run",
-        parents=[timing],
-        help="decide for every benchmark case of operations, and explain",
-        description="Lower every benchmark case of the operations with backend 'auto' "
-        "and show each decision (measured, or read from the cache).",
-    )
-    tune_run.add_argument(
-        "targets",
-        nargs="+",
-        metavar="OP",
-        help="an operation of the bundled suite by name, or MODULE[:ATTR] as for run",
-    )
-    tune_run.add_argument(
-        "--budget",
-        type=float,
-        metavar="S",
-        help=f"seconds of timing per new decision (default {autotune.DEFAULT_BUDGET_S})",
-    )
+    add_autotune_command(commands, timing)
     return parser
-
-
-def _import(parser: argparse.ArgumentParser, module: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        parser.error(f"cannot import module '{module}': {exc}")
-
-
-def _resolve(parser: argparse.ArgumentParser, target: str, tags: Sequence[str] | None) -> list[Any]:
-    module_name, _, attr = target.partition(":")
-    module = _import(parser, module_name)
-    if not attr:
-        from xla_custom_kernel import registered_kernels
-
-        return list(registered_kernels(tags=tags).values())
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            parser.error(f"module '{module_name}' has no attribute '{attr}'")
-        obj = getattr(obj, part)
-    found = list(obj) if isinstance(obj, list | tuple) else [obj]
-    for k in found:
-        if not all(hasattr(k, a) for a in ("name", "available_backends", "benchmark_data")):
-            parser.error(f"'{target}' must be an XLACustomKernel or a list of them, got {k!r}")
-    if tags:
-        found = [k for k in found if set(k.tags) & set(tags)]
-    return found
 
 
 def _skip_reason(kernel: Any, platform: str, backends: Sequence[str] | None) -> str | None:
@@ -385,7 +324,7 @@ def _run_targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
     _check_output(parser, args.output)
     if args.plot is not None and args.plot.suffix.lower() != ".png":
         parser.error(f"--plot must end in .png, got '{args.plot}'")
-    kernels = [k for t in args.targets for k in _resolve(parser, t, args.tags)]
+    kernels = [k for t in args.targets for k in resolve(parser, t, args.tags)]
     if not kernels:
         parser.error(
             "no kernel matches "
@@ -448,7 +387,7 @@ def _report_sharded(kernels: Iterable[Any], args: argparse.Namespace) -> None:
 
 def _list(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     for module in args.modules or [_SUITE_MODULE]:
-        _import(parser, module)
+        import_module(parser, module)
     from xla_custom_kernel import registered_kernels
 
     kernels = registered_kernels(tags=args.tags)
@@ -482,61 +421,6 @@ def _compare(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return 0
 
 
-def _suite_kernel(parser: argparse.ArgumentParser, target: str, scale: str) -> list[Any]:
-    # An operation of the bundled suite by name, else MODULE[:ATTR] as for run.
-    suite = importlib.import_module(_SUITE_MODULE)
-    suite.set_scale(scale)
-    by_name = {k.name: k for k in suite.example_kernels()}
-    if target in by_name:
-        return [by_name[target]]
-    if ":" not in target and "." not in target:
-        parser.error(
-            f"no operation named '{target}' in the bundled suite ({', '.join(by_name)}); "
-            "name one of those, or give MODULE[:ATTR]"
-        )
-    return _resolve(parser, target, None)
-
-
-def _autotune(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    if args.action == "clear":
-        ops = args.ops or [None]
-        removed = sum(autotune.clear(op) for op in ops)
-        what = "all operations" if not args.ops else ", ".join(args.ops)
-        print(f"removed {removed} decision(s) of {what} from {autotune.cache_dir()}")
-        return 0
-    if args.action == "show":
-        decisions = [d for d in autotune.cached_decisions() if not args.ops or d.op in args.ops]
-        if not decisions:
-            print(f"no autotune decisions in {autotune.cache_dir()}")
-            return 0
-        for d in decisions:
-            print(d.describe() + "\n")
-        return 0
-    if args.budget is not None:
-        if not args.budget > 0:
-            parser.error(f"--budget must be a positive number of seconds, got {args.budget}")
-        autotune.set_budget(args.budget)
-    platform = args.platform or default_platform()
-    import jax
-
-    kernels = [k for t in args.targets for k in _suite_kernel(parser, t, args.scale)]
-    device = jax.devices(platform)[0]
-    status = 0
-    for kernel in dict.fromkeys(kernels):
-        if not kernel.has_call or not kernel.has_benchmark_data:
-            print(f"kernel-bench: skipping '{kernel.name}': it needs def_call and benchmark data")
-            status = 1
-            continue
-        for cfg in kernel.benchmark_data(platform=platform):
-            call = functools.partial(kernel.call, backend=AUTO, **cfg.kernel_kwargs)
-            with autotune.recording() as found:
-                jax.jit(call).lower(*jax.device_put(cfg.args, device))
-            print(f"# {kernel.name}/{cfg.name}")
-            for d in dict((d.key, d) for d in found).values():
-                print(d.describe() + "\n")
-    return status
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
     parser = build_parser()
@@ -557,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "list": _list,
         "compare": _compare,
         "check": run_check,
-        "autotune": _autotune,
+        "autotune": run_autotune,
     }
     return command[args.command](parser, args)
 

@@ -1,0 +1,63 @@
+"""What the ``kernel-bench`` subcommands share: naming kernels, and help text built on demand.
+
+Nothing here imports JAX: ``kernel-bench --help`` answers before JAX starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["SUITE_MODULE", "LazyHelpParser", "import_module", "resolve"]
+
+# The bundled suite: a module whose example_kernels() reads its registry (the
+# operations, in run order) and whose set_scale sizes their data. Imported by
+# name when a command needs it: `list` and the suite share the one name, and
+# `compare` never imports Numba.
+SUITE_MODULE = "kernel_bench.examples"
+
+
+class LazyHelpParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose description and argument help may be callables,
+    called only when the help is shown: a subcommand whose help names a value
+    that needs JAX (a cache folder, a default) costs nothing to other commands."""
+
+    def format_help(self) -> str:
+        if callable(self.description):
+            self.description = self.description()
+        for action in self._actions:
+            if callable(action.help):
+                action.help = action.help()
+        return super().format_help()
+
+
+def import_module(parser: argparse.ArgumentParser, module: str) -> Any:
+    """``module`` imported, else a usage error naming it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        parser.error(f"cannot import module '{module}': {exc}")
+
+
+def resolve(parser: argparse.ArgumentParser, target: str, tags: Sequence[str] | None) -> list[Any]:
+    """The kernels ``target`` names (``MODULE[:ATTR]``), those with any of ``tags``."""
+    module_name, _, attr = target.partition(":")
+    module = import_module(parser, module_name)
+    if not attr:
+        from xla_custom_kernel import registered_kernels
+
+        return list(registered_kernels(tags=tags).values())
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            parser.error(f"module '{module_name}' has no attribute '{attr}'")
+        obj = getattr(obj, part)
+    found = list(obj) if isinstance(obj, list | tuple) else [obj]
+    for k in found:
+        if not all(hasattr(k, a) for a in ("name", "available_backends", "benchmark_data")):
+            parser.error(f"'{target}' must be an XLACustomKernel or a list of them, got {k!r}")
+    if tags:
+        found = [k for k in found if set(k.tags) & set(tags)]
+    return found
