@@ -146,14 +146,41 @@ def tutorial_page(tutorial: pathlib.Path, output: str) -> str:
     return "\n".join(lines)
 
 
+# The package READMEs are also each package's page on the package index, so they link
+# absolutely, to the published site and the repository (the packages' Project-URLs);
+# in this site those links go to its own pages again.
+DOCS_URL = "https://jax-kernel-bridge.github.io/jax-kernel-bridge/"
+REPOSITORY_FILE_URL = "https://github.com/jax-kernel-bridge/jax-kernel-bridge/blob/main/"
+
+
+def _repository_path(url: str) -> str | None:
+    """The repository path an absolute link of the published site or repository names."""
+    if url.startswith(REPOSITORY_FILE_URL):
+        return url[len(REPOSITORY_FILE_URL) :]
+    if not url.startswith(DOCS_URL):
+        return None
+    parts = url[len(DOCS_URL) :].strip("/").split("/")
+    if parts == [""]:
+        return "docs/index.md"
+    if parts[0] == "tutorials" and len(parts) == 2:
+        return f"docs/{parts[1]}.py"
+    if parts[0] == "packages" and len(parts) == 2:
+        return f"packages/{parts[1]}/README.md"
+    if len(parts) == 1:
+        return f"docs/{parts[0]}.md"
+    return None
+
+
 def _site_link(target: str, page_dir: str) -> str:
     """A link of a README or docs page (relative to the repository) as a link of the site.
 
     `page_dir` is the repository folder of the page the link is in."""
     path, _, anchor = target.partition("#")
-    if not path or re.match(r"^[a-z]+:", path):
-        return target
-    resolved = os.path.normpath(os.path.join(page_dir, path))
+    resolved = _repository_path(path)
+    if resolved is None:
+        if not path or re.match(r"^[a-z]+:", path):
+            return target
+        resolved = os.path.normpath(os.path.join(page_dir, path))
     parts = pathlib.PurePosixPath(resolved).parts
     site: str | None = None
     if parts[:1] == ("docs",) and len(parts) == 2:

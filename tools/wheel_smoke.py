@@ -21,6 +21,7 @@ the package and its compiler (Triton, NVRTC, numba-cuda) import and compile.
 from __future__ import annotations
 
 import argparse
+import email.message
 import email.parser
 import os
 import pathlib
@@ -83,6 +84,33 @@ def _wheel_requirements(wheel: pathlib.Path) -> list[str]:
         name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
         metadata = email.parser.Parser().parsestr(archive.read(name).decode())
     return metadata.get_all("Requires-Dist") or []
+
+
+_PROJECT_URLS = ("Homepage", "Documentation", "Repository", "Changelog", "Issues")
+_RELATIVE_LINK = re.compile(r"\]\((?!https?:|#)([^)\s]*)\)")
+
+
+def _metadata(wheel: pathlib.Path) -> email.message.Message:
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        return email.parser.Parser().parsestr(archive.read(name).decode())
+
+
+def page_problems(wheel: pathlib.Path) -> list[str]:
+    """What would read badly on the package index's page of this wheel: a link of the
+    README (the long description) that is relative, so broken outside the repository;
+    a missing Project-URL, licence, classifier or author."""
+    metadata = _metadata(wheel)
+    problems = [
+        f"README link {target!r} is relative"
+        for target in _RELATIVE_LINK.findall(metadata.get_payload())
+    ]
+    labels = {url.partition(",")[0] for url in metadata.get_all("Project-URL") or []}
+    problems += [f"no Project-URL {label!r}" for label in _PROJECT_URLS if label not in labels]
+    for field in ("License-Expression", "License-File", "Classifier", "Author", "Keywords"):
+        if not metadata.get_all(field):
+            problems.append(f"no {field}")
+    return problems
 
 
 def _siblings(package: str, extras: str, wheels: dict[str, pathlib.Path]) -> set[str]:
@@ -160,8 +188,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"built {len(wheels)} wheels in {time.perf_counter() - start:.1f} s")
         failed = {}
         for package in chosen:
+            if problems := page_problems(wheels[package]):
+                failed[package] = problems
+            else:
+                print(f"  {package}: index page metadata: ok")
+        for package in chosen:
             start = time.perf_counter()
-            problems = smoke(package, wheels, scratch)
+            problems = failed.get(package, []) + smoke(package, wheels, scratch)
             print(f"{package}: {'ok' if not problems else 'FAILED'} ({time.perf_counter() - start:.1f} s)")
             if problems:
                 failed[package] = problems
