@@ -23,7 +23,9 @@ def test_ships_the_licence(package):
 @pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.name)
 def test_numpy_bound_is_one_jax_admits(package):
     # jax 0.10, the oldest supported, needs NumPy 2.0; a lower bound under it can never be met.
-    dependencies = tomllib.loads((package / "pyproject.toml").read_text())["project"]["dependencies"]
+    dependencies = tomllib.loads((package / "pyproject.toml").read_text())["project"][
+        "dependencies"
+    ]
     for requirement in dependencies:
         if requirement.startswith("numpy"):
             assert requirement.startswith("numpy>=2.0"), requirement
@@ -31,7 +33,7 @@ def test_numpy_bound_is_one_jax_admits(package):
 
 def test_ffi_core_declares_what_export_needs():
     # ffi_core.serialize goes through jax.export's flatbuffer writer, which jax does not declare.
-    dependencies = tomllib.loads((ROOT / "packages/ffi-core/pyproject.toml").read_text())["project"][
-        "dependencies"
-    ]
+    dependencies = tomllib.loads((ROOT / "packages/ffi-core/pyproject.toml").read_text())[
+        "project"
+    ]["dependencies"]
     assert any(d.startswith("flatbuffers") for d in dependencies)

@@ -177,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="wheel-smoke-") as tmp:
         scratch = pathlib.Path(tmp)
         start = time.perf_counter()
-        built = _run(["uv", "build", "--all-packages", "--wheel", "-o", str(scratch / "dist")], cwd=ROOT)
+        built = _run(
+            ["uv", "build", "--all-packages", "--wheel", "-o", str(scratch / "dist")], cwd=ROOT
+        )
         if built.returncode:
             print(built.stderr)
             return 1
@@ -195,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         for package in chosen:
             start = time.perf_counter()
             problems = failed.get(package, []) + smoke(package, wheels, scratch)
-            print(f"{package}: {'ok' if not problems else 'FAILED'} ({time.perf_counter() - start:.1f} s)")
+            print(
+                f"{package}: {'ok' if not problems else 'FAILED'} ({time.perf_counter() - start:.1f} s)"
+            )
             if problems:
                 failed[package] = problems
         for package, problems in failed.items():

@@ -39,7 +39,13 @@ def transpose_message(what: str) -> str:
 
 
 def test_vmap_methods():
-    assert VMAP_METHODS == (None, "sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
+    assert VMAP_METHODS == (
+        None,
+        "sequential",
+        "sequential_unrolled",
+        "expand_dims",
+        "broadcast_all",
+    )
     import ffi_core.cuda
 
     assert ffi_core.cuda.VMAP_METHODS is VMAP_METHODS

@@ -58,7 +58,9 @@ def test_owned_by_another_user_is_refused(tmp_path):
     target = tmp_path / "theirs"
     target.mkdir(mode=0o700)
     os.chown(target, 12345, 12345)
-    with pytest.warns(CacheDirWarning, match=re.escape("it is owned by uid 12345, not by the current user")):
+    with pytest.warns(
+        CacheDirWarning, match=re.escape("it is owned by uid 12345, not by the current user")
+    ):
         assert checked_cache_dir(target, purpose="the test cache") is None
 
 

@@ -24,9 +24,7 @@ JVP = (
     "numba kernel 'scale' has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot "
     f"differentiate it; {FIX}"
 )
-TRANSPOSE = (
-    f"numba kernel 'scale' has no transpose rule, so jax.linear_transpose cannot transpose it; {FIX}"
-)
+TRANSPOSE = f"numba kernel 'scale' has no transpose rule, so jax.linear_transpose cannot transpose it; {FIX}"
 
 
 @numba.njit

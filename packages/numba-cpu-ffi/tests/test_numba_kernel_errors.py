@@ -145,13 +145,11 @@ def test_kernel_arity(n_in, n_out):
     [
         (
             3,
-            f"`outs` must be {OUTPUT_SPEC} or a sequence or pytree of them, got "
-            "<class 'int'>",
+            f"`outs` must be {OUTPUT_SPEC} or a sequence or pytree of them, got <class 'int'>",
         ),
         (
             "f",
-            f"`outs` must be {OUTPUT_SPEC} or a sequence or pytree of them, got "
-            "<class 'str'>",
+            f"`outs` must be {OUTPUT_SPEC} or a sequence or pytree of them, got <class 'str'>",
         ),
         ([F3, 3], f"`outs[1]` must be {OUTPUT_SPEC}, got <class 'int'>"),
         (

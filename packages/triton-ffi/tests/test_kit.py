@@ -26,9 +26,7 @@ JVP = (
     "triton kernel 'scale' has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot "
     f"differentiate it; {FIX}"
 )
-TRANSPOSE = (
-    f"triton kernel 'scale' has no transpose rule, so jax.linear_transpose cannot transpose it; {FIX}"
-)
+TRANSPOSE = f"triton kernel 'scale' has no transpose rule, so jax.linear_transpose cannot transpose it; {FIX}"
 
 
 @triton.jit

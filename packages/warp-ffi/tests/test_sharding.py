@@ -61,7 +61,7 @@ def _outs():
 def test_without_a_rule_operands_are_gathered(line):
     x = jax.device_put(jnp.arange(N, dtype=jnp.float32), NamedSharding(line, P("d")))
     f = jax.jit(lambda x: warp_kernel(scale_counting, _outs())(x, alpha=2.0))
-    out, seen = f(x)
+    _, seen = f(x)
     np.testing.assert_array_equal(seen, np.full(N, N))
     assert "all-gather" in f.lower(x).compile().as_text()
 
