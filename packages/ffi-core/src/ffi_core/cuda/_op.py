@@ -59,7 +59,10 @@ class LaunchPlan:
 class LaunchPlanner(Protocol):
     """What a bridge tells the primitive about one kernel (hashable)."""
 
-    label: str
+    @property
+    def label(self) -> str:
+        """The kernel's name, as errors and the target name use it."""
+        ...
 
     def plan(
         self,
