@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import importlib.util
 import pathlib
-import pkgutil
 import sys
 import types
 
 import ffi_core
 import jax
 import pytest
-from ffi_core.testing import check_docstring_examples, readme_python_blocks
+from ffi_core.testing import check_docstring_examples, package_modules, readme_python_blocks
 
-MODULES = sorted(
-    info.name
-    for info in pkgutil.walk_packages(ffi_core.__path__, prefix="ffi_core.")
-    if not info.name.startswith("ffi_core.native") or importlib.util.find_spec("numba")
-)
+MODULES = [
+    name
+    for name in package_modules(ffi_core)
+    if not name.startswith("ffi_core.native") or importlib.util.find_spec("numba")
+]
 WITH_EXAMPLES = {
     "ffi_core._api_version",
     "ffi_core._batching",
@@ -36,6 +35,8 @@ WITH_EXAMPLES = {
     "ffi_core.cuda._layout",
     "ffi_core.cuda._ptx",
     "ffi_core.testing",
+    "ffi_core.testing._docstrings",
+    "ffi_core.testing._messages",
 }
 
 

@@ -1,20 +1,15 @@
-"""Checks that the packages built on ffi-core run in their tests: the examples in
-their docstrings and READMEs.
-
-Public so that each package's tests import one copy rather than carry their own;
-kept to the standard library, so using it adds no test dependency beyond ffi-core,
-which every package in this workspace already depends on (kernel-bench through
-xla-custom-kernel and numba-cpu-ffi).
-"""
+"""The examples in a package's docstrings and README, run by its tests."""
 
 from __future__ import annotations
 
 import doctest
 import importlib
 import pathlib
+import pkgutil
 import re
+import types
 
-__all__ = ["check_docstring_examples", "readme_python_blocks"]
+__all__ = ["check_docstring_examples", "package_modules", "readme_python_blocks"]
 
 _PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 
@@ -47,3 +42,18 @@ def readme_python_blocks(package_dir: str | pathlib.Path) -> list[str]:
     """The ```` ```python ```` blocks of ``package_dir/README.md``, in order."""
     readme = pathlib.Path(package_dir) / "README.md"
     return _PYTHON_BLOCK.findall(readme.read_text())
+
+
+def package_modules(package: types.ModuleType) -> list[str]:
+    """The dotted names of every module inside ``package``, sorted: what a
+    package's docstring test parametrizes over, so a new module is checked
+    without being listed.
+
+    Example:
+        >>> import ffi_core.testing
+        >>> package_modules(ffi_core.testing)[:2]
+        ['ffi_core.testing._docstrings', 'ffi_core.testing._fixtures']
+    """
+    return sorted(
+        info.name for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}.")
+    )

@@ -46,6 +46,7 @@ class EmulatedLaunch(Launch):
     entry: str = ""
     ordinal: int = 0
 
+
 class EmulatedGPU:
     """A CUDA driver in which kernels run as CPU stand-ins.
 

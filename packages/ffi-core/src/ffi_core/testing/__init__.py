@@ -1,0 +1,42 @@
+"""Helpers for the tests of ffi-core and the packages built on it: one copy
+of what each package's tests would otherwise carry.
+
+- :func:`raises_exactly` / :func:`whole_message`: an error's whole message.
+- :func:`check_differentiation_refused`, :func:`differentiation_refused_message`:
+  a bridge kernel without a derivative refuses each transform in
+  :data:`DIFFERENTIATION_TRANSFORMS` naming the kernel and the fix.
+- :func:`check_docstring_examples`, :func:`package_modules`,
+  :func:`readme_python_blocks`: the examples in docstrings and READMEs run.
+- :func:`cache_dir_fixture`: caches in temporary folders during tests.
+
+The emulated GPU and its fixture are in :mod:`ffi_core.cuda.testing`.
+pytest is imported only by the helpers that use it, so importing this
+module adds no dependency beyond ffi-core's own.
+
+Example:
+    >>> from ffi_core.testing import raises_exactly
+    >>> with raises_exactly(TypeError, "`n` must be an int, got str"):
+    ...     raise TypeError("`n` must be an int, got str")
+"""
+
+from ._docstrings import check_docstring_examples as check_docstring_examples
+from ._docstrings import package_modules as package_modules
+from ._docstrings import readme_python_blocks as readme_python_blocks
+from ._fixtures import cache_dir_fixture as cache_dir_fixture
+from ._messages import DIFFERENTIATION_TRANSFORMS as DIFFERENTIATION_TRANSFORMS
+from ._messages import check_differentiation_refused as check_differentiation_refused
+from ._messages import differentiation_refused_message as differentiation_refused_message
+from ._messages import raises_exactly as raises_exactly
+from ._messages import whole_message as whole_message
+
+__all__ = [
+    "DIFFERENTIATION_TRANSFORMS",
+    "cache_dir_fixture",
+    "check_differentiation_refused",
+    "check_docstring_examples",
+    "differentiation_refused_message",
+    "package_modules",
+    "raises_exactly",
+    "readme_python_blocks",
+    "whole_message",
+]

@@ -1,0 +1,143 @@
+"""ffi_core.testing: the helpers the packages' tests share pass what they
+should and fail what they should."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import jax
+import jax.numpy as jnp
+import pytest
+from ffi_core import raise_on_differentiation
+from ffi_core.cuda.testing import EmulatedGPU, emulated_gpu_fixture
+from ffi_core.testing import (
+    DIFFERENTIATION_TRANSFORMS,
+    cache_dir_fixture,
+    check_differentiation_refused,
+    differentiation_refused_message,
+    raises_exactly,
+    whole_message,
+)
+from jax.extend.core import Primitive
+
+_test_cache = cache_dir_fixture(
+    "FFI_CORE_TEST_CACHE_A",
+    "FFI_CORE_TEST_CACHE_B",
+    scope="function",
+    autouse=False,
+    name="test_cache",
+)
+gpu = emulated_gpu_fixture(devices=2)
+
+# A primitive refusing differentiation as a bridge's does, for the checks below.
+_double_p = Primitive("ffi_core_tests_testing_double")
+_double_p.def_abstract_eval(lambda x, *, name: x)
+raise_on_differentiation(_double_p, describe=lambda params: f"test kernel {params['name']!r}")
+
+
+def _double(x):
+    return _double_p.bind(x, name="double")
+
+
+NOTE = (
+    "\n--------------------\nFor simplicity, JAX has removed its internal frames from the traceback"
+)
+
+
+@pytest.mark.parametrize(
+    ("message", "matches"),
+    [
+        ("got 1 (int)", True),
+        ("got 1 (int)" + NOTE, True),
+        ("got 1 (int).", False),
+        ("so: got 1 (int)", False),
+        ("got 1 (int)\n", False),
+        ("got 1 (int)\nmore", False),
+    ],
+)
+def test_whole_message(message, matches):
+    assert bool(re.search(whole_message("got 1 (int)"), message)) is matches
+
+
+def test_whole_message_escapes():
+    assert re.search(whole_message("a.b (c)*"), "a.b (c)*")
+    assert not re.search(whole_message("a.b"), "axb")
+
+
+def test_raises_exactly():
+    with raises_exactly(ValueError, "`n` must be positive, got -1"):
+        raise ValueError("`n` must be positive, got -1")
+    with pytest.raises(AssertionError, match="Regex pattern did not match"):
+        with raises_exactly(ValueError, "`n` must be positive"):
+            raise ValueError("`n` must be positive, got -1")
+    with pytest.raises(TypeError, match=r"^nope$"):
+        with raises_exactly(ValueError, "nope"):
+            raise TypeError("nope")
+
+
+@pytest.mark.parametrize("transform", DIFFERENTIATION_TRANSFORMS)
+def test_check_differentiation_refused(transform):
+    check_differentiation_refused(
+        _double, jnp.ones(3), kernel="test kernel 'double'", transform=transform
+    )
+    with pytest.raises(AssertionError, match="Regex pattern did not match"):
+        check_differentiation_refused(
+            _double, jnp.ones(3), kernel="test kernel 'other'", transform=transform
+        )
+
+
+def test_check_differentiation_refused_fails_a_differentiable_op():
+    with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+        check_differentiation_refused(jnp.sin, jnp.ones(3), kernel="sin", transform="grad")
+
+
+def test_check_differentiation_refused_refuses_an_unknown_transform():
+    with raises_exactly(
+        ValueError,
+        "`transform` must be one of grad, jvp, vjp, linear_transpose, got 'hessian'",
+    ):
+        check_differentiation_refused(_double, jnp.ones(3), kernel="k", transform="hessian")
+
+
+def test_cache_dir_fixture(test_cache):
+    assert set(test_cache) == {"FFI_CORE_TEST_CACHE_A", "FFI_CORE_TEST_CACHE_B"}
+    a, b = test_cache.values()
+    assert a != b and a.is_dir() and b.is_dir() and not any(a.iterdir())
+    assert os.environ["FFI_CORE_TEST_CACHE_A"] == str(a)
+    assert os.environ["FFI_CORE_TEST_CACHE_B"] == str(b)
+
+
+def test_cache_dir_fixture_restores_the_environment():
+    # Function-scoped and not autouse: outside the tests that ask, unset.
+    assert "FFI_CORE_TEST_CACHE_A" not in os.environ
+
+
+def test_cache_dir_fixture_needs_a_variable():
+    with raises_exactly(
+        ValueError, "`env_vars` must name at least one environment variable, got none"
+    ):
+        cache_dir_fixture()
+
+
+def test_emulated_gpu_fixture(gpu):
+    assert isinstance(gpu, EmulatedGPU)
+    assert len(gpu.devices) == 2
+    assert jax.config.jax_default_device == jax.devices("cpu")[0]
+
+
+def test_differentiation_refused_message():
+    fix = (
+        "define the derivative with `XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` "
+        "for reverse mode) or wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`"
+    )
+    jvp = f"k has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot differentiate it; {fix}"
+    for transform in ("grad", "jvp", "vjp"):
+        assert differentiation_refused_message("k", transform) == jvp
+    assert differentiation_refused_message("k", "linear_transpose") == (
+        f"k has no transpose rule, so jax.linear_transpose cannot transpose it; {fix}"
+    )
+    with raises_exactly(
+        ValueError, "`transform` must be one of grad, jvp, vjp, linear_transpose, got 'jacfwd'"
+    ):
+        differentiation_refused_message("k", "jacfwd")
