@@ -12,7 +12,8 @@ import jax.numpy as jnp
 import pytest
 from cuda_source_ffi import NvrtcCompileError, load_cuda_inline
 from cuda_source_ffi._nvrtc import _library
-from ffi_core.cuda.testing import EmulatedGPU, emulate
+from ffi_core.cuda.testing import emulated_gpu_fixture
+from ffi_core.testing import DIFFERENTIATION_TRANSFORMS, check_differentiation_refused
 
 try:
     _library()
@@ -26,13 +27,7 @@ extern "C" __global__ void scale(const float* x, float* out, int n) {
     if (i < n) out[i] = 2.0f * x[i];
 }
 """
-FIX = (
-    "define the derivative with `XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` "
-    "for reverse mode) or wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`"
-)
 KERNEL = "CUDA kernel 'scale' of 'inline.cu'"
-JVP = f"{KERNEL} has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot differentiate it; {FIX}"
-TRANSPOSE = f"{KERNEL} has no transpose rule, so jax.linear_transpose cannot transpose it; {FIX}"
 
 X = jnp.arange(8, dtype=jnp.float32)
 MODULE = load_cuda_inline(SCALE, kernels={"scale": ["in", "out", "n:int32"]})
@@ -43,31 +38,13 @@ def _op(x):
     return OP(x, n=8)
 
 
-@pytest.fixture
-def gpu():
-    # Tracing only: nothing is lowered, so no handler is built against this driver.
-    with emulate(EmulatedGPU()) as emulated:
-        yield emulated
+# Tracing only: nothing is lowered, so no handler is built against this driver.
+gpu = emulated_gpu_fixture()
 
 
-def test_grad_names_the_fix(gpu):
-    with pytest.raises(NotImplementedError, match=re.escape(JVP)):
-        jax.make_jaxpr(jax.grad(lambda x: _op(x).sum()))(X)
-
-
-def test_jvp_names_the_fix(gpu):
-    with pytest.raises(NotImplementedError, match=re.escape(JVP)):
-        jax.make_jaxpr(lambda x: jax.jvp(_op, (x,), (x,)))(X)
-
-
-def test_vjp_names_the_fix(gpu):
-    with pytest.raises(NotImplementedError, match=re.escape(JVP)):
-        jax.make_jaxpr(lambda x: jax.vjp(_op, x)[0])(X)
-
-
-def test_linear_transpose_names_the_fix(gpu):
-    with pytest.raises(NotImplementedError, match=re.escape(TRANSPOSE)):
-        jax.make_jaxpr(lambda x: jax.linear_transpose(_op, x)(x))(X)
+@pytest.mark.parametrize("transform", DIFFERENTIATION_TRANSFORMS)
+def test_differentiation_names_the_fix(gpu, transform):
+    check_differentiation_refused(_op, X, kernel=KERNEL, transform=transform)
 
 
 def test_dtype_messages():

@@ -10,7 +10,8 @@ import ffi_core
 import jax
 import jax.numpy as jnp
 import pytest
-from ffi_core.cuda.testing import EmulatedGPU, emulate
+from ffi_core.cuda.testing import emulated_gpu_fixture
+from ffi_core.testing import DIFFERENTIATION_TRANSFORMS, check_differentiation_refused
 from numba import cuda
 from numba_cuda_ffi import (
     CALLABLE_VMAP_METHODS,
@@ -20,13 +21,7 @@ from numba_cuda_ffi import (
 )
 
 S = jax.ShapeDtypeStruct
-FIX = (
-    "define the derivative with `XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` "
-    "for reverse mode) or wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`"
-)
 KERNEL = "numba cuda kernel 'scale'"
-JVP = f"{KERNEL} has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot differentiate it; {FIX}"
-TRANSPOSE = f"{KERNEL} has no transpose rule, so jax.linear_transpose cannot transpose it; {FIX}"
 
 
 @cuda.jit
@@ -40,31 +35,13 @@ X = jnp.arange(8, dtype=jnp.float32)
 OP = numba_cuda_kernel(scale, S(X.shape, X.dtype), launch_dims=8)
 
 
-@pytest.fixture
-def gpu():
-    # Tracing only: nothing is lowered, so no handler is built against this driver.
-    with emulate(EmulatedGPU()) as emulated:
-        yield emulated
+# Tracing only: nothing is lowered, so no handler is built against this driver.
+gpu = emulated_gpu_fixture()
 
 
-def test_grad_names_the_fix(gpu):
-    with pytest.raises(NotImplementedError, match=re.escape(JVP)):
-        jax.make_jaxpr(jax.grad(lambda x: OP(x).sum()))(X)
-
-
-def test_jvp_names_the_fix(gpu):
-    with pytest.raises(NotImplementedError, match=re.escape(JVP)):
-        jax.make_jaxpr(lambda x: jax.jvp(OP, (x,), (x,)))(X)
-
-
-def test_vjp_names_the_fix(gpu):
-    with pytest.raises(NotImplementedError, match=re.escape(JVP)):
-        jax.make_jaxpr(lambda x: jax.vjp(OP, x)[0])(X)
-
-
-def test_linear_transpose_names_the_fix(gpu):
-    with pytest.raises(NotImplementedError, match=re.escape(TRANSPOSE)):
-        jax.make_jaxpr(lambda x: jax.linear_transpose(OP, x)(x))(X)
+@pytest.mark.parametrize("transform", DIFFERENTIATION_TRANSFORMS)
+def test_differentiation_names_the_fix(gpu, transform):
+    check_differentiation_refused(OP, X, kernel=KERNEL, transform=transform)
 
 
 def test_shared_with_every_bridge():

@@ -14,19 +14,11 @@ import pytest
 
 triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
-from ffi_core.cuda.testing import EmulatedGPU, emulate  # noqa: E402
+from ffi_core.cuda.testing import emulated_gpu_fixture  # noqa: E402
+from ffi_core.testing import DIFFERENTIATION_TRANSFORMS, check_differentiation_refused  # noqa: E402
 from triton_ffi import SUPPORTED_DTYPES, TritonCompileError, triton_kernel  # noqa: E402
 
 S = jax.ShapeDtypeStruct
-FIX = (
-    "define the derivative with `XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` "
-    "for reverse mode) or wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`"
-)
-JVP = (
-    "triton kernel 'scale' has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot "
-    f"differentiate it; {FIX}"
-)
-TRANSPOSE = f"triton kernel 'scale' has no transpose rule, so jax.linear_transpose cannot transpose it; {FIX}"
 
 
 @triton.jit
@@ -43,31 +35,13 @@ def _op(x):
     return OP(x, n=8)
 
 
-@pytest.fixture
-def gpu():
-    # Tracing only: nothing is lowered, so no handler is built against this driver.
-    with emulate(EmulatedGPU()) as emulated:
-        yield emulated
+# Tracing only: nothing is lowered, so no handler is built against this driver.
+gpu = emulated_gpu_fixture()
 
 
-def test_grad_names_the_fix(gpu):
-    with pytest.raises(NotImplementedError, match=re.escape(JVP)):
-        jax.make_jaxpr(jax.grad(lambda x: _op(x).sum()))(X)
-
-
-def test_jvp_names_the_fix(gpu):
-    with pytest.raises(NotImplementedError, match=re.escape(JVP)):
-        jax.make_jaxpr(lambda x: jax.jvp(_op, (x,), (x,)))(X)
-
-
-def test_vjp_names_the_fix(gpu):
-    with pytest.raises(NotImplementedError, match=re.escape(JVP)):
-        jax.make_jaxpr(lambda x: jax.vjp(_op, x)[0])(X)
-
-
-def test_linear_transpose_names_the_fix(gpu):
-    with pytest.raises(NotImplementedError, match=re.escape(TRANSPOSE)):
-        jax.make_jaxpr(lambda x: jax.linear_transpose(_op, x)(x))(X)
+@pytest.mark.parametrize("transform", DIFFERENTIATION_TRANSFORMS)
+def test_differentiation_names_the_fix(gpu, transform):
+    check_differentiation_refused(_op, X, kernel="triton kernel 'scale'", transform=transform)
 
 
 def test_dtype_messages():
