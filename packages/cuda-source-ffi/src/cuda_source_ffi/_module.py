@@ -100,7 +100,8 @@ def _typed(
     read: tuple[SourceParam | None, ...] = (
         found if found is not None and len(found) == len(declared) else (None,) * len(declared)
     )
-    ins, outs = [], []
+    ins: list[_Pointer] = []
+    outs: list[_Pointer] = []
     for position, ((kind, name, dtype), param) in enumerate(zip(declared, read, strict=True)):
         pointer = kind in ("in", "out")
         shown = f"{name or kind}:{dtype}" if dtype else kind

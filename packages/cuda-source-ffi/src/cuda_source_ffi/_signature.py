@@ -124,7 +124,9 @@ def _balanced(text: str, start: int) -> str | None:
 
 def _split(inner: str) -> list[str]:
     """``inner`` split at the commas outside brackets and template arguments."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for c in inner:
         if c in "(<[{":
             depth += 1
