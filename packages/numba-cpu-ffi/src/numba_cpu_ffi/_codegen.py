@@ -193,7 +193,8 @@ def parallel_min_elements() -> int:
         >>> parallel_min_elements() >= 100_000
         True
     """
-    threads = numba.config.NUMBA_NUM_THREADS
+    # numba.config sets its options at import, so its types do not declare them.
+    threads: int = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
     if threads <= 1:
         return 2**62
     return int(_WAKE_S / (_ELEMENT_S * (1 - 1 / threads)))

@@ -200,7 +200,8 @@ def cached_cfunc(directory: Path | None, source: str) -> Callable[..., Any]:
         def wrap(func: Callable[..., Any]) -> CFunc:
             compiled = CFunc(func, sigutils.normalize_signature(sig), locals={}, options={})
             if directory is not None:
-                compiled._cache = _HandlerCache(func, directory, _stamp(source))
+                # CFunc reads its cache from this attribute, which numba's types do not declare.
+                compiled._cache = _HandlerCache(func, directory, _stamp(source))  # type: ignore[attr-defined]
             compiled.compile()
             return compiled
 
