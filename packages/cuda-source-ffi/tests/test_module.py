@@ -16,6 +16,7 @@ from cuda_source_ffi._nvrtc import _library
 from ffi_core.cuda import _op as op_module
 from ffi_core.cuda import cuda_launch_p
 from ffi_core.cuda.testing import EmulatedGPU, emulate
+from ffi_core.testing import raises_exactly
 
 try:
     _library()
@@ -124,15 +125,11 @@ def test_declared_layout_checked_against_the_compiled_entry(gpu):
         op(_rand(8), _rand(8), a=1.0, n=8)
 
 
-def _message(exc_type, text):
-    return pytest.raises(exc_type, match="^" + re.escape(text) + "$")
-
-
 def test_errors():
     good = {"axpy": ["in", "in", "out", "a:float32", "n:int32"]}
-    with _message(TypeError, "`source` must be a str of CUDA C++, got bytes"):
+    with raises_exactly(TypeError, "`source` must be a str of CUDA C++, got bytes"):
         load_cuda_inline(b"x", kernels=good)
-    with _message(
+    with raises_exactly(
         ValueError,
         "parameter 'n:complex64' of kernel 'axpy' must be 'in', 'out' or 'name:dtype' with "
         "dtype one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, "
@@ -140,30 +137,32 @@ def test_errors():
     ):
         load_cuda_inline(AXPY, kernels={"axpy": ["in", "n:complex64"]})
     module = load_cuda_inline(AXPY, kernels=good)
-    with _message(
+    with raises_exactly(
         KeyError,
         "\"'scale' is not a kernel declared in `kernels` of 'inline.cu'; declared: ['axpy']\"",
     ):
         module.kernel("scale", S((8,), jnp.float32), grid=1, block=8)
-    with _message(
+    with raises_exactly(
         ValueError,
         "CUDA kernel 'axpy' of 'inline.cu' declares 1 output pointers ('out'), but `outs` has 2",
     ):
         module.kernel("axpy", [S((8,), jnp.float32)] * 2, grid=1, block=8)
-    with _message(TypeError, "`grid` must be an int or a tuple of 1 to 3 ints, got <class 'str'>"):
+    with raises_exactly(
+        TypeError, "`grid` must be an int or a tuple of 1 to 3 ints, got <class 'str'>"
+    ):
         module.kernel("axpy", S((8,), jnp.float32), grid="x", block=8)
     op = module.kernel("axpy", S((8,), jnp.float32), grid=1, block=8)
     x = _rand(8)
-    with _message(
+    with raises_exactly(
         TypeError, "CUDA kernel 'axpy' of 'inline.cu' takes 2 inputs (its 'in' parameters), got 1"
     ):
         op(x, a=1.0, n=8)
-    with _message(
+    with raises_exactly(
         TypeError,
         "CUDA kernel 'axpy' of 'inline.cu' takes the scalar keywords ['a', 'n']; missing ['n']",
     ):
         op(x, x, a=1.0)
-    with _message(
+    with raises_exactly(
         TypeError,
         "CUDA kernel 'axpy' of 'inline.cu': scalar 'a' must be a number (declared float32), "
         "got str",
@@ -177,7 +176,7 @@ def test_gpu_op_on_a_machine_without_gpu():
     module = load_cuda_inline(AXPY, kernels={"axpy": ["in", "in", "out", "a:float32", "n:int32"]})
     op = module.kernel("axpy", S((8,), jnp.float32), grid=1, block=8)
     x = _rand(8)
-    with _message(
+    with raises_exactly(
         RuntimeError,
         "CUDA kernel 'axpy' of 'inline.cu' runs on NVIDIA GPUs, but JAX has no CUDA device "
         'here; install a CUDA build of JAX (`uv add "jax[cuda13]"`) on a machine with an '
@@ -267,13 +266,13 @@ def test_arrays_of_another_dtype_are_refused(gpu):
     module = load_cuda_inline(AXPY, kernels={"axpy": ["in", "in", "out", "a:float32", "n:int32"]})
     op = module.kernel("axpy", S((4,), jnp.float32), grid=1, block=4)
     x = _rand(4)
-    with _message(
+    with raises_exactly(
         TypeError,
         "CUDA kernel 'axpy' of 'inline.cu': input 1 (parameter 1 'y') is declared float32, got "
         "an array of int32",
     ):
         op(x, np.arange(4, dtype=np.int32), a=1.0, n=4)
-    with _message(
+    with raises_exactly(
         TypeError,
         "CUDA kernel 'axpy' of 'inline.cu': output 0 (parameter 2 'out') is declared float32, "
         "but `outs` gives int32",
@@ -284,7 +283,7 @@ def test_arrays_of_another_dtype_are_refused(gpu):
         AXPY_MACRO, kernels={"axpy": ["in:float32", "in", "out:float32", "a:float32", "n:int32"]}
     )
     op = unread.kernel("axpy", S((4,), jnp.float32), grid=1, block=4)
-    with _message(
+    with raises_exactly(
         TypeError,
         "CUDA kernel 'axpy' of 'inline.cu': input 0 (parameter 0) is declared float32, got an "
         "array of int32",
@@ -316,9 +315,9 @@ def test_declarations_that_contradict_the_source_are_refused():
             "`float* out` (a pointer)",
         ),
     ]:
-        with _message(ValueError, message):
+        with raises_exactly(ValueError, message):
             load_cuda_inline(AXPY, kernels={"axpy": params})
-    with _message(
+    with raises_exactly(
         ValueError,
         "parameter 'in:float8' of kernel 'axpy' declares the element type of a pointer, which "
         "must be one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, "
@@ -360,20 +359,20 @@ def test_scalars_must_fit_their_declared_type(gpu):
             "scalar 'k' is -1, outside the range of its declared uint64 [0, 18446744073709551615]",
         ),
     ]:
-        with _message(error, label + message):
+        with raises_exactly(error, label + message):
             module.kernel("mix", S((4,), jnp.float64), grid=1, block=4)(
                 _rand(4), np.zeros(4, np.int32), **{"k": 1, "flag": False, "n": 4, **values}
             )
     axpy = load_cuda_inline(AXPY, kernels={"axpy": ["in", "in", "out", "a:float32", "n:int32"]})
     op = axpy.kernel("axpy", S((4,), jnp.float32), grid=1, block=4)
     x = _rand(4)
-    with _message(
+    with raises_exactly(
         OverflowError,
         "CUDA kernel 'axpy' of 'inline.cu': scalar 'a' is 1e+300, beyond the largest float32 "
         "(3.40282e+38)",
     ):
         op(x, x, a=1e300, n=4)
-    with _message(
+    with raises_exactly(
         TypeError,
         "CUDA kernel 'axpy' of 'inline.cu': scalar 'a' is declared float32, got complex64 "
         "(1+0j); pass a real number",

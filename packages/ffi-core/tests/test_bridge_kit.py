@@ -19,23 +19,17 @@ from ffi_core import (
     output_avals,
     raise_on_differentiation,
 )
+from ffi_core.testing import differentiation_refused_message
 from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
-FIX = (
-    "define the derivative with `XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` "
-    "for reverse mode) or wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`"
-)
-
 
 def jvp_message(what: str) -> str:
-    return (
-        f"{what} has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot differentiate it; {FIX}"
-    )
+    return differentiation_refused_message(what, "jvp")
 
 
 def transpose_message(what: str) -> str:
-    return f"{what} has no transpose rule, so jax.linear_transpose cannot transpose it; {FIX}"
+    return differentiation_refused_message(what, "linear_transpose")
 
 
 def test_vmap_methods():

@@ -23,6 +23,7 @@ from ffi_core import (
     output_avals,
     positional_count,
 )
+from ffi_core.testing import whole_message
 from jax import core as jax_core
 
 S = jax.ShapeDtypeStruct
@@ -34,11 +35,6 @@ SUPPORTED = ", ".join(ACCEPTED)
 OUTPUT_SPEC = (
     "an object with `shape` and `dtype` (a jax.ShapeDtypeStruct, a jax.core.ShapedArray, an array)"
 )
-
-
-def whole(message: str) -> str:
-    """A pattern matching exactly ``message``."""
-    return "(?s)^" + re.escape(message) + "$"
 
 
 def _dtype_message(what: str, dtype: str) -> str:
@@ -124,13 +120,13 @@ def test_check_dtype_accepts(dtype: object) -> None:
     ids=["float16", "bfloat16", "object", "str", "float"],
 )
 def test_check_dtype_refuses(dtype: object, shown: str) -> None:
-    with pytest.raises(TypeError, match=whole(_dtype_message("`x`", shown))):
+    with pytest.raises(TypeError, match=whole_message(_dtype_message("`x`", shown))):
         check_dtype(dtype, "`x`", accepted=ACCEPTED, kind=KIND)
 
 
 def test_check_dtype_names_the_kind() -> None:
     message = "input 0 has dtype int8, which numba CPU kernels do not take; supported: float32"
-    with pytest.raises(TypeError, match=whole(message)):
+    with pytest.raises(TypeError, match=whole_message(message)):
         check_dtype(np.dtype(np.int8), "input 0", accepted=("float32",), kind="numba CPU")
 
 
@@ -224,9 +220,9 @@ def test_normalize_outs_refuses_a_spec_that_is_no_array() -> None:
     ids=["int", "str", "list-with-int", "dict-with-str"],
 )
 def test_normalize_outs_refuses(outs: object, message: str) -> None:
-    with pytest.raises(TypeError, match=whole(message)):
+    with pytest.raises(TypeError, match=whole_message(message)):
         normalize_outs(outs)
-    with pytest.raises(TypeError, match=whole(message)):
+    with pytest.raises(TypeError, match=whole_message(message)):
         output_avals(outs, accepted=ACCEPTED, kind=KIND)
 
 
@@ -244,14 +240,14 @@ def test_output_avals() -> None:
 @pytest.mark.parametrize("outs", [[], (), {}], ids=["list", "tuple", "dict"])
 def test_output_avals_refuses_none(outs: object) -> None:
     message = "`outs` must hold at least one jax.ShapeDtypeStruct, got none"
-    with pytest.raises(ValueError, match=whole(message)):
+    with pytest.raises(ValueError, match=whole_message(message)):
         output_avals(outs, accepted=ACCEPTED, kind=KIND)
 
 
 def test_output_avals_checks_dtypes() -> None:
     out = S((3,), jnp.float16)
     message = _dtype_message(f"`outs` entry 1 ({out})", "float16")
-    with pytest.raises(TypeError, match=whole(message)):
+    with pytest.raises(TypeError, match=whole_message(message)):
         output_avals([F3, out], accepted=ACCEPTED, kind=KIND)
 
 
@@ -319,7 +315,7 @@ def test_check_aliases(aliases: object, n_outs: int, pairs: tuple[tuple[int, int
     ],
 )
 def test_check_aliases_refuses(aliases: object, error: type[Exception], message: str) -> None:
-    with pytest.raises(error, match=whole(message)):
+    with pytest.raises(error, match=whole_message(message)):
         check_aliases(aliases, 1)
 
 
@@ -367,7 +363,7 @@ def test_check_inputs_accepts_aliases() -> None:
     ids=["list", "float", "bfloat16", "float16"],
 )
 def test_check_inputs_refuses(args: list[object], message: str) -> None:
-    with pytest.raises(TypeError, match=whole(message)):
+    with pytest.raises(TypeError, match=whole_message(message)):
         _check(args)
 
 
@@ -404,7 +400,7 @@ def test_check_inputs_refuses(args: list[object], message: str) -> None:
 def test_check_inputs_refuses_aliases(
     args: list[object], aliases: tuple[tuple[int, int], ...], message: str
 ) -> None:
-    with pytest.raises(ValueError, match=whole(message)):
+    with pytest.raises(ValueError, match=whole_message(message)):
         _check(args, aliases)
 
 
@@ -454,5 +450,5 @@ def test_check_arity_refuses(n_in: int, n_out: int) -> None:
         f"kernel 'k' takes 2 arguments but is called with {n_in} inputs and {n_out} outputs "
         f"({n_in + n_out} arrays); the convention is kernel(in_1, ..., in_n, out_1, ..., out_m)"
     )
-    with pytest.raises(TypeError, match=whole(message)):
+    with pytest.raises(TypeError, match=whole_message(message)):
         check_arity(2, n_in, n_out, name="kernel 'k'")

@@ -9,17 +9,10 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
+from ffi_core.testing import whole_message
 from kernel_bench import BenchmarkConfig, ResultMismatchError, benchmark_kernel, default_platform
 from numba_cpu_ffi import numba_kernel
 from xla_custom_kernel import XLACustomKernel
-
-# JAX appends a note on its filtered frames to errors raised under jit.
-_JAX_NOTE = r"(\n-+\nFor simplicity, JAX has removed its internal frames.*)?"
-
-
-def whole(message: str) -> str:
-    return "(?s)^" + re.escape(message) + _JAX_NOTE + "$"
-
 
 FAST = {"n_warmup": 0, "n_runs": 2}
 
@@ -114,7 +107,7 @@ def test_mismatch_raises_without_catch_errors(fake_kernel):
     k = fake_kernel("scale", {"jax": scale, "off": lambda x, a: x * a + 1.0}, cases(4))
     with pytest.raises(
         ResultMismatchError,
-        match=whole(
+        match=whole_message(
             "backend 'off' of kernel 'scale' on case 'n=4': result differs from backend 'jax': "
             "output 0 differs (max abs difference 1, rtol=0.001, atol=0.001)"
         ),
@@ -131,7 +124,7 @@ def test_failing_backend_is_recorded_or_raised(fake_kernel):
         assert not r.success
         assert r.error == "RuntimeError: kernel exploded"
         assert (r.mean_ms, r.std_ms, r.min_ms, r.throughput) == (None, None, None, None)
-    with pytest.raises(RuntimeError, match=whole("kernel exploded")) as info:
+    with pytest.raises(RuntimeError, match=whole_message("kernel exploded")) as info:
         benchmark_kernel(k, platform="cpu", catch_errors=False, **FAST)
     assert info.value.__notes__[-1] == (
         "while benchmarking backend 'bad' of kernel 'scale' on case 'n=4'"
@@ -199,7 +192,7 @@ def test_batched_runs_call_every_backend(fake_kernel):
 )
 def test_bad_arguments(fake_kernel, kwargs, error, message):
     k = fake_kernel("scale", {"jax": scale, "numba": scale}, cases(4))
-    with pytest.raises(error, match=whole(message)):
+    with pytest.raises(error, match=whole_message(message)):
         benchmark_kernel(k, **({"platform": "cpu"} | kwargs))
 
 
@@ -210,7 +203,7 @@ def test_unavailable_platform(fake_kernel):
     k = fake_kernel("scale", {"jax": scale}, cases(4), platform="tpu")
     with pytest.raises(
         RuntimeError,
-        match=whole(
+        match=whole_message(
             f"platform 'tpu' is not available to JAX (it has {', '.join(sorted(platforms))}); "
             "pick another `platform`, or install the jaxlib plugin for it"
         ),
@@ -222,7 +215,7 @@ def test_kernel_without_call_or_data(fake_kernel):
     no_call = fake_kernel("scale", {"jax": scale}, cases(4), has_call=False)
     with pytest.raises(
         ValueError,
-        match=whole(
+        match=whole_message(
             "kernel 'scale' has no call function to benchmark: register one with `@kernel.def_call`"
         ),
     ):
@@ -230,7 +223,7 @@ def test_kernel_without_call_or_data(fake_kernel):
     no_data = fake_kernel("scale", {"jax": scale})
     with pytest.raises(
         ValueError,
-        match=whole(
+        match=whole_message(
             "kernel 'scale' has no benchmark data: register a function returning "
             "BenchmarkConfig cases with `@kernel.def_benchmark_data`"
         ),
@@ -253,7 +246,7 @@ def test_kernel_without_call_or_data(fake_kernel):
 )
 def test_bad_benchmark_data(fake_kernel, data, error, message):
     k = fake_kernel("scale", {"jax": scale}, lambda: data)
-    with pytest.raises(error, match=whole(message)):
+    with pytest.raises(error, match=whole_message(message)):
         benchmark_kernel(k, platform="cpu")
 
 
@@ -321,7 +314,7 @@ def test_real_kernel_without_benchmark_data():
     k.def_call(lambda x: k(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype)))
     with pytest.raises(
         ValueError,
-        match=whole(
+        match=whole_message(
             "kernel 'kernel_bench_test_no_data' has no benchmark data: register a function "
             "returning BenchmarkConfig cases with `@kernel.def_benchmark_data`"
         ),

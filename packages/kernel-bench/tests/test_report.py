@@ -6,14 +6,11 @@ import io
 import re
 
 import pytest
+from ffi_core.testing import whole_message
 from kernel_bench import BenchmarkRecord, BenchmarkResult, compare
 from kernel_bench._console import print_table, report_renderables
 from kernel_bench._table import records_report, render
 from rich.console import Console
-
-
-def whole(message: str) -> str:
-    return "^" + re.escape(message) + "$"
 
 
 def rec(backend, label, mean, *, success=True, error=None, platform="cpu"):
@@ -265,7 +262,7 @@ def test_empty_result():
     ],
 )
 def test_table_errors(kwargs, message):
-    with pytest.raises(ValueError, match=whole(message)):
+    with pytest.raises(ValueError, match=whole_message(message)):
         RESULT.print(**kwargs)
 
 
@@ -293,6 +290,6 @@ def test_compare_two_runs():
 
 def test_compare_refuses_non_results():
     with pytest.raises(
-        TypeError, match=whole("`new` must be a BenchmarkResult, got <class 'list'>")
+        TypeError, match=whole_message("`new` must be a BenchmarkResult, got <class 'list'>")
     ):
         compare(RESULT, [])

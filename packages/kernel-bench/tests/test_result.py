@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from ffi_core.testing import whole_message
 from kernel_bench import BenchmarkConfig, BenchmarkRecord, BenchmarkResult
-
-
-def whole(message: str) -> str:
-    return "^" + re.escape(message) + "$"
 
 
 def rec(backend, label="add/n=8", mean=1.0, *, success=True, error=None, **kw):
@@ -62,11 +58,14 @@ def test_fastest_skips_failed_and_mismatched_backends():
 def test_fastest_errors():
     result = sample()
     with pytest.raises(
-        ValueError, match=whole("no benchmark record has label 'x'; labels: 'add/n=8', 'add/n=64'")
+        ValueError,
+        match=whole_message("no benchmark record has label 'x'; labels: 'add/n=8', 'add/n=64'"),
     ):
         result.fastest("x")
     failed = BenchmarkResult([rec("bad", mean=None, success=False, error="E")])
-    with pytest.raises(ValueError, match=whole("every backend failed on 'add/n=8' (tried 'bad')")):
+    with pytest.raises(
+        ValueError, match=whole_message("every backend failed on 'add/n=8' (tried 'bad')")
+    ):
         failed.fastest("add/n=8")
 
 
@@ -114,7 +113,7 @@ def test_to_dict_from_dict():
 def test_file_errors(tmp_path):
     with pytest.raises(
         ValueError,
-        match=whole(
+        match=whole_message(
             f"`path` must end in one of .json, .csv (the file format), got '{tmp_path / 'r.txt'}'"
         ),
     ):
@@ -123,7 +122,7 @@ def test_file_errors(tmp_path):
     bad.write_text("a,b\n1,2\n")
     with pytest.raises(
         ValueError,
-        match=whole(
+        match=whole_message(
             f"'{bad}' is not a benchmark CSV file: its header must be platform,backend,label,"
             "mean_ms,std_ms,min_ms,throughput,success,error,kernel_kwargs,data_kwargs, got a,b"
         ),
@@ -133,7 +132,7 @@ def test_file_errors(tmp_path):
     not_result.write_text("[1, 2]")
     with pytest.raises(
         ValueError,
-        match=whole(
+        match=whole_message(
             "benchmark result data must be a dict with a 'records' list, as written by "
             "BenchmarkResult.to_dict, got <class 'list'>"
         ),
@@ -145,7 +144,7 @@ def test_record_from_dict_refuses_unknown_fields():
     data = rec("jax").to_dict() | {"speed": 1}
     with pytest.raises(
         ValueError,
-        match=whole(
+        match=whole_message(
             "benchmark record has unknown fields ['speed']; known: platform, backend, label, "
             "mean_ms, std_ms, min_ms, throughput, success, error, kernel_kwargs, data_kwargs"
         ),
@@ -155,7 +154,8 @@ def test_record_from_dict_refuses_unknown_fields():
 
 def test_result_refuses_non_records():
     with pytest.raises(
-        TypeError, match=whole("`records` entry 0 must be a BenchmarkRecord, got <class 'dict'>")
+        TypeError,
+        match=whole_message("`records` entry 0 must be a BenchmarkRecord, got <class 'dict'>"),
     ):
         BenchmarkResult([{}])
 
@@ -171,10 +171,12 @@ def test_plot_writes_a_png(tmp_path):
 
 
 def test_plot_errors(tmp_path):
-    with pytest.raises(ValueError, match=whole("cannot plot a benchmark result with no records")):
+    with pytest.raises(
+        ValueError, match=whole_message("cannot plot a benchmark result with no records")
+    ):
         BenchmarkResult().plot(tmp_path / "p.png")
     with pytest.raises(
-        ValueError, match=whole(f"`path` must end in .png, got '{tmp_path / 'p.jpg'}'")
+        ValueError, match=whole_message(f"`path` must end in .png, got '{tmp_path / 'p.jpg'}'")
     ):
         sample().plot(tmp_path / "p.jpg")
 
@@ -211,5 +213,5 @@ def test_config_keeps_its_fields():
     ],
 )
 def test_config_errors(args, kwargs, error, message):
-    with pytest.raises(error, match=whole(message)):
+    with pytest.raises(error, match=whole_message(message)):
         BenchmarkConfig(*args, **kwargs)

@@ -12,19 +12,14 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
+from ffi_core.testing import differentiation_refused_message
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 from numba_cpu_ffi import VMAP_METHODS, KernelCompileError, numba_kernel
 
-FIX = (
-    "define the derivative with `XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` "
-    "for reverse mode) or wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`"
-)
-JVP = (
-    "numba kernel 'scale' has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot "
-    f"differentiate it; {FIX}"
-)
-TRANSPOSE = f"numba kernel 'scale' has no transpose rule, so jax.linear_transpose cannot transpose it; {FIX}"
+KERNEL = "numba kernel 'scale'"
+JVP = differentiation_refused_message(KERNEL, "jvp")
+TRANSPOSE = differentiation_refused_message(KERNEL, "linear_transpose")
 
 
 @numba.njit

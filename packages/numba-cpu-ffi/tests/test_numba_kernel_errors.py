@@ -8,6 +8,7 @@ import ml_dtypes
 import numba
 import numpy as np
 import pytest
+from ffi_core.testing import whole_message
 from numba_cpu_ffi import SUPPORTED_DTYPES, KernelCompileError, numba_kernel
 
 S = jax.ShapeDtypeStruct
@@ -17,13 +18,6 @@ SUPPORTED = ", ".join(SUPPORTED_DTYPES)
 OUTPUT_SPEC = (
     "an object with `shape` and `dtype` (a jax.ShapeDtypeStruct, a jax.core.ShapedArray, an array)"
 )
-# JAX appends a note on its filtered frames to errors raised under jit.
-_JAX_NOTE = r"(\n-+\nFor simplicity, JAX has removed its internal frames.*)?"
-
-
-def whole(message: str) -> str:
-    """A pattern matching exactly ``message`` (plus JAX's note, if any)."""
-    return "(?s)^" + re.escape(message) + _JAX_NOTE + "$"
 
 
 @numba.njit
@@ -62,7 +56,7 @@ RAISED = "UNKNOWN: numba kernel 'checked' raised ValueError: negative input"
 def _raises_kernel_error():
     # An XLA run-time error: jax.errors.JaxRuntimeError, or ValueError from
     # JAX's C++ fast path for an executable that already ran.
-    return pytest.raises(Exception, match=whole(RAISED))
+    return pytest.raises(Exception, match=whole_message(RAISED))
 
 
 @pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
@@ -70,7 +64,7 @@ def test_kernel_exception_becomes_python_exception(jit):
     f = numba_kernel(checked, F3)
     f = jax.jit(f) if jit else f
     good = jnp.arange(3.0, dtype=jnp.float32)
-    with pytest.raises(jax.errors.JaxRuntimeError, match=whole(RAISED)) as info:
+    with pytest.raises(jax.errors.JaxRuntimeError, match=whole_message(RAISED)) as info:
         f(good - 1).block_until_ready()
     assert isinstance(info.value, Exception)
     np.testing.assert_array_equal(f(good), good)
@@ -124,7 +118,7 @@ def _cuda_kernel():
 )
 def test_kernel_must_be_njit(make, kind):
     message = f"`kernel` must be a @numba.njit function (a numba CPU dispatcher), got {kind}"
-    with pytest.raises(TypeError, match=whole(message)):
+    with pytest.raises(TypeError, match=whole_message(message)):
         numba_kernel(make(), F3)
 
 
@@ -136,7 +130,7 @@ def test_kernel_arity(n_in, n_out):
         f"outputs ({n_in + n_out} arrays); the convention is "
         "kernel(in_1, ..., in_n, out_1, ..., out_m)"
     )
-    with pytest.raises(TypeError, match=whole(message)):
+    with pytest.raises(TypeError, match=whole_message(message)):
         f(*[jnp.ones(3, jnp.float32)] * n_in)
 
 
@@ -161,14 +155,14 @@ def test_kernel_arity(n_in, n_out):
     ids=["int", "str", "list-with-int", "dict-with-str"],
 )
 def test_outs_type(outs, message):
-    with pytest.raises(TypeError, match=whole(message)):
+    with pytest.raises(TypeError, match=whole_message(message)):
         numba_kernel(copy, outs)
 
 
 @pytest.mark.parametrize("outs", [[], (), {}], ids=["list", "tuple", "dict"])
 def test_outs_empty(outs):
     message = "`outs` must hold at least one jax.ShapeDtypeStruct, got none"
-    with pytest.raises(ValueError, match=whole(message)):
+    with pytest.raises(ValueError, match=whole_message(message)):
         numba_kernel(copy, outs)
 
 
@@ -191,7 +185,7 @@ def _dtype_message(what, dtype):
 def test_outs_dtype(dtype, shown):
     out = S((3,), dtype)
     message = _dtype_message(f"`outs` entry 1 ({out})", shown)
-    with pytest.raises(TypeError, match=whole(message)):
+    with pytest.raises(TypeError, match=whole_message(message)):
         numba_kernel(copy, [F3, out])
 
 
@@ -224,7 +218,7 @@ def test_input_refused(make, message, jit):
     x = make()
     if jit and isinstance(x, jax.Array):
         f = jax.jit(f)
-    with pytest.raises(TypeError, match=whole(message)):
+    with pytest.raises(TypeError, match=whole_message(message)):
         f(x)
 
 
@@ -310,13 +304,13 @@ def test_kernel_that_does_not_type(kernel, dtypes, detail, jit):
     ],
 )
 def test_aliases_refused_at_wrap(aliases, error, message):
-    with pytest.raises(error, match=whole(message)):
+    with pytest.raises(error, match=whole_message(message)):
         numba_kernel(copy, F3, input_output_aliases=aliases)
 
 
 def test_aliases_several_inputs_to_one_output():
     message = "`input_output_aliases` maps several inputs to one output: {0: 0, 1: 0}"
-    with pytest.raises(ValueError, match=whole(message)):
+    with pytest.raises(ValueError, match=whole_message(message)):
         numba_kernel(copy, [F3, F3], input_output_aliases={0: 0, 1: 0})
 
 
@@ -348,7 +342,7 @@ def test_aliases_several_inputs_to_one_output():
 def test_aliases_refused_at_call(aliases, x, message, jit):
     f = numba_kernel(copy, F3, input_output_aliases=aliases)
     f = jax.jit(f) if jit else f
-    with pytest.raises(ValueError, match=whole(message)):
+    with pytest.raises(ValueError, match=whole_message(message)):
         f(x)
 
 
@@ -361,7 +355,7 @@ def test_aliases_with_no_inputs():
         "`input_output_aliases` maps input 0 to output 0, but kernel 'fill' is called "
         "with 0 inputs (valid: none)"
     )
-    with pytest.raises(ValueError, match=whole(message)):
+    with pytest.raises(ValueError, match=whole_message(message)):
         numba_kernel(fill, F3, input_output_aliases={0: 0})()
 
 
@@ -371,5 +365,5 @@ def test_unknown_vmap_method(method):
         "`vmap_method` must be one of None, 'sequential', 'sequential_unrolled', "
         f"'expand_dims', 'broadcast_all', got {method!r}"
     )
-    with pytest.raises(ValueError, match=whole(message)):
+    with pytest.raises(ValueError, match=whole_message(message)):
         numba_kernel(copy, F3, vmap_method=method)
