@@ -104,6 +104,8 @@ class JVP:
                 result[1], n_out, f"the JVP rule of {kernel.name!r} (tangent outputs)"
             )
             return p_out, t_out
+        # Called only for a kernel with JVP rules: without `full`, there are per-input ones.
+        assert self.per_input is not None
         self.check_arity(kernel.name, len(primals))
         p_out = as_outputs(kernel(*primals, outs=outs, **kw), n_out, "the kernel")
         total: list[Any] = [None] * n_out
