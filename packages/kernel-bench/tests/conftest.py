@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
+from ffi_core.testing import cache_dir_fixture
 
 
 class FakeKernel:
@@ -61,24 +62,51 @@ def fake_kernel() -> type[FakeKernel]:
     return FakeKernel
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _numba_cpu_ffi_cache_dir(tmp_path_factory):
-    # Handlers compiled by the tests go to a fresh directory, never the user's cache.
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("NUMBA_CPU_FFI_CACHE_DIR", str(tmp_path_factory.mktemp("numba-cpu-ffi-cache")))
-        yield
+# Handlers compiled by the tests go to a fresh directory, never the user's cache.
+_numba_cpu_ffi_cache_dir = cache_dir_fixture("NUMBA_CPU_FFI_CACHE_DIR")
 
 
 @pytest.fixture(autouse=True)
 def _autotune_state(tmp_path, monkeypatch):
     # Each test decides afresh: its own cache directory on disk, nothing in
     # memory, the default budget, fresh counts.
-    from kernel_bench import _autotune_cache, autotune
+    from kernel_bench import _autotune_cache, _autotune_decide, autotune
 
     monkeypatch.setenv(autotune.CACHE_ENV, str(tmp_path / "autotune-cache"))
-    monkeypatch.setattr(autotune, "_memory", {})
+    monkeypatch.setattr(_autotune_decide, "_memory", {})
     monkeypatch.setattr(_autotune_cache, "_disk", {})
     monkeypatch.setattr(_autotune_cache, "_refused", set())
-    monkeypatch.setattr(autotune, "_stats", dict.fromkeys(autotune._stats, 0))
-    monkeypatch.setattr(autotune, "_budget_s", 0.05)
+    monkeypatch.setattr(_autotune_decide, "_stats", dict.fromkeys(_autotune_decide._stats, 0))
+    monkeypatch.setattr(_autotune_decide, "_budget_s", 0.05)
     yield
+
+
+@pytest.fixture
+def autotune_costs(monkeypatch):
+    """Deterministic timing for the autotuner: the dict returned maps a backend
+    to its microseconds per call, a number (every round the same) or a list
+    (round r takes item r, cycling); backends not in it cost 100. The
+    backends still run (their results are checked); only the clock is fake.
+    ``autotune_costs.rounds`` lists the backends of each timing call."""
+    import itertools
+
+    from kernel_bench import _autotune_measure
+
+    class Costs(dict):
+        rounds: list[list[str]]
+
+    costs = Costs()
+    costs.rounds = []
+
+    def interleaved(runs, counts, data, *, rounds, seconds=0.0, min_rounds=1):
+        costs.rounds.append(list(runs))
+        found = {}
+        for backend in runs:
+            cost = costs.get(backend, 100.0)
+            series = cost if isinstance(cost, list) else [cost]
+            found[backend] = [float(t) for t in itertools.islice(itertools.cycle(series), rounds)]
+        return found
+
+    monkeypatch.setattr(_autotune_measure, "interleaved", interleaved)
+    monkeypatch.setattr(_autotune_measure, "calls_per_run", lambda run, data, seconds: 10)
+    return costs

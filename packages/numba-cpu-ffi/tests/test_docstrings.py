@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import pkgutil
-
 import numba_cpu_ffi
 import pytest
-from ffi_core.testing import check_docstring_examples
+from ffi_core.testing import check_docstring_examples, package_modules
 
-MODULES = sorted(
-    info.name for info in pkgutil.walk_packages(numba_cpu_ffi.__path__, prefix="numba_cpu_ffi.")
-)
+MODULES = package_modules(numba_cpu_ffi)
 WITH_EXAMPLES = {"numba_cpu_ffi._codegen", "numba_cpu_ffi._kernel"}
 
 

@@ -6,15 +6,11 @@ kernels, parameter layouts, launch configurations) run on any machine.
 
 from __future__ import annotations
 
-import pkgutil
-
 import numba_cuda_ffi
 import pytest
-from ffi_core.testing import check_docstring_examples
+from ffi_core.testing import check_docstring_examples, package_modules
 
-MODULES = sorted(
-    info.name for info in pkgutil.walk_packages(numba_cuda_ffi.__path__, prefix="numba_cuda_ffi.")
-)
+MODULES = package_modules(numba_cuda_ffi)
 WITH_EXAMPLES = {
     "numba_cuda_ffi._callable",
     "numba_cuda_ffi._compile",

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import pkgutil
-
 import pytest
 import warp_ffi
-from ffi_core.testing import check_docstring_examples
+from ffi_core.testing import check_docstring_examples, package_modules
 
-MODULES = sorted(info.name for info in pkgutil.walk_packages(warp_ffi.__path__, prefix="warp_ffi."))
+MODULES = package_modules(warp_ffi)
 WITH_EXAMPLES = {"warp_ffi._kernel", "warp_ffi._warp"}
 
 

@@ -9,14 +9,10 @@ import uuid
 
 import pytest
 import xla_custom_kernel as xck
+from ffi_core.testing import cache_dir_fixture
 
-
-@pytest.fixture(autouse=True, scope="session")
-def _numba_cpu_ffi_cache_dir(tmp_path_factory):
-    # Numba handlers compile at lowering; keep them out of the user's cache.
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("NUMBA_CPU_FFI_CACHE_DIR", str(tmp_path_factory.mktemp("numba-cpu-ffi-cache")))
-        yield
+# Numba handlers compile at lowering; keep them out of the user's cache.
+_numba_cpu_ffi_cache_dir = cache_dir_fixture("NUMBA_CPU_FFI_CACHE_DIR")
 
 
 @pytest.fixture(autouse=True)
