@@ -408,7 +408,7 @@ def _run_pipeline(
     attrs: dict[tuple[int], list[list[object]]],
     arch: int,
     options: dict[str, object],
-) -> tuple[dict[str, object], dict[str, object]]:
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run Triton's stages in memory; return each stage's output and the
     metadata the stages fill in (``name``, ``shared``, scratch sizes...)."""
     from triton._C.libtriton import ir
@@ -427,8 +427,9 @@ def _run_pipeline(
     module: Any = src.make_ir(
         target, opts, backend.get_codegen_implementation(opts), backend.get_module_map(), context
     )
-    metadata: dict[str, object] = {"target": target, **opts.__dict__}
-    outputs: dict[str, object] = {}
+    # Values of Triton's own types (ints, bytes, its target): checked by their users.
+    metadata: dict[str, Any] = {"target": target, **opts.__dict__}
+    outputs: dict[str, Any] = {}
     for ext, stage in stages.items():
         module = stage(module, metadata)
         outputs[ext] = module

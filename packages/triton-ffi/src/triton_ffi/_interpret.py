@@ -188,12 +188,12 @@ class _interpreted_jit_calls:
         from triton.runtime.jit import JITFunction
 
         self._saved = JITFunction.__dict__["__call__"]
-        JITFunction.__call__ = _call_interpreted  # type: ignore[method-assign]
+        JITFunction.__call__ = _call_interpreted
 
     def __exit__(self, *exc: object) -> None:
         from triton.runtime.jit import JITFunction
 
-        JITFunction.__call__ = self._saved  # type: ignore[method-assign]
+        JITFunction.__call__ = self._saved
 
 
 def _call_interpreted(self: Any, *args: Any, **kwargs: Any) -> Any:
