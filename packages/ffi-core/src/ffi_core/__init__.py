@@ -17,6 +17,10 @@ from ._capi import DataType as DataType
 from ._capi import ErrorCode as ErrorCode
 from ._capi import ExecutionStage as ExecutionStage
 from ._capi import HandlerTraits as HandlerTraits
+from ._checks import check_aliases as check_aliases
+from ._checks import check_arity as check_arity
+from ._checks import check_inputs as check_inputs
+from ._checks import positional_count as positional_count
 from ._cost_hint import HINT_MIN_ELEMENTS as HINT_MIN_ELEMENTS
 from ._cost_hint import hint_source as hint_source
 from ._cost_hint import lower_with_hint as lower_with_hint
@@ -47,6 +51,9 @@ from ._frame import destroy_error as destroy_error
 from ._frame import error_message as error_message
 from ._jax_compat import def_eager_impl as def_eager_impl
 from ._jax_compat import require_devices_at_lowering as require_devices_at_lowering
+from ._outs import is_output_spec as is_output_spec
+from ._outs import normalize_outs as normalize_outs
+from ._outs import output_avals as output_avals
 from ._python_handler import python_handler as python_handler
 from ._rebuilders import REBUILDER_ENTRY_POINTS as REBUILDER_ENTRY_POINTS
 from ._recipe import CALL_SIG_FIELDS as CALL_SIG_FIELDS
@@ -70,15 +77,8 @@ from ._spec import ArraySig as ArraySig
 from ._spec import CallSig as CallSig
 from ._spec import KernelDTypes as KernelDTypes
 from ._spec import array_sig as array_sig
-from ._spec import check_aliases as check_aliases
-from ._spec import check_arity as check_arity
 from ._spec import check_dtype as check_dtype
-from ._spec import check_inputs as check_inputs
 from ._spec import check_vmap_method as check_vmap_method
-from ._spec import is_output_spec as is_output_spec
-from ._spec import normalize_outs as normalize_outs
-from ._spec import output_avals as output_avals
-from ._spec import positional_count as positional_count
 from ._version import __version__ as __version__
 
 __all__ = [

@@ -8,13 +8,18 @@ kernel and the two ways to give it a derivative.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 from jax.extend.core import Primitive
-from jax.interpreters import ad
+from jax.interpreters import ad, batching, mlir
 
-__all__ = ["raise_on_differentiation"]
+from ._jax_compat import def_eager_impl
+
+__all__ = ["nondifferentiable_call", "nondifferentiable_call_p", "raise_on_differentiation"]
 
 # What a kernel without a derivative needs; the end of both rules' messages.
 _FIX = (
@@ -68,3 +73,97 @@ def raise_on_differentiation(
 
     ad.primitive_jvps[primitive] = jvp
     ad.primitive_transposes[primitive] = transpose
+
+
+# -------------------------------------------- calls through another primitive
+
+# A bridge whose call binds a primitive it does not own (``jax.ffi.ffi_call``'s,
+# shared by every FFI call in the process) cannot give that primitive rules
+# naming its kernel. It binds this one instead: a higher-order primitive
+# around the call, lowered to the call itself, whose JVP and transpose rules
+# are the ones above.
+nondifferentiable_call_p = Primitive("nondifferentiable_call")
+nondifferentiable_call_p.multiple_results = True
+
+
+def nondifferentiable_call(
+    call: Callable[..., Sequence[Any]],
+    args: Sequence[Any],
+    out_avals: Sequence[Any],
+    *,
+    label: str,
+) -> list[Any]:
+    """``call(out_avals, *args)``, under a primitive whose JVP and transpose
+    rules raise NotImplementedError naming ``label`` and the fix.
+
+    For a bridge whose call binds a primitive that is not its own (a
+    ``jax.ffi.ffi_call``), which would stop ``jax.grad`` with JAX's generic
+    "Differentiation rule for 'ffi_call' not implemented". ``jax.vmap`` of it
+    vmaps ``call``.
+
+    Args:
+        call: makes the call for the output avals it is given (hashable:
+            eager calls hit JAX's cache by it).
+        args: the inputs.
+        out_avals: the outputs' avals.
+        label: the kernel in words (``"numba cuda callable 'f'"``).
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> def twice(out_avals, x):
+        ...     return [2 * x]
+        >>> f = lambda x: nondifferentiable_call(twice, [x], [jax.core.ShapedArray((), "float32")], label="kernel 'twice'")[0]
+        >>> f(jnp.float32(1.5))
+        Array(3., dtype=float32)
+        >>> try:
+        ...     jax.grad(f)(jnp.float32(1.5))
+        ... except NotImplementedError as exc:
+        ...     print(str(exc).split(";")[0])
+        kernel 'twice' has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot differentiate it
+    """
+    return nondifferentiable_call_p.bind(*args, call=call, out_avals=tuple(out_avals), label=label)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Vmapped:
+    # ``call`` under jax.vmap: the batch is the leading axis of the inputs
+    # ``in_batched`` marks and of every output.
+    call: Callable[..., Sequence[Any]]
+    in_batched: tuple[bool, ...]
+
+    def __call__(self, out_avals: tuple[Any, ...], *args: Any) -> list[Any]:
+        inner = tuple(a.update(shape=a.shape[1:]) for a in out_avals)
+        in_axes = tuple(0 if b else None for b in self.in_batched)
+        return list(jax.vmap(lambda *a: tuple(self.call(inner, *a)), in_axes=in_axes)(*args))
+
+
+def _nondifferentiable_call_abstract_eval(*avals, call, out_avals, label):
+    del avals, call, label
+    return list(out_avals)
+
+
+def _nondifferentiable_call_lowering(ctx, *operands, call, out_avals, label):
+    del label
+    return mlir.lower_fun(lambda *a: tuple(call(out_avals, *a)), multiple_results=True)(
+        ctx, *operands
+    )
+
+
+def _nondifferentiable_call_batching(args, dims, *, call, out_avals, label):
+    size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
+    moved = [x if d is None else jnp.moveaxis(x, d, 0) for x, d in zip(args, dims, strict=True)]
+    outs = nondifferentiable_call_p.bind(
+        *moved,
+        call=_Vmapped(call, tuple(d is not None for d in dims)),
+        out_avals=tuple(a.update(shape=(size, *a.shape)) for a in out_avals),
+        label=label,
+    )
+    return outs, [0] * len(outs)
+
+
+# The rules of nondifferentiable_call_p, in one place.
+def_eager_impl(nondifferentiable_call_p)
+nondifferentiable_call_p.def_abstract_eval(_nondifferentiable_call_abstract_eval)
+mlir.register_lowering(nondifferentiable_call_p, _nondifferentiable_call_lowering)
+batching.primitive_batchers[nondifferentiable_call_p] = _nondifferentiable_call_batching
+raise_on_differentiation(nondifferentiable_call_p, describe=lambda params: params["label"])

@@ -24,3 +24,8 @@ class KernelCompileError(TypeError):
         ...     print(exc)
         kernel 'f': no float16
     """
+
+
+# Shown as ``ffi_core.KernelCompileError`` (its public name) in tracebacks,
+# ``help()`` and the bridges' API snapshots, where it is a base class.
+KernelCompileError.__module__ = "ffi_core"

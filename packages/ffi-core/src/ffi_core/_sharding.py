@@ -13,9 +13,9 @@ mesh axes that split a reduction factor (``jax.lax.psum``).
 ``partitioned_call_p`` is a higher-order primitive: its parameter ``call``
 makes the bridge's own call for given output avals, so a bridge passes its
 rule through and changes nothing else. ``jax.vmap`` of it vmaps that call and
-adds the batch axis to the rule as an independent factor; ``jax.jvp`` runs
-the call's own rules (unpartitioned). Inside ``shard_map`` (every mesh axis
-manual) and on one device it is the plain call.
+adds the batch axis to the rule as an independent factor; ``jax.jvp`` and
+``jax.linear_transpose`` run the call's own rules (unpartitioned). Inside
+``shard_map`` (every mesh axis manual) and on one device it is the plain call.
 """
 
 from __future__ import annotations
@@ -289,9 +289,37 @@ def _partitioned_call_jvp(primals, tangents, *, call, out_avals, rule):
     return list(outs), list(out_tangents)
 
 
+def _partitioned_call_transpose(cts, *args, call, out_avals, rule):
+    # Transposition is the call's own rule too (a bridge's, or its error
+    # naming the kernel and the fix), run unpartitioned: without this rule
+    # jax.linear_transpose would stop at JAX's generic message naming
+    # partitioned_call, not the kernel.
+    del rule
+    linear = [ad.is_undefined_primal(x) for x in args]
+
+    def call_of_linear(*values):
+        it = iter(values)
+        full = [next(it) if lin else x for x, lin in zip(args, linear, strict=True)]
+        return tuple(call(out_avals, *full))
+
+    primals = [
+        jax.ShapeDtypeStruct(x.aval.shape, x.aval.dtype)
+        for x, lin in zip(args, linear, strict=True)
+        if lin
+    ]
+    cts = tuple(
+        jnp.zeros(a.shape, a.dtype) if type(ct) is ad.Zero else ct
+        for ct, a in zip(cts, out_avals, strict=True)
+    )
+    grads = iter(jax.linear_transpose(call_of_linear, *primals)(cts))
+    return [next(grads) if lin else None for lin in linear]
+
+
+# The rules of partitioned_call_p, in one place.
 def_eager_impl(partitioned_call_p)
 partitioned_call_p.def_abstract_eval(_partitioned_call_abstract_eval)
 mlir.register_lowering(partitioned_call_p, _partitioned_call_lowering)
 batching.primitive_batchers[partitioned_call_p] = _partitioned_call_batching
 ad.primitive_jvps[partitioned_call_p] = _partitioned_call_jvp
+ad.primitive_transposes[partitioned_call_p] = _partitioned_call_transpose
 require_devices_at_lowering(partitioned_call_p)

@@ -1,39 +1,52 @@
-"""What a kernel call is: its dtype/rank signature, and the checks of its arguments.
+"""What a kernel call is: its dtype/rank signature, the vmap methods and the
+dtype tables bridges declare, and their checks.
 
 One FFI target serves one (kernel, signature); sizes are read from the call
-frame at run time, so a signature never includes them. The checks here run in
-a bridge's public function, before anything is traced or bound; each names the
+frame at run time, so a signature never includes them. The checks of a call's
+outputs and inputs are in ``_outs`` and ``_checks``; all run in a bridge's
+public function, before anything is traced or bound, and each names the
 argument, the value it got and what is accepted.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import operator
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import jax
 import numpy as np
-from jax import core as jax_core
 
 __all__ = [
+    "BASIC_DTYPES",
+    "COMPLEX_DTYPES",
     "VMAP_METHODS",
     "ArraySig",
     "CallSig",
     "KernelDTypes",
     "array_sig",
-    "check_aliases",
-    "check_arity",
     "check_dtype",
-    "check_inputs",
     "check_vmap_method",
-    "is_output_spec",
-    "normalize_outs",
-    "output_avals",
-    "positional_count",
 ]
+
+#: The dtypes every native bridge passes, by name: bool, the integers and the
+#: IEEE floats. Also the scalar types a kernel can take as FFI attributes.
+BASIC_DTYPES: tuple[str, ...] = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+)
+
+#: The complex dtypes, for bridges whose kernels take them.
+COMPLEX_DTYPES: tuple[str, ...] = ("complex64", "complex128")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,15 +68,17 @@ class ArraySig:
         return f"{self.dtype}[{self.rank}d]"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class CallSig:
-    """The signature a handler is generated for: the inputs and outputs.
+    """The signature a handler is generated for: the inputs and outputs, and
+    whatever else of the bridge's the handler depends on.
 
     ``batched`` is None for a plain call; for a call that runs a batch it says
     which inputs carry a leading batch axis (every output does). Ranks include
-    that axis. Its ``repr`` names FFI targets, so it depends only on the
-    fields. A bridge subclasses it (keeping the name ``CallSig``) to add what
-    else its handler is generated for.
+    that axis. ``extras`` are the bridge's own fields, ``(name, value)`` pairs
+    (a dict is taken too), read as attributes (``sig.context``): one class
+    serves every bridge. Its ``repr`` names FFI targets, so it depends only on
+    the fields: the extras follow ``batched``, in their order.
 
     Example:
         >>> f32 = ArraySig("float32", 1)
@@ -72,17 +87,100 @@ class CallSig:
         'inputs (float32[1d], int32[0d]) and outputs (float32[1d])'
         >>> CallSig((f32,), (f32,), (True,))
         CallSig(inputs=(ArraySig(dtype='float32', rank=1),), outputs=(ArraySig(dtype='float32', rank=1),), batched=(True,))
+        >>> sig = CallSig((f32,), (f32,), extras={"context": "add"})
+        >>> sig.context, repr(sig).endswith("batched=None, context='add')")
+        ('add', True)
     """
 
     inputs: tuple[ArraySig, ...]
     outputs: tuple[ArraySig, ...]
     batched: tuple[bool, ...] | None = None
+    # Keyword-only and out of the generated repr: a subclass adding its own
+    # fields (the older way, kept working) still takes them positionally and
+    # shows them as before.
+    extras: tuple[tuple[str, Any], ...] = dataclasses.field(default=(), kw_only=True, repr=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.extras, Mapping):
+            object.__setattr__(self, "extras", tuple(self.extras.items()))
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names that are not fields: the bridge's extras.
+        for key, value in self.__dict__.get("extras", ()):
+            if key == name:
+                return value
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __repr__(self) -> str:
+        fields = [
+            f"inputs={self.inputs!r}",
+            f"outputs={self.outputs!r}",
+            f"batched={self.batched!r}",
+            *(f"{key}={value!r}" for key, value in self.extras),
+        ]
+        return f"CallSig({', '.join(fields)})"
 
     def describe(self) -> str:
         """The inputs and outputs in words, for error messages."""
         ins = ", ".join(map(str, self.inputs)) or "none"
         outs = ", ".join(map(str, self.outputs))
         return f"inputs ({ins}) and outputs ({outs})"
+
+    def kernel_arrays(self) -> tuple[ArraySig, ...]:
+        """The inputs then the outputs as the kernel sees them: without the
+        batch axis of a batch launched element by element.
+
+        Example:
+            >>> f32 = ArraySig("float32", 2)
+            >>> CallSig((f32, ArraySig("int32", 0)), (f32,), (True, False)).kernel_arrays()
+            (ArraySig(dtype='float32', rank=1), ArraySig(dtype='int32', rank=0), ArraySig(dtype='float32', rank=1))
+        """
+        flags = self.batched or (False,) * len(self.inputs)
+        ins = tuple(
+            ArraySig(a.dtype, a.rank - 1) if b else a
+            for a, b in zip(self.inputs, flags, strict=True)
+        )
+        outs = self.outputs
+        if self.batched is not None:
+            outs = tuple(ArraySig(a.dtype, a.rank - 1) for a in outs)
+        return ins + outs
+
+    def to_step(self) -> dict[str, Any]:
+        """The signature as the JSON fields of an export recipe step (the
+        extras as fields of their own; their values must be JSON values).
+
+        Example:
+            >>> CallSig((ArraySig("float32", 1),), (ArraySig("float32", 1),), extras={"hint": False}).to_step()
+            {'inputs': [['float32', 1]], 'outputs': [['float32', 1]], 'batched': None, 'hint': False}
+        """
+        return {
+            "inputs": [[a.dtype, a.rank] for a in self.inputs],
+            "outputs": [[a.dtype, a.rank] for a in self.outputs],
+            "batched": None if self.batched is None else list(self.batched),
+            **dict(self.extras),
+        }
+
+    @classmethod
+    def from_step(cls, step: Mapping[str, Any], extras: Sequence[str] = ()) -> CallSig:
+        """The signature :meth:`to_step` wrote; ``extras`` names the bridge's
+        extras, in order.
+
+        Example:
+            >>> sig = CallSig((ArraySig("int8", 0),), (ArraySig("int8", 0),), extras={"hint": True})
+            >>> CallSig.from_step(sig.to_step(), ("hint",)) == sig
+            True
+        """
+
+        def arrays(items: Any) -> tuple[ArraySig, ...]:
+            return tuple(ArraySig(dtype, rank) for dtype, rank in items)
+
+        batched = step["batched"]
+        return cls(
+            arrays(step["inputs"]),
+            arrays(step["outputs"]),
+            None if batched is None else tuple(batched),
+            extras=tuple((name, step[name]) for name in extras),
+        )
 
 
 def array_sig(aval: Any) -> ArraySig:
@@ -186,267 +284,3 @@ def check_dtype(
             f"supported: {', '.join(table.names)}"
         )
     return resolved
-
-
-# What one output of ``outs`` may be, in the words of every message that refuses one.
-_OUTPUT_SPEC = (
-    "an object with `shape` and `dtype` (a jax.ShapeDtypeStruct, a jax.core.ShapedArray, an array)"
-)
-
-
-def is_output_spec(value: Any) -> bool:
-    """Whether ``value`` describes one output: anything with ``shape`` and ``dtype``.
-
-    Example:
-        >>> import jax
-        >>> is_output_spec(jax.ShapeDtypeStruct((2,), "float32")), is_output_spec([])
-        (True, False)
-    """
-    return hasattr(value, "shape") and hasattr(value, "dtype")
-
-
-def _as_struct(spec: Any, where: str) -> jax.ShapeDtypeStruct:
-    if isinstance(spec, jax.ShapeDtypeStruct):
-        return spec
-    try:
-        return jax.ShapeDtypeStruct(tuple(spec.shape), spec.dtype)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"{where} must be {_OUTPUT_SPEC}, got {type(spec)!r} whose shape "
-            f"{spec.shape!r} and dtype {spec.dtype!r} do not describe an array: {exc}"
-        ) from None
-
-
-def normalize_outs(
-    outs: Any,
-) -> tuple[tuple[jax.ShapeDtypeStruct, ...], Callable[[Sequence[Any]], Any]]:
-    """Flatten ``outs`` into a tuple of ``jax.ShapeDtypeStruct``, and a function
-    rebuilding the caller's structure.
-
-    ``outs`` is one output spec (anything with ``shape`` and ``dtype``, as
-    ``jax.ffi.ffi_call`` takes: a ``jax.ShapeDtypeStruct``, a
-    ``jax.core.ShapedArray``, an array), or a sequence or pytree of them.
-
-    Raises:
-        TypeError: ``outs`` or one of its leaves is not an output spec.
-
-    Example:
-        >>> import jax
-        >>> a = jax.ShapeDtypeStruct((2,), "float32")
-        >>> structs, rebuild = normalize_outs({"x": a, "y": jax.core.ShapedArray((3,), "int32")})
-        >>> structs[1], rebuild((1, 2))
-        (ShapeDtypeStruct(shape=(3,), dtype=int32), {'x': 1, 'y': 2})
-        >>> normalize_outs(a)[1]((1,))
-        1
-    """
-    if is_output_spec(outs):
-        return (_as_struct(outs, "`outs`"),), lambda results: results[0]
-    if isinstance(outs, Sequence) and not isinstance(outs, str):
-        leaves = tuple(outs)
-        for i, leaf in enumerate(leaves):
-            if not is_output_spec(leaf):
-                raise TypeError(f"`outs[{i}]` must be {_OUTPUT_SPEC}, got {type(leaf)!r}")
-        return tuple(_as_struct(leaf, f"`outs[{i}]`") for i, leaf in enumerate(leaves)), tuple
-    if isinstance(outs, dict) or dataclasses.is_dataclass(outs):
-        leaves, treedef = jax.tree.flatten(outs, is_leaf=is_output_spec)
-        for leaf in leaves:
-            if not is_output_spec(leaf):
-                raise TypeError(
-                    f"`outs` must be {_OUTPUT_SPEC} or a sequence or pytree of them, "
-                    f"got a leaf of {type(leaf)!r}"
-                )
-        structs = tuple(_as_struct(leaf, "a leaf of `outs`") for leaf in leaves)
-        return structs, lambda results: jax.tree.unflatten(treedef, results)
-    raise TypeError(
-        f"`outs` must be {_OUTPUT_SPEC} or a sequence or pytree of them, got {type(outs)!r}"
-    )
-
-
-def output_avals(
-    outs: Any, *, accepted: Sequence[str] | KernelDTypes, kind: str | None = None
-) -> tuple[tuple[jax_core.ShapedArray, ...], Callable[[Sequence[Any]], Any]]:
-    """The output avals of ``outs`` (checked), and the function rebuilding
-    the caller's structure from a tuple of results (see ``normalize_outs``).
-
-    Args:
-        outs: as in ``normalize_outs``.
-        accepted, kind: as in ``check_dtype``.
-
-    Raises:
-        ValueError: ``outs`` holds no ``jax.ShapeDtypeStruct``.
-        TypeError: as in ``normalize_outs`` and ``check_dtype``.
-
-    Example:
-        >>> import jax
-        >>> avals, rebuild = output_avals(
-        ...     [jax.ShapeDtypeStruct((2, 3), "float32")], accepted=("float32",), kind="example"
-        ... )
-        >>> avals
-        (ShapedArray(float32[2,3]),)
-    """
-    structs, rebuild = normalize_outs(outs)
-    if not structs:
-        raise ValueError("`outs` must hold at least one jax.ShapeDtypeStruct, got none")
-    avals = tuple(
-        jax_core.ShapedArray(
-            tuple(s.shape),
-            check_dtype(s.dtype, f"`outs` entry {k} ({s})", accepted=accepted, kind=kind),
-        )
-        for k, s in enumerate(structs)
-    )
-    return avals, rebuild
-
-
-def positional_count(fn: Callable[..., Any]) -> int | None:
-    """How many positional arguments ``fn`` takes, or None when any number
-    will do (``*args``) or Python cannot read its signature.
-
-    Example:
-        >>> positional_count(lambda x, y, out, *, scale=1.0: None)
-        3
-        >>> positional_count(lambda *arrays: None) is None
-        True
-    """
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return None
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return None
-    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
-
-
-def check_arity(n_params: int | None, n_in: int, n_out: int, *, name: str) -> None:
-    """Check that a kernel taking ``n_params`` arguments (from
-    ``positional_count``; None accepts any number) can be called with ``n_in``
-    inputs and ``n_out`` outputs, as ``kernel(in_1, ..., in_n, out_1, ..., out_m)``.
-
-    Raises:
-        TypeError: the counts differ.
-
-    Example:
-        >>> check_arity(3, 2, 1, name="kernel 'add'")
-        >>> check_arity(3, 1, 1, name="kernel 'add'")
-        Traceback (most recent call last):
-        TypeError: kernel 'add' takes 3 arguments but is called with 1 inputs and 1 outputs (2 arrays); the convention is kernel(in_1, ..., in_n, out_1, ..., out_m)
-    """
-    if n_params is not None and n_params != n_in + n_out:
-        raise TypeError(
-            f"{name} takes {n_params} arguments but is called with {n_in} inputs and "
-            f"{n_out} outputs ({n_in + n_out} arrays); the convention is "
-            "kernel(in_1, ..., in_n, out_1, ..., out_m)"
-        )
-
-
-def _check_index(what: str, value: Any) -> int:
-    # bool is an int to Python, but True as an index is a mistake.
-    if not isinstance(value, bool):
-        try:
-            return operator.index(value)
-        except TypeError:
-            pass
-    raise TypeError(f"`input_output_aliases` {what} indices must be ints, got {value!r}")
-
-
-def check_aliases(aliases: Any, n_outs: int) -> tuple[tuple[int, int], ...]:
-    """``input_output_aliases`` as sorted ``(input, output)`` pairs.
-
-    Everything that does not depend on the inputs is checked here, when a
-    kernel is wrapped: the type, negative indices, output indices beyond
-    ``n_outs`` and several inputs on one output. The rest (an input index
-    beyond the inputs given, a shape or dtype that differs) is checked per
-    call by ``check_inputs``.
-
-    Args:
-        aliases: ``{input index: output index}``, or None for none.
-        n_outs: the number of outputs.
-
-    Raises:
-        TypeError: ``aliases`` is not a dict, or an index is not an int.
-        ValueError: an index is out of range, or two inputs share an output.
-
-    Example:
-        >>> check_aliases({2: 0, 0: 1}, 2)
-        ((0, 1), (2, 0))
-        >>> check_aliases(None, 1)
-        ()
-        >>> check_aliases({0: 0, 1: 0}, 1)
-        Traceback (most recent call last):
-        ValueError: `input_output_aliases` maps several inputs to one output: {0: 0, 1: 0}
-    """
-    if aliases is None:
-        return ()
-    if not isinstance(aliases, dict):
-        raise TypeError(
-            "`input_output_aliases` must be a dict {input index: output index}, "
-            f"got {type(aliases)!r}"
-        )
-    pairs = []
-    for key, value in aliases.items():
-        i, j = _check_index("input", key), _check_index("output", value)
-        if i < 0:
-            raise ValueError(f"`input_output_aliases` input indices must be >= 0, got {i}")
-        if not 0 <= j < n_outs:
-            raise ValueError(
-                f"`input_output_aliases` maps input {i} to output {j}, but there are "
-                f"{n_outs} outputs (valid: 0 to {n_outs - 1})"
-            )
-        pairs.append((i, j))
-    outputs = [j for _, j in pairs]
-    if len(set(outputs)) != len(outputs):
-        raise ValueError(f"`input_output_aliases` maps several inputs to one output: {dict(pairs)}")
-    return tuple(sorted(pairs))
-
-
-def check_inputs(
-    args: Sequence[Any],
-    out_avals: Sequence[Any],
-    aliases: Collection[tuple[int, int]],
-    *,
-    name: str,
-    accepted: Sequence[str] | KernelDTypes,
-    kind: str | None = None,
-) -> None:
-    """Check the inputs of one call: arrays of accepted dtypes, and aliased
-    pairs (from ``check_aliases``) that exist and match in shape and dtype.
-
-    Args:
-        args: the inputs.
-        out_avals: the outputs' avals (anything with ``shape`` and ``dtype``).
-        aliases: ``(input, output)`` pairs from ``check_aliases``.
-        name: what is called, for the messages (``"kernel 'add'"``).
-        accepted, kind: as in ``check_dtype``.
-
-    Raises:
-        TypeError: an input is not an array, or its dtype is not accepted.
-        ValueError: an aliased input is missing or differs from its output.
-
-    Example:
-        >>> import numpy as np
-        >>> x = np.zeros(3, np.float32)
-        >>> check_inputs([x], [x], [(0, 0)], name="kernel 'f'", accepted=("float32",), kind="example")
-        >>> check_inputs([x[:2]], [x], [(0, 0)], name="kernel 'f'", accepted=("float32",), kind="example")
-        Traceback (most recent call last):
-        ValueError: `input_output_aliases` maps input 0 (float32[2]) to output 0 (float32[3]); aliased buffers must have the same shape and dtype
-    """
-    for i, x in enumerate(args):
-        if not isinstance(x, jax.Array | np.ndarray | np.generic):
-            raise TypeError(
-                f"input {i} of {name} must be an array (jax.Array or numpy.ndarray), "
-                f"got {type(x)!r}"
-            )
-        check_dtype(x.dtype, f"input {i} of {name}", accepted=accepted, kind=kind)
-    for i, j in aliases:
-        if i >= len(args):
-            valid = f"0 to {len(args) - 1}" if args else "none"
-            raise ValueError(
-                f"`input_output_aliases` maps input {i} to output {j}, but {name} is "
-                f"called with {len(args)} inputs (valid: {valid})"
-            )
-        x, o = args[i], out_avals[j]
-        if tuple(x.shape) != tuple(o.shape) or np.dtype(x.dtype) != np.dtype(o.dtype):
-            raise ValueError(
-                f"`input_output_aliases` maps input {i} ({np.dtype(x.dtype).name}"
-                f"{list(x.shape)}) to output {j} ({np.dtype(o.dtype).name}{list(o.shape)}); "
-                "aliased buffers must have the same shape and dtype"
-            )

@@ -1,0 +1,54 @@
+"""The bridge kit: what a language bridge is built from (semi-public, for
+bridge authors).
+
+A bridge says only what is its language's: validate the kernel object
+(a ``KernelInfo`` subclass), compile it, describe its parameters (a planner
+for ``ffi_core.cuda.cuda_launch`` or ``ffi_core.cpu.cpu_call``, or a
+primitive of its own). Everything on the JAX side is here, once:
+``kernel_op`` builds the bridge's public function (outs, vmap method,
+aliases, arity, inputs, sharding rule, bind, naming), ``BridgeCatalog``
+remembers its kernels for ``ffi_core.deserialize`` and writes their recipe
+steps, ``CallSig`` carries the bridge's extra signature fields, and the
+dtype tables and vmap methods every bridge shares are declared once. See
+the "Writing a bridge" section of ffi-core's README.
+
+Changed only in minor releases, each change listed in the CHANGELOG.
+"""
+
+from .._autodiff import nondifferentiable_call as nondifferentiable_call
+from .._autodiff import raise_on_differentiation as raise_on_differentiation
+from .._errors import KernelCompileError as KernelCompileError
+from .._spec import BASIC_DTYPES as BASIC_DTYPES
+from .._spec import COMPLEX_DTYPES as COMPLEX_DTYPES
+from .._spec import VMAP_METHODS as VMAP_METHODS
+from .._spec import ArraySig as ArraySig
+from .._spec import CallSig as CallSig
+from .._spec import KernelDTypes as KernelDTypes
+from .._spec import array_sig as array_sig
+from ._catalog import BridgeCatalog as BridgeCatalog
+from ._info import KernelInfo as KernelInfo
+from ._info import kernel_digest as kernel_digest
+from ._op import BoundCall as BoundCall
+from ._op import KernelCall as KernelCall
+from ._op import Launch as Launch
+from ._op import kernel_op as kernel_op
+
+__all__ = [
+    "BASIC_DTYPES",
+    "COMPLEX_DTYPES",
+    "VMAP_METHODS",
+    "ArraySig",
+    "BoundCall",
+    "BridgeCatalog",
+    "CallSig",
+    "KernelCall",
+    "KernelCompileError",
+    "KernelDTypes",
+    "KernelInfo",
+    "Launch",
+    "array_sig",
+    "kernel_digest",
+    "kernel_op",
+    "nondifferentiable_call",
+    "raise_on_differentiation",
+]

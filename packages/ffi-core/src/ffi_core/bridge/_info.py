@@ -1,0 +1,81 @@
+"""``KernelInfo``: what every bridge knows of a kernel it has validated.
+
+A bridge subclasses it to add its language's facts (Numba's target options,
+Warp's parameters); the fields here are the ones ffi-core reads: the names
+messages and ``__name__`` use, the digest that names FFI targets, the
+qualified name a catalog finds an exported kernel by, and the arity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from .._digest import function_digest
+
+__all__ = ["KernelInfo", "kernel_digest"]
+
+
+class KernelInfo:
+    """A validated kernel, as the bridge kit reads it.
+
+    Hashed and compared by identity (a primitive parameter): a bridge makes
+    one per kernel object (see ``BridgeCatalog.info``).
+
+    Args:
+        name: the kernel's own name; the wrapped op's ``__name__``.
+        label: the kernel in words for errors at lowering and run time, and in
+            the op's ``__doc__`` (``"numba cuda kernel 'add'"``).
+        qualname: module and qualified name, by which a catalog tells a
+            changed kernel from an unknown one.
+        digest: a hex digest of everything the compiled kernel depends on; it
+            names the FFI targets (see ``kernel_digest``).
+        n_params: positional parameters of the kernel, for the default arity
+            check; None: not checked (any number, or the bridge checks).
+        called: the kernel as argument checks name it (``"kernel 'add'"`` in
+            "input 0 of kernel 'add'"); default ``label``.
+
+    Example:
+        >>> info = KernelInfo(name="add", label="toy kernel 'add'", qualname="m.add", digest="ab")
+        >>> info.called, info.n_params
+        ("toy kernel 'add'", None)
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        label: str,
+        qualname: str,
+        digest: str,
+        n_params: int | None = None,
+        called: str | None = None,
+    ) -> None:
+        self.name = name
+        self.label = label
+        self.qualname = qualname
+        self.digest = digest
+        self.n_params = n_params
+        self.called = label if called is None else called
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.qualname})"
+
+
+def kernel_digest(fn: Any, options: Mapping[str, Any] = {}) -> str:
+    """The digest of a Python-defined kernel compiled with ``options``: its code
+    and captured values (``ffi_core.function_digest``) and the options that
+    change the compiled code, 24 hex digits.
+
+    Example:
+        >>> def add(x, y, out):
+        ...     out[:] = x + y
+        >>> len(kernel_digest(add))
+        24
+        >>> kernel_digest(add) == kernel_digest(add, {"fastmath": True})
+        False
+    """
+    h = hashlib.sha256(function_digest(fn).encode())
+    h.update(repr(sorted((k, repr(v)) for k, v in options.items())).encode())
+    return h.hexdigest()[:24]
