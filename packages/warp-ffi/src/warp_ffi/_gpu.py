@@ -22,7 +22,7 @@ import json
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from ffi_core.cuda import (
@@ -42,7 +42,9 @@ from ._warp import compile_for_arch, wp_types
 
 __all__ = ["ENTRIES", "WarpImage", "compile_gpu", "gpu_layout", "lower"]
 
-_ARRAY_T = wp_types.array_t
+# Its fields' offsets are read from the class (ctypes descriptors), which Warp's types
+# annotate as instance fields only.
+_ARRAY_T: Any = wp_types.array_t
 _INT = 4
 
 
@@ -160,13 +162,13 @@ def gpu_layout(
             continue
         arrays = iter(range(len(info.arrays)))
         for p in info.params:
-            if p.is_array:
+            if p.ndim is not None:
                 k = next(arrays)
                 _array_param(b, buffers[k], p.ndim, np.dtype(dtypes[k]).itemsize)
             elif buffers is primal:
-                b.scalar(p.name, p.dtype)
+                b.scalar(p.name, cast(str, p.dtype))  # a scalar Param always has a dtype
             else:
-                b.constant(0, p.dtype)
+                b.constant(0, cast(str, p.dtype))  # a scalar Param always has a dtype
     return b.build()
 
 

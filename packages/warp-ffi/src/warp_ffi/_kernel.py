@@ -71,7 +71,9 @@ def _adjoint_rule(rule: ShardingRule | None, n_in: int, n_out: int) -> ShardingR
     # The adjoint kernel reads (inputs, output cotangents) and writes (input
     # gradients, outputs, outputs): where every array of the forward rule has
     # the same factors, so do all of these; otherwise it runs unpartitioned.
-    if rule is None or len({*rule.inputs, *rule.outputs}) != 1:
+    if rule is None or rule.inputs is None or rule.outputs is None:
+        return None  # no factors: a rule resolved for the call always has them
+    if len({*rule.inputs, *rule.outputs}) != 1:
         return None
     names = " ".join(rule.outputs[0])
     return ShardingRule(f"{', '.join([names] * n_in)} -> {', '.join([names] * n_out)}")

@@ -8,6 +8,7 @@ ABI here; tests/test_layout.py checks them against the C++ header Warp ships.
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import numba
 import numpy as np
@@ -18,7 +19,9 @@ from ._warp import wp_types
 
 __all__ = ["ARRAY_T", "bounds_layout", "fill_array", "zero_buffer"]
 
-ARRAY_T = wp_types.array_t
+# Its fields' offsets are read from the class (ctypes descriptors), which Warp's types
+# annotate as instance fields only.
+ARRAY_T: Any = wp_types.array_t
 _DATA = ARRAY_T.data.offset
 _GRAD = ARRAY_T.grad.offset
 _SHAPE = ARRAY_T.shape.offset

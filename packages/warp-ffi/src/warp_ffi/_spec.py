@@ -11,7 +11,7 @@ import hashlib
 import operator
 import threading
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ffi_core
@@ -155,12 +155,15 @@ class KernelInfo:
         with self._lock:
             overload = self._overloads.get(key)
             if overload is None:
-                types, arrays = [], iter(dtypes)
+                types: list[Any] = []
+                arrays = iter(dtypes)
                 for p in self.params:
                     if p.is_array:
                         types.append(wp.array(dtype=getattr(wp, next(arrays)), ndim=p.ndim))
                     else:
-                        types.append(getattr(wp, p.dtype))
+                        types.append(
+                            getattr(wp, typing.cast(str, p.dtype))
+                        )  # a scalar Param always has a dtype
                 overload = self.kernel.add_overload(types)
                 self._overloads[key] = overload
         return overload
@@ -207,7 +210,7 @@ def _scalar(kernel_name: str, p: Param, value: Any) -> Any:
         expected = {"b": "a bool", "i": "an int", "u": "an int", "f": "a number"}[kind]
         raise TypeError(f"{where} must be {expected}, got {value!r}")
     if kind in "iu":
-        info = np.iinfo(p.dtype)
+        info = np.iinfo(typing.cast(str, p.dtype))  # a scalar Param always has a dtype
         if not info.min <= int(value) <= info.max:
             raise ValueError(f"{where} must be in [{info.min}, {info.max}], got {value!r}")
     return np.dtype(p.dtype).type(value)
@@ -324,8 +327,9 @@ class CallSig(ffi_core.CallSig):
         }
 
     @classmethod
-    def from_step(cls, step: Any) -> CallSig:
-        """The signature :meth:`to_step` wrote."""
+    def from_step(cls, step: Mapping[str, Any], extras: Sequence[str] = ()) -> CallSig:
+        """The signature :meth:`to_step` wrote (``extras`` unused: Warp's fields are named)."""
+        del extras
 
         def arrays(items: Any) -> tuple[ffi_core.ArraySig, ...]:
             return tuple(ffi_core.ArraySig(dtype, rank) for dtype, rank in items)

@@ -121,14 +121,12 @@ def compile_for_arch(module: Any, arch: int, use_ptx: bool | None) -> Any:
     architecture, the CUDA context current before it put back after.
     """
     runtime()
-    saved = (
-        wp_context.runtime.core.wp_cuda_context_get_current()
-        if wp_context.is_cuda_driver_initialized()
-        else None
-    )
+    # Set by wp.init() (runtime() above); Warp's types declare only its initial None.
+    core: Any = wp_context.runtime.core  # type: ignore[attr-defined]
+    saved = core.wp_cuda_context_get_current() if wp_context.is_cuda_driver_initialized() else None
     try:
         module._compile(None, None, output_arch=arch, use_ptx=use_ptx)
         return wp_context._get_module_artifact_path(module, None, arch, None, use_ptx)
     finally:
         if saved is not None:
-            wp_context.runtime.core.wp_cuda_context_set_current(saved)
+            core.wp_cuda_context_set_current(saved)

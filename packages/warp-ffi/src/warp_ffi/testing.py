@@ -21,7 +21,7 @@ offset gives a wrong result.
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+from typing import Any, cast
 
 from . import _gpu, _primitive
 from ._codegen import _param_offsets, load_kernel
@@ -46,7 +46,10 @@ def _stand_in(entry: str) -> Any:
     offsets = _param_offsets(info)
     sizes = [ctypes.sizeof(wp_types._launch_bounds_classes[loaded.kernel_dim])]
     for p in info.params:
-        sizes.append(ctypes.sizeof(ARRAY_T if p.is_array else getattr(wp, p.dtype)._type_))
+        # A scalar Param always has a dtype.
+        sizes.append(
+            ctypes.sizeof(ARRAY_T if p.is_array else getattr(wp, cast(str, p.dtype))._type_)
+        )
     n = len(info.params)
     if backward:
         sizes += sizes[1:]
