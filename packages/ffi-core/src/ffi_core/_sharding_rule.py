@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -157,10 +157,11 @@ class ShardingRule:
     def whole_factors(self) -> tuple[str, ...]:
         """The factors never split: ``need_replication_factors``, and the
         factors of inputs only that are not reduction factors."""
-        outputs = {f for names in self.outputs for f in names}
+        # "elementwise" (no factors named until resolved) keeps nothing whole.
+        outputs = {f for names in self.outputs or () for f in names}
         implicit = [
             f
-            for names in self.inputs
+            for names in self.inputs or ()
             for f in names
             if f not in outputs and f not in self.reduction_factors
         ]
@@ -198,7 +199,7 @@ class ShardingRule:
         """
         in_shapes = [tuple(s) for s in in_shapes]
         out_shapes = [tuple(s) for s in out_shapes]
-        if self.elementwise:
+        if self.inputs is None or self.outputs is None:  # "elementwise"
             shapes = in_shapes + out_shapes
             for shape in shapes:
                 if shape != shapes[0]:
@@ -210,9 +211,10 @@ class ShardingRule:
             factors = " ".join(f"e{d}" for d in range(len(shapes[0])))
             text = f"{', '.join([factors] * len(in_shapes))} -> {', '.join([factors] * len(out_shapes))}"
             return ShardingRule(text)
+        inputs, outputs = self.inputs, self.outputs
         for side, arrays, shapes in (
-            ("inputs", self.inputs, in_shapes),
-            ("outputs", self.outputs, out_shapes),
+            ("inputs", inputs, in_shapes),
+            ("outputs", outputs, out_shapes),
         ):
             if len(arrays) != len(shapes):
                 raise ValueError(
@@ -228,8 +230,8 @@ class ShardingRule:
                     )
         sizes: dict[str, tuple[int, str]] = {}
         for side, arrays, shapes in (
-            ("input", self.inputs, in_shapes),
-            ("output", self.outputs, out_shapes),
+            ("input", inputs, in_shapes),
+            ("output", outputs, out_shapes),
         ):
             for k, (names, shape) in enumerate(zip(arrays, shapes, strict=True)):
                 for d, (factor, size) in enumerate(zip(names, shape, strict=True)):
@@ -243,11 +245,11 @@ class ShardingRule:
                         )
                     sizes.setdefault(factor, (size, where))
         for i, j in aliases:
-            if self.inputs[i] != self.outputs[j]:
+            if inputs[i] != outputs[j]:
                 raise ValueError(
                     f"`sharding_rule` {self.rule!r} gives input {i} factors "
-                    f"({' '.join(self.inputs[i])}) and output {j} factors "
-                    f"({' '.join(self.outputs[j])}), but `input_output_aliases` maps input {i} "
+                    f"({' '.join(inputs[i])}) and output {j} factors "
+                    f"({' '.join(outputs[j])}), but `input_output_aliases` maps input {i} "
                     f"to output {j} in {name}; aliased arrays need the same factors"
                 )
         return self
@@ -261,17 +263,23 @@ class ShardingRule:
             >>> ShardingRule("i, i -> i").batched([True, False]).rule
             'vmap0 i, i -> vmap0 i'
         """
-        used = {f for names in (*self.inputs, *self.outputs) for f in names}
+        # Resolved: its factors are named (the cast: "elementwise" has them only then).
+        inputs = cast("tuple[tuple[str, ...], ...]", self.inputs)
+        outputs = cast("tuple[tuple[str, ...], ...]", self.outputs)
+        used = {f for names in (*inputs, *outputs) for f in names}
         batch = next(
             f"{_BATCH_FACTOR}{n}" for n in range(len(used) + 1) if f"{_BATCH_FACTOR}{n}" not in used
         )
-        inputs = [
-            ((batch,) if b else ()) + names
-            for names, b in zip(self.inputs, in_batched, strict=True)
-        ]
-        outputs = [(batch, *names) for names in self.outputs]
         return ShardingRule(
-            _spell(inputs, outputs), self.reduction_factors, self.need_replication_factors
+            _spell(
+                [
+                    ((batch,) if b else ()) + names
+                    for names, b in zip(inputs, in_batched, strict=True)
+                ],
+                [(batch, *names) for names in outputs],
+            ),
+            self.reduction_factors,
+            self.need_replication_factors,
         )
 
 
@@ -279,7 +287,7 @@ def _spell(inputs: Sequence[Sequence[str]], outputs: Sequence[Sequence[str]]) ->
     return f"{', '.join(' '.join(n) for n in inputs)} -> {', '.join(' '.join(n) for n in outputs)}"
 
 
-def _describe(in_shapes: Sequence[tuple[int, ...]], out_shapes: Sequence[tuple[int, ...]]) -> str:
+def _describe(in_shapes: Sequence[Sequence[int]], out_shapes: Sequence[Sequence[int]]) -> str:
     ins = ", ".join(str(list(s)) for s in in_shapes) or "none"
     outs = ", ".join(str(list(s)) for s in out_shapes)
     return f"inputs of shapes {ins} and outputs of shapes {outs}"
