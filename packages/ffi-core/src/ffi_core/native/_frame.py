@@ -16,33 +16,7 @@ from .. import _capi as C
 from .._api_version import api_version
 from ._intrinsics import call_api_fn, load, stack_buffer, store
 
-__all__ = [
-    "answer_metadata",
-    "arg_buffer",
-    "attr_array_data",
-    "attr_array_size",
-    "attr_name_size",
-    "attr_scalar_dtype",
-    "attr_scalar_value",
-    "attr_type",
-    "buffer_data",
-    "buffer_dim",
-    "buffer_dtype",
-    "buffer_rank",
-    "device_ordinal_get",
-    "error_create",
-    "error_destroy",
-    "first_error",
-    "frame_api",
-    "frame_ctx",
-    "frame_stage",
-    "is_metadata_query",
-    "num_args",
-    "num_attrs",
-    "num_rets",
-    "ret_buffer",
-    "stream_get",
-]
+# The public names are listed once, in the package's ``__all__``.
 
 _PTR = ctypes.sizeof(ctypes.c_void_p)
 _u = types.uintp
@@ -51,60 +25,58 @@ _i64 = types.int64
 _u32 = types.uint32
 _size_t = types.uintp
 
+
+def _offsets(struct, *fields: str) -> tuple[int, ...]:
+    # The offsets of one struct's fields, in the order named.
+    return tuple(C.offset_of(struct, field) for field in fields)
+
+
+def _args_struct(struct, last: str, *fields: str) -> tuple[int, ...]:
+    # An API function's args struct: the struct_size to declare (up to the
+    # last field this header version knows), the bytes to reserve, and the
+    # offsets of ``fields``.
+    return (C.struct_size(struct, last), ctypes.sizeof(struct), *_offsets(struct, *fields))
+
+
 # Offsets, named after the C fields they address.
-_FRAME_EXT = C.offset_of(C.XLA_FFI_CallFrame, "extension_start")
-_FRAME_API = C.offset_of(C.XLA_FFI_CallFrame, "api")
-_FRAME_CTX = C.offset_of(C.XLA_FFI_CallFrame, "ctx")
-_FRAME_STAGE = C.offset_of(C.XLA_FFI_CallFrame, "stage")
-_FRAME_ARGS_SIZE = C.offset_of(C.XLA_FFI_CallFrame, "args.size")
-_FRAME_ARGS = C.offset_of(C.XLA_FFI_CallFrame, "args.args")
-_FRAME_RETS_SIZE = C.offset_of(C.XLA_FFI_CallFrame, "rets.size")
-_FRAME_RETS = C.offset_of(C.XLA_FFI_CallFrame, "rets.rets")
-_FRAME_ATTRS_SIZE = C.offset_of(C.XLA_FFI_CallFrame, "attrs.size")
-_FRAME_ATTRS_TYPES = C.offset_of(C.XLA_FFI_CallFrame, "attrs.types")
-_FRAME_ATTRS_NAMES = C.offset_of(C.XLA_FFI_CallFrame, "attrs.names")
-_FRAME_ATTRS = C.offset_of(C.XLA_FFI_CallFrame, "attrs.attrs")
-_SPAN_LEN = C.offset_of(C.XLA_FFI_ByteSpan, "len")
-_SCALAR_DTYPE = C.offset_of(C.XLA_FFI_Scalar, "dtype")
-_SCALAR_VALUE = C.offset_of(C.XLA_FFI_Scalar, "value")
-_ARRAY_SIZE = C.offset_of(C.XLA_FFI_Array, "size")
-_ARRAY_DATA = C.offset_of(C.XLA_FFI_Array, "data")
+_FRAME_EXT, _FRAME_ARGS, _FRAME_RETS = _offsets(
+    C.XLA_FFI_CallFrame, "extension_start", "args.args", "rets.rets"
+)
+_FRAME_ATTRS_TYPES, _FRAME_ATTRS_NAMES, _FRAME_ATTRS = _offsets(
+    C.XLA_FFI_CallFrame, "attrs.types", "attrs.names", "attrs.attrs"
+)
+(_SPAN_LEN,) = _offsets(C.XLA_FFI_ByteSpan, "len")
 _ENUM = ctypes.sizeof(ctypes.c_int)
-_EXT_TYPE = C.offset_of(C.XLA_FFI_Extension_Base, "type")
-_EXT_METADATA = C.offset_of(C.XLA_FFI_Metadata_Extension, "metadata")
-_META_SIZE = C.offset_of(C.XLA_FFI_Metadata, "struct_size")
-_META_VERSION = C.offset_of(C.XLA_FFI_Metadata, "api_version")
-_META_TRAITS = C.offset_of(C.XLA_FFI_Metadata, "traits")
-_META_STATE = C.offset_of(C.XLA_FFI_Metadata, "state_type_id")
+(_EXT_TYPE,) = _offsets(C.XLA_FFI_Extension_Base, "type")
+(_EXT_METADATA,) = _offsets(C.XLA_FFI_Metadata_Extension, "metadata")
+_META_SIZE, _META_VERSION, _META_TRAITS, _META_STATE = _offsets(
+    C.XLA_FFI_Metadata, "struct_size", "api_version", "traits", "state_type_id"
+)
 _META_FULL_SIZE = C.struct_size(C.XLA_FFI_Metadata)
-_VER_SIZE = C.offset_of(C.XLA_FFI_Api_Version, "struct_size")
-_VER_EXT = C.offset_of(C.XLA_FFI_Api_Version, "extension_start")
-_VER_MAJOR = C.offset_of(C.XLA_FFI_Api_Version, "major_version")
-_VER_MINOR = C.offset_of(C.XLA_FFI_Api_Version, "minor_version")
+_VER_SIZE, _VER_EXT, _VER_MAJOR, _VER_MINOR = _offsets(
+    C.XLA_FFI_Api_Version, "struct_size", "extension_start", "major_version", "minor_version"
+)
 _VER_STRUCT_SIZE = C.struct_size(C.XLA_FFI_Api_Version, "minor_version")
-_BUF_DTYPE = C.offset_of(C.XLA_FFI_Buffer, "dtype")
-_BUF_DATA = C.offset_of(C.XLA_FFI_Buffer, "data")
-_BUF_RANK = C.offset_of(C.XLA_FFI_Buffer, "rank")
-_BUF_DIMS = C.offset_of(C.XLA_FFI_Buffer, "dims")
-_API_ERROR_CREATE = C.offset_of(C.XLA_FFI_Api, "XLA_FFI_Error_Create")
-_API_ERROR_DESTROY = C.offset_of(C.XLA_FFI_Api, "XLA_FFI_Error_Destroy")
-_DESTROY_SIZE = C.struct_size(C.XLA_FFI_Error_Destroy_Args, "error")
-_DESTROY_BYTES = ctypes.sizeof(C.XLA_FFI_Error_Destroy_Args)
-_DESTROY_ERROR = C.offset_of(C.XLA_FFI_Error_Destroy_Args, "error")
-_API_STREAM_GET = C.offset_of(C.XLA_FFI_Api, "XLA_FFI_Stream_Get")
-_API_ORDINAL_GET = C.offset_of(C.XLA_FFI_Api, "XLA_FFI_DeviceOrdinal_Get")
-_ERR_SIZE = C.struct_size(C.XLA_FFI_Error_Create_Args, "errc")
-_ERR_BYTES = ctypes.sizeof(C.XLA_FFI_Error_Create_Args)
-_ERR_MESSAGE = C.offset_of(C.XLA_FFI_Error_Create_Args, "message")
-_ERR_CODE = C.offset_of(C.XLA_FFI_Error_Create_Args, "errc")
-_STREAM_SIZE = C.struct_size(C.XLA_FFI_Stream_Get_Args, "stream")
-_STREAM_BYTES = ctypes.sizeof(C.XLA_FFI_Stream_Get_Args)
-_STREAM_CTX = C.offset_of(C.XLA_FFI_Stream_Get_Args, "ctx")
-_STREAM_OUT = C.offset_of(C.XLA_FFI_Stream_Get_Args, "stream")
-_ORD_SIZE = C.struct_size(C.XLA_FFI_DeviceOrdinal_Get_Args, "device_ordinal")
-_ORD_BYTES = ctypes.sizeof(C.XLA_FFI_DeviceOrdinal_Get_Args)
-_ORD_CTX = C.offset_of(C.XLA_FFI_DeviceOrdinal_Get_Args, "ctx")
-_ORD_OUT = C.offset_of(C.XLA_FFI_DeviceOrdinal_Get_Args, "device_ordinal")
+(_BUF_DIMS,) = _offsets(C.XLA_FFI_Buffer, "dims")
+_API_ERROR_CREATE, _API_ERROR_DESTROY, _API_STREAM_GET, _API_ORDINAL_GET = _offsets(
+    C.XLA_FFI_Api,
+    "XLA_FFI_Error_Create",
+    "XLA_FFI_Error_Destroy",
+    "XLA_FFI_Stream_Get",
+    "XLA_FFI_DeviceOrdinal_Get",
+)
+_ERR_SIZE, _ERR_BYTES, _ERR_MESSAGE, _ERR_CODE = _args_struct(
+    C.XLA_FFI_Error_Create_Args, "errc", "message", "errc"
+)
+_DESTROY_SIZE, _DESTROY_BYTES, _DESTROY_ERROR = _args_struct(
+    C.XLA_FFI_Error_Destroy_Args, "error", "error"
+)
+_STREAM_SIZE, _STREAM_BYTES, _STREAM_CTX, _STREAM_OUT = _args_struct(
+    C.XLA_FFI_Stream_Get_Args, "stream", "ctx", "stream"
+)
+_ORD_SIZE, _ORD_BYTES, _ORD_CTX, _ORD_OUT = _args_struct(
+    C.XLA_FFI_DeviceOrdinal_Get_Args, "device_ordinal", "ctx", "device_ordinal"
+)
 _METADATA = int(C.ExtensionType.METADATA)
 _MAJOR, _MINOR = api_version()
 
@@ -112,22 +84,90 @@ _inline = numba.njit(inline="always", cache=False)
 _njit = numba.njit(cache=False)
 
 
-@_inline
-def frame_api(frame):
-    """The ``XLA_FFI_Api*`` of a call frame."""
-    return load(frame + _FRAME_API, _u)
+# One-load readers: a field at a fixed offset of the call frame, of a buffer or
+# of an attribute. Each is compiled as its own inlined function (offset and
+# type are constants of its closure), so a handler still reads a field with
+# one load.
+_Frame = C.XLA_FFI_CallFrame
+_Buffer = C.XLA_FFI_Buffer
+_Scalar = C.XLA_FFI_Scalar
+_Array = C.XLA_FFI_Array
+_HOLDER = {_Frame: "frame", _Buffer: "buf"}
+
+
+def _field(name: str, struct, field: str, ty, doc: str):
+    offset = C.offset_of(struct, field)
+
+    def read(address):
+        return load(address + offset, ty)
+
+    # The parameter is named for what it points to (``frame``, ``buf``), as help() shows.
+    read.__code__ = read.__code__.replace(co_varnames=(_HOLDER[struct],))
+    return _named(read, name, doc)
+
+
+def _attr_field(name: str, struct, field: str, ty, doc: str):
+    offset = C.offset_of(struct, field)
+
+    def read(frame, i):
+        return load(_entry(load(frame + _FRAME_ATTRS, _u), i) + offset, ty)
+
+    return _named(read, name, doc)
+
+
+def _named(read, name: str, doc: str):
+    read.__name__ = read.__qualname__ = name
+    read.__doc__ = doc
+    return _inline(read)
 
 
 @_inline
-def frame_ctx(frame):
-    """The ``XLA_FFI_ExecutionContext*`` of a call frame."""
-    return load(frame + _FRAME_CTX, _u)
+def _entry(table, i):
+    # Entry ``i`` of a C array of pointers (the frame's args, rets, attrs, names).
+    return load(table + i * _PTR, _u)
 
 
 @_inline
-def frame_stage(frame):
-    """The ``XLA_FFI_ExecutionStage`` of a call frame."""
-    return load(frame + _FRAME_STAGE, _i32)
+def _call_api(api, entry, args):
+    # Call the API table's function at offset ``entry`` with its args struct.
+    return call_api_fn(load(api + entry, _u), args)
+
+
+@_inline
+def _ask_context(frame, args, size, ctx_at, entry):
+    # Fill an args struct that carries the execution context and ask the API.
+    store(args, size, _size_t)
+    store(args + ctx_at, frame_ctx(frame), _u)
+    return _call_api(frame_api(frame), entry, args)
+
+
+frame_api = _field("frame_api", _Frame, "api", _u, "The frame's ``XLA_FFI_Api*``.")
+frame_ctx = _field("frame_ctx", _Frame, "ctx", _u, "The frame's ``XLA_FFI_ExecutionContext*``.")
+frame_stage = _field(
+    "frame_stage", _Frame, "stage", _i32, "The frame's ``XLA_FFI_ExecutionStage``."
+)
+num_args = _field("num_args", _Frame, "args.size", _i64, "How many arguments the call has.")
+num_rets = _field("num_rets", _Frame, "rets.size", _i64, "How many results the call has.")
+num_attrs = _field("num_attrs", _Frame, "attrs.size", _i64, "How many attributes (sorted by name).")
+buffer_dtype = _field("buffer_dtype", _Buffer, "dtype", _i32, "A buffer's ``XLA_FFI_DataType``.")
+buffer_data = _field("buffer_data", _Buffer, "data", _u, "The address of a buffer's data.")
+buffer_rank = _field("buffer_rank", _Buffer, "rank", _i64, "The rank of a buffer.")
+attr_scalar_dtype = _attr_field(
+    "attr_scalar_dtype", _Scalar, "dtype", _i32, "The dtype of scalar (or array) attribute ``i``."
+)
+attr_scalar_value = _attr_field(
+    "attr_scalar_value", _Scalar, "value", _u, "The address of scalar attribute ``i``'s value."
+)
+attr_array_size = _attr_field(
+    "attr_array_size",
+    _Array,
+    "size",
+    _size_t,
+    "The element count of array attribute ``i`` (its dtype: ``attr_scalar_dtype``).",
+)
+attr_array_data = _attr_field(
+    "attr_array_data", _Array, "data", _u, "The address of array attribute ``i``'s data."
+)
 
 
 @_inline
@@ -156,31 +196,15 @@ def answer_metadata(frame, traits):
 
 
 @_inline
-def num_args(frame):
-    return load(frame + _FRAME_ARGS_SIZE, _i64)
-
-
-@_inline
-def num_rets(frame):
-    return load(frame + _FRAME_RETS_SIZE, _i64)
-
-
-@_inline
 def arg_buffer(frame, i):
     """The ``XLA_FFI_Buffer*`` of argument ``i``."""
-    return load(load(frame + _FRAME_ARGS, _u) + i * _PTR, _u)
+    return _entry(load(frame + _FRAME_ARGS, _u), i)
 
 
 @_inline
 def ret_buffer(frame, i):
     """The ``XLA_FFI_Buffer*`` of result ``i``."""
-    return load(load(frame + _FRAME_RETS, _u) + i * _PTR, _u)
-
-
-@_inline
-def num_attrs(frame):
-    """How many attributes the call carries (XLA passes them sorted by name)."""
-    return load(frame + _FRAME_ATTRS_SIZE, _i64)
+    return _entry(load(frame + _FRAME_RETS, _u), i)
 
 
 @_inline
@@ -192,52 +216,12 @@ def attr_type(frame, i):
 @_inline
 def attr_name_size(frame, i):
     """The length in bytes of attribute ``i``'s name."""
-    span = load(load(frame + _FRAME_ATTRS_NAMES, _u) + i * _PTR, _u)
-    return load(span + _SPAN_LEN, _size_t)
-
-
-@_inline
-def attr_scalar_dtype(frame, i):
-    """The ``XLA_FFI_DataType`` of scalar (or array) attribute ``i``."""
-    return load(load(load(frame + _FRAME_ATTRS, _u) + i * _PTR, _u) + _SCALAR_DTYPE, _i32)
-
-
-@_inline
-def attr_scalar_value(frame, i):
-    """The address of scalar attribute ``i``'s value."""
-    return load(load(load(frame + _FRAME_ATTRS, _u) + i * _PTR, _u) + _SCALAR_VALUE, _u)
-
-
-@_inline
-def attr_array_size(frame, i):
-    """The element count of array attribute ``i`` (its dtype is read like a
-    scalar's, with ``attr_scalar_dtype``)."""
-    return load(load(load(frame + _FRAME_ATTRS, _u) + i * _PTR, _u) + _ARRAY_SIZE, _size_t)
-
-
-@_inline
-def attr_array_data(frame, i):
-    """The address of array attribute ``i``'s first element."""
-    return load(load(load(frame + _FRAME_ATTRS, _u) + i * _PTR, _u) + _ARRAY_DATA, _u)
-
-
-@_inline
-def buffer_dtype(buf):
-    return load(buf + _BUF_DTYPE, _i32)
-
-
-@_inline
-def buffer_data(buf):
-    return load(buf + _BUF_DATA, _u)
-
-
-@_inline
-def buffer_rank(buf):
-    return load(buf + _BUF_RANK, _i64)
+    return load(_entry(load(frame + _FRAME_ATTRS_NAMES, _u), i) + _SPAN_LEN, _size_t)
 
 
 @_inline
 def buffer_dim(buf, i):
+    """Size ``i`` of a buffer's shape."""
     return load(load(buf + _BUF_DIMS, _u) + i * 8, _i64)
 
 
@@ -249,7 +233,7 @@ def error_create(api, message, code):
     store(args, _ERR_SIZE, _size_t)
     store(args + _ERR_MESSAGE, message, _u)
     store(args + _ERR_CODE, code, _i32)
-    return call_api_fn(load(api + _API_ERROR_CREATE, _u), args)
+    return _call_api(api, _API_ERROR_CREATE, args)
 
 
 @_inline
@@ -258,7 +242,7 @@ def error_destroy(api, error):
     args = stack_buffer(_DESTROY_BYTES)
     store(args, _DESTROY_SIZE, _size_t)
     store(args + _DESTROY_ERROR, error, _u)
-    call_api_fn(load(api + _API_ERROR_DESTROY, _u), args)
+    _call_api(api, _API_ERROR_DESTROY, args)
 
 
 @_njit
@@ -279,9 +263,7 @@ def first_error(api, errors):
 def stream_get(frame):
     """``(error, stream)``: the platform stream of the call (error is 0 on success)."""
     args = stack_buffer(_STREAM_BYTES)
-    store(args, _STREAM_SIZE, _size_t)
-    store(args + _STREAM_CTX, frame_ctx(frame), _u)
-    error = call_api_fn(load(frame_api(frame) + _API_STREAM_GET, _u), args)
+    error = _ask_context(frame, args, _STREAM_SIZE, _STREAM_CTX, _API_STREAM_GET)
     return error, load(args + _STREAM_OUT, _u)
 
 
@@ -289,7 +271,5 @@ def stream_get(frame):
 def device_ordinal_get(frame):
     """``(error, ordinal)``: the device ordinal of the call (error is 0 on success)."""
     args = stack_buffer(_ORD_BYTES)
-    store(args, _ORD_SIZE, _size_t)
-    store(args + _ORD_CTX, frame_ctx(frame), _u)
-    error = call_api_fn(load(frame_api(frame) + _API_ORDINAL_GET, _u), args)
+    error = _ask_context(frame, args, _ORD_SIZE, _ORD_CTX, _API_ORDINAL_GET)
     return error, load(args + _ORD_OUT, _i32)

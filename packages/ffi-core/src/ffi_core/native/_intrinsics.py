@@ -16,6 +16,13 @@ from numba.extending import intrinsic
 __all__ = ["call_api_fn", "call_void_fn", "cstring", "load", "stack_buffer", "store", "voidptr"]
 
 
+def _require(ok: bool, usage: str) -> None:
+    # Numba shows a TypingError raised while typing an intrinsic at the
+    # misuse in the caller's code; ``usage`` says how the intrinsic is called.
+    if not ok:
+        raise TypingError(usage)
+
+
 def _as_pointer(builder: ir.IRBuilder, address: ir.Value, pointee: ir.Type) -> ir.Value:
     return builder.inttoptr(address, pointee.as_pointer())
 
@@ -23,8 +30,10 @@ def _as_pointer(builder: ir.IRBuilder, address: ir.Value, pointee: ir.Type) -> i
 @intrinsic
 def load(typingctx, address, ty):
     """``*(ty*)address``: ``ty`` is a Numba scalar type given as a global."""
-    if not isinstance(address, types.Integer) or not isinstance(ty, types.NumberClass):
-        raise TypingError("load(address: int, ty: numba scalar type)")
+    _require(
+        isinstance(address, types.Integer) and isinstance(ty, types.NumberClass),
+        "load(address: int, ty: numba scalar type)",
+    )
     value_type = ty.instance_type
     sig = value_type(address, ty)
 
@@ -38,8 +47,10 @@ def load(typingctx, address, ty):
 @intrinsic
 def store(typingctx, address, value, ty):
     """``*(ty*)address = value``."""
-    if not isinstance(address, types.Integer) or not isinstance(ty, types.NumberClass):
-        raise TypingError("store(address: int, value, ty: numba scalar type)")
+    _require(
+        isinstance(address, types.Integer) and isinstance(ty, types.NumberClass),
+        "store(address: int, value, ty: numba scalar type)",
+    )
     value_type = ty.instance_type
     sig = types.void(address, value, ty)
 
@@ -55,8 +66,7 @@ def store(typingctx, address, value, ty):
 @intrinsic
 def voidptr(typingctx, address):
     """The integer ``address`` as a ``void*`` (what ``numba.carray`` takes)."""
-    if not isinstance(address, types.Integer):
-        raise TypingError("voidptr(address: int)")
+    _require(isinstance(address, types.Integer), "voidptr(address: int)")
     sig = types.voidptr(address)
 
     def codegen(context, builder, sig, args):
@@ -68,8 +78,7 @@ def voidptr(typingctx, address):
 @intrinsic
 def cstring(typingctx, text):
     """The address of a NUL-terminated constant copy of a string literal."""
-    if not isinstance(text, types.StringLiteral):
-        raise TypingError("cstring(text) needs a string literal")
+    _require(isinstance(text, types.StringLiteral), "cstring(text) needs a string literal")
     sig = types.uintp(text)
     value = text.literal_value
 
@@ -84,8 +93,10 @@ def cstring(typingctx, text):
 def call_api_fn(typingctx, fn, arg):
     """``((void* (*)(void*))fn)(arg)``: call an FFI API entry with its args
     struct and return what it returns (an ``XLA_FFI_Error*`` or nothing)."""
-    if not isinstance(fn, types.Integer) or not isinstance(arg, types.Integer):
-        raise TypingError("call_api_fn(fn: int, arg: int)")
+    _require(
+        isinstance(fn, types.Integer) and isinstance(arg, types.Integer),
+        "call_api_fn(fn: int, arg: int)",
+    )
     sig = types.uintp(fn, arg)
 
     def codegen(context, builder, sig, args):
@@ -103,10 +114,12 @@ def call_void_fn(typingctx, fn, args):
     """``((void (*)(void*, ...))fn)(args[0], ...)``: call a C function that
     takes pointers (given as integer addresses in a tuple) and returns nothing,
     such as a compiled kernel's entry point."""
-    if not isinstance(fn, types.Integer) or not (
-        isinstance(args, types.BaseTuple) and all(isinstance(a, types.Integer) for a in args)
-    ):
-        raise TypingError("call_void_fn(fn: int, args: tuple of int)")
+    _require(
+        isinstance(fn, types.Integer)
+        and isinstance(args, types.BaseTuple)
+        and all(isinstance(a, types.Integer) for a in args),
+        "call_void_fn(fn: int, args: tuple of int)",
+    )
     sig = types.void(fn, args)
 
     def codegen(context, builder, sig, llargs):
@@ -125,8 +138,9 @@ def call_void_fn(typingctx, fn, args):
 def stack_buffer(typingctx, nbytes):
     """The address of ``nbytes`` zeroed bytes on the caller's stack frame
     (``nbytes`` must be a literal); valid until the calling function returns."""
-    if not isinstance(nbytes, types.IntegerLiteral):
-        raise TypingError("stack_buffer(nbytes) needs an integer literal")
+    _require(
+        isinstance(nbytes, types.IntegerLiteral), "stack_buffer(nbytes) needs an integer literal"
+    )
     size = nbytes.literal_value
     sig = types.uintp(nbytes)
 
