@@ -61,7 +61,7 @@ def pack(manifest: bytes, payload: bytes) -> bytes:
     return head + _checksum(head, manifest, payload) + manifest + payload
 
 
-def _check_header(blob: bytes) -> tuple[memoryview, memoryview]:
+def _check_header(blob: bytes | bytearray) -> tuple[memoryview, memoryview]:
     if not blob.startswith(MAGIC):
         if blob.startswith(_FORMAT_1):
             raise ExportError(

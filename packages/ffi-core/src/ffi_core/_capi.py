@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+from typing import Any
 
 __all__ = [
     "AttrType",
@@ -314,7 +315,8 @@ def offset_of(struct: type[ctypes.Structure], path: str) -> int:
         72
     """
     offset = 0
-    current: type = struct
+    # A Structure subclass: each declares its own _fields_, which `type` does not have.
+    current: Any = struct
     for name in path.split("."):
         field = getattr(current, name)
         offset += field.offset

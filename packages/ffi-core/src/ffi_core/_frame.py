@@ -101,7 +101,8 @@ class BufferView:
         if self.size == 0:
             return np.empty(self.shape, dtype)
         raw = (ctypes.c_char * (self.size * dtype.itemsize)).from_address(self.data)
-        return np.frombuffer(raw, dtype).reshape(self.shape)
+        # A ctypes array exports the buffer protocol, which its declared type does not say.
+        return np.frombuffer(raw, dtype).reshape(self.shape)  # type: ignore[call-overload]
 
 
 def _buffer(address: int) -> BufferView:
