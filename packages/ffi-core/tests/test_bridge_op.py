@@ -314,8 +314,8 @@ def test_call_sig_steps_round_trip():
 def test_kernel_arrays_drop_the_batch_axis():
     f2 = ArraySig("float32", 2)
     sig = CallSig((f2, ArraySig("int32", 0)), (f2,), (True, False))
-    assert sig.kernel_arrays() == (F1, ArraySig("int32", 0), F1)
-    assert CallSig((f2,), (f2,)).kernel_arrays() == (f2, f2)
+    assert sig.kernel_arrays == (F1, ArraySig("int32", 0), F1)
+    assert CallSig((f2,), (f2,)).kernel_arrays == (f2, f2)
 
 
 # -- catalog ----------------------------------------------------------------------

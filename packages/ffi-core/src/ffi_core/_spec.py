@@ -126,13 +126,14 @@ class CallSig:
         outs = ", ".join(map(str, self.outputs))
         return f"inputs ({ins}) and outputs ({outs})"
 
+    @property
     def kernel_arrays(self) -> tuple[ArraySig, ...]:
         """The inputs then the outputs as the kernel sees them: without the
         batch axis of a batch launched element by element.
 
         Example:
             >>> f32 = ArraySig("float32", 2)
-            >>> CallSig((f32, ArraySig("int32", 0)), (f32,), (True, False)).kernel_arrays()
+            >>> CallSig((f32, ArraySig("int32", 0)), (f32,), (True, False)).kernel_arrays
             (ArraySig(dtype='float32', rank=1), ArraySig(dtype='int32', rank=0), ArraySig(dtype='float32', rank=1))
         """
         flags = self.batched or (False,) * len(self.inputs)

@@ -54,8 +54,9 @@ class Launch(Protocol):
     bridge's primitive (or ``ffi_core.cuda.cuda_launch``) for these arrays
     and returns the outputs. ``out_avals`` are the whole arrays' or a shard's,
     and ``scalars`` the call's scalar keywords evaluated on ``args``' shapes.
-    A module-level function, so it hashes the same on every call (eager calls
-    then hit JAX's cache)."""
+    Hashable and the same on every call of one op (eager calls then hit JAX's
+    cache): a module-level function, or a frozen dataclass holding the
+    bridge's own options (its launch configuration, say)."""
 
     def __call__(
         self,
