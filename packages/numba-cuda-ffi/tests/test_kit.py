@@ -17,6 +17,7 @@ from numba_cuda_ffi import (
     CALLABLE_VMAP_METHODS,
     VMAP_METHODS,
     KernelCompileError,
+    numba_cuda_callable,
     numba_cuda_kernel,
 )
 
@@ -57,3 +58,50 @@ def test_shared_with_every_bridge():
         ),
     ):
         numba_cuda_kernel(scale, S(X.shape, X.dtype), launch_dims=8, vmap_method="loop")
+
+
+def twice(x, out, stream):
+    scale[1, 8, stream](x, out)
+
+
+CALLABLE = numba_cuda_callable(twice, S(X.shape, X.dtype))
+
+
+@pytest.mark.parametrize("transform", DIFFERENTIATION_TRANSFORMS)
+def test_callable_differentiation_names_the_fix(gpu, transform):
+    # Its call goes through jax.ffi.ffi_call, whose primitive's own rules
+    # would say only "Differentiation rule for 'ffi_call' not implemented".
+    check_differentiation_refused(
+        CALLABLE, X, kernel="numba cuda callable 'twice'", transform=transform
+    )
+
+
+@pytest.mark.parametrize("transform", DIFFERENTIATION_TRANSFORMS)
+def test_callable_differentiation_under_vmap_names_the_fix(gpu, transform):
+    check_differentiation_refused(
+        jax.vmap(CALLABLE),
+        jnp.stack([X, X]),
+        kernel="numba cuda callable 'twice'",
+        transform=transform,
+    )
+
+
+@pytest.mark.parametrize(
+    ("op", "kernel"),
+    [
+        (
+            numba_cuda_kernel(
+                scale, S(X.shape, X.dtype), launch_dims=8, sharding_rule="elementwise"
+            ),
+            KERNEL,
+        ),
+        (
+            numba_cuda_callable(twice, S(X.shape, X.dtype), sharding_rule="elementwise"),
+            "numba cuda callable 'twice'",
+        ),
+    ],
+)
+def test_linear_transpose_of_a_sharded_call_names_the_fix(gpu, op, kernel):
+    # A call with a sharding rule goes through ffi_core's partitioned call;
+    # transposing it runs the kernel's own rule, whose message names it.
+    check_differentiation_refused(op, X, kernel=kernel, transform="linear_transpose")

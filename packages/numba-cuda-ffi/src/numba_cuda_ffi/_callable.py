@@ -15,27 +15,21 @@ import dataclasses
 import hashlib
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
 import numpy as np
 from ffi_core import (
     CallFrame,
-    check_aliases,
     check_dtype,
-    check_inputs,
-    check_sharding_rule,
-    check_vmap_method,
     function_digest,
-    output_avals,
-    partitioned_call,
     positional_count,
     python_handler,
     register_target,
-    resolve_sharding_rule,
     target_name,
 )
+from ffi_core.bridge import KernelCall, KernelInfo, kernel_op, nondifferentiable_call
 
 from ._driver import driver
 from ._runtime import cuda_devices, numba_cuda
@@ -174,6 +168,29 @@ class _FfiCall:
         )
 
 
+class _Launch:
+    # Calls the function's FFI target, under a primitive whose JVP and
+    # transpose rules name it (jax.ffi.ffi_call's primitive is every FFI
+    # call's, and its own rules say only "not implemented"). Compared by
+    # identity: one per wrapped function, which may not be hashable itself.
+
+    def __init__(self, func: Callable[..., Any]) -> None:
+        self.func = func
+
+    def __call__(
+        self,
+        call: KernelCall,
+        out_avals: tuple[Any, ...],
+        args: Sequence[Any],
+        scalars: Mapping[str, Any],
+    ) -> Sequence[Any]:
+        del scalars  # the function takes arrays only
+        ffi = _FfiCall(
+            _target(self.func, call.info.name), call.vmap_method or "sequential", call.aliases
+        )
+        return nondifferentiable_call(ffi, args, out_avals, label=call.info.label)
+
+
 def numba_cuda_callable(
     func: Callable[..., Any],
     outs: Any,
@@ -204,6 +221,12 @@ def numba_cuda_callable(
             None (default): XLA gathers sharded inputs and every device
             computes the whole result.
 
+    Limitations:
+        No derivative: ``jax.grad``, ``jax.jvp``, ``jax.vjp`` and
+        ``jax.linear_transpose`` raise NotImplementedError naming the
+        function; define one with ``XLACustomKernel.def_jvp_rule`` or wrap
+        the operation in ``jax.custom_vjp``/``jax.custom_jvp``.
+
     Example (on a GPU):
         >>> from numba import cuda
         >>> @cuda.jit
@@ -221,36 +244,33 @@ def numba_cuda_callable(
     if not callable(func):
         raise TypeError(f"`func` must be a callable, got {type(func)!r}")
     numba_cuda()
-    avals, rebuild = output_avals(outs, accepted=DTYPES)
-    check_vmap_method(vmap_method, accepted=CALLABLE_VMAP_METHODS)
-    aliases = check_aliases(input_output_aliases, len(avals))
     name = getattr(func, "__name__", type(func).__name__)
     n_params = positional_count(func)
-    rule = check_sharding_rule(sharding_rule)
+    info = KernelInfo(
+        name=name,
+        label=f"numba cuda callable '{name}'",
+        qualname=f"{getattr(func, '__module__', None)}.{getattr(func, '__qualname__', name)}",
+        digest=_digest(func),
+        called=f"callable '{name}'",
+    )
 
-    def call(*args: Any) -> Any:
-        if n_params is not None and n_params != len(args) + len(avals) + 1:
+    def arity(n_in: int, n_out: int) -> None:
+        if n_params is not None and n_params != n_in + n_out + 1:
             raise TypeError(
-                f"callable '{name}' takes {n_params} arguments but is called with {len(args)} "
-                f"inputs and {len(avals)} outputs; the convention is "
+                f"callable '{name}' takes {n_params} arguments but is called with {n_in} "
+                f"inputs and {n_out} outputs; the convention is "
                 "func(in_1, ..., in_n, out_1, ..., out_m, stream)"
             )
-        check_inputs(
-            args,
-            avals,
-            aliases,
-            name=f"callable '{name}'",
-            accepted=DTYPES,
-        )
-        cuda_devices(f"numba cuda callable '{name}'")
-        ffi = _FfiCall(_target(func, name), vmap_method or "sequential", aliases)
-        resolved = resolve_sharding_rule(
-            rule, args, avals, name=f"callable '{name}'", aliases=aliases
-        )
-        results = partitioned_call(ffi, args, avals, resolved)
-        return rebuild(tuple(results))
 
-    call.__name__ = name
-    call.__qualname__ = name
-    call.__doc__ = f"numba cuda callable '{name}' as a JAX operation."
-    return call
+    return kernel_op(
+        info,
+        outs,
+        dtypes=DTYPES,
+        launch=_Launch(func),
+        vmap_method=vmap_method,
+        vmap_methods=CALLABLE_VMAP_METHODS,
+        input_output_aliases=input_output_aliases,
+        sharding_rule=sharding_rule,
+        arity=arity,
+        check_call=lambda args, scalars: cuda_devices(info.label),
+    )

@@ -2,32 +2,55 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ffi_core import (
-    BoundPrimitive,
-    check_aliases,
-    check_arity,
-    check_inputs,
-    check_sharding_rule,
-    check_vmap_method,
-    output_avals,
-    partitioned_call,
-    resolve_sharding_rule,
-)
+from ffi_core.bridge import BridgeCatalog, KernelCall, kernel_op
 
-from ._launch import launch_config
+from ._launch import LaunchConfig, launch_config
 from ._runtime import cuda_devices
 from ._spec import DTYPES, VMAP_METHODS, KernelInfo
 
 __all__ = ["numba_cuda_kernel"]
 
 
-@functools.cache
-def _kernel_info(kernel: Any) -> KernelInfo:
-    return KernelInfo(kernel)
+# Made once per kernel object; numba-cuda kernels are not exported, so the
+# catalog registers no rebuilder.
+_catalog = BridgeCatalog(
+    KernelInfo,
+    kernel_type=(),
+    language="numba cuda kernel",
+    wrapper="numba_cuda_kernel",
+    passed="the @numba.cuda.jit kernel",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Launch:
+    """Binds ``numba_cuda_call_p`` with the launch the kernel was wrapped with."""
+
+    config: LaunchConfig
+
+    def __call__(
+        self,
+        call: KernelCall,
+        out_avals: tuple[Any, ...],
+        args: Sequence[Any],
+        scalars: Mapping[str, Any],
+    ) -> Sequence[Any]:
+        from ._primitive import numba_cuda_call_p
+
+        del scalars  # a numba CUDA kernel takes arrays only
+        return numba_cuda_call_p.bind(
+            *args,
+            info=call.info,
+            out_avals=out_avals,
+            aliases=call.aliases,
+            vmap_method=call.vmap_method,
+            batched=None,
+            launch=self.config,
+        )
 
 
 def numba_cuda_kernel(
@@ -105,8 +128,7 @@ def numba_cuda_kernel(
         ... )  # doctest: +SKIP
         >>> jax.jit(add_op)(x, y)  # doctest: +SKIP
     """
-    info = _kernel_info(kernel)
-    avals, rebuild = output_avals(outs, accepted=DTYPES)
+    info = _catalog.info(kernel)
     launch = launch_config(
         grid=grid,
         block=block,
@@ -114,32 +136,14 @@ def numba_cuda_kernel(
         threads_per_block=threads_per_block,
         shared_mem=shared_mem,
     )
-    check_vmap_method(vmap_method, accepted=VMAP_METHODS)
-    aliases = check_aliases(input_output_aliases, len(avals))
-    rule = check_sharding_rule(sharding_rule)
-    name = f"kernel '{info.name}'"
-
-    def call(*args: Any) -> Any:
-        from ._primitive import numba_cuda_call_p
-
-        check_arity(info.n_params, len(args), len(avals), name=name)
-        check_inputs(args, avals, aliases, name=name, accepted=DTYPES)
-        cuda_devices(f"numba cuda kernel '{info.name}'")
-        bound = BoundPrimitive(
-            numba_cuda_call_p,
-            (
-                ("info", info),
-                ("aliases", aliases),
-                ("vmap_method", vmap_method),
-                ("batched", None),
-                ("launch", launch),
-            ),
-        )
-        resolved = resolve_sharding_rule(rule, args, avals, name=name, aliases=aliases)
-        results = partitioned_call(bound, args, avals, resolved)
-        return rebuild(tuple(results))
-
-    call.__name__ = info.name
-    call.__qualname__ = info.name
-    call.__doc__ = f"numba cuda kernel '{info.name}' as a JAX operation."
-    return call
+    return kernel_op(
+        info,
+        outs,
+        dtypes=DTYPES,
+        launch=_Launch(launch),
+        vmap_method=vmap_method,
+        vmap_methods=VMAP_METHODS,
+        input_output_aliases=input_output_aliases,
+        sharding_rule=sharding_rule,
+        check_call=lambda args, scalars: cuda_devices(info.label),
+    )

@@ -22,7 +22,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
 from ._spec import CallSig, KernelInfo
-from ._target import ensure_target, label
+from ._target import ensure_target
 
 __all__ = ["numba_cuda_call_p"]
 
@@ -52,7 +52,7 @@ def _numba_cuda_call_lowering(
 def _numba_cuda_call_cpu_lowering(ctx, *operands, info: KernelInfo, **params):
     del ctx, operands, params
     raise RuntimeError(
-        f"{label(info)} runs on NVIDIA GPUs only, but this computation is placed on the CPU; "
+        f"{info.label} runs on NVIDIA GPUs only, but this computation is placed on the CPU; "
         "put its inputs on a GPU (jax.device_put(x, jax.devices('cuda')[0]))"
     )
 
@@ -68,7 +68,7 @@ def _fold(args, dims, size, *, info, out_avals, aliases, vmap_method, batched, l
             if not shape:
                 raise NotImplementedError(
                     f"vmap_method='fold' folds the batch into axis 0, but {what} {k} of "
-                    f"{label(info)} is 0-d; use vmap_method=None (one launch per batch element)"
+                    f"{info.label} is 0-d; use vmap_method=None (one launch per batch element)"
                 )
     moved = [batch_to_front(x, d, size) for x, d in zip(args, dims, strict=True)]
     folded = [m.reshape((-1, *m.shape[2:])) for m in moved]
@@ -128,4 +128,4 @@ numba_cuda_call_p.def_abstract_eval(_numba_cuda_call_abstract_eval)
 mlir.register_lowering(numba_cuda_call_p, _numba_cuda_call_lowering, platform="cuda")
 mlir.register_lowering(numba_cuda_call_p, _numba_cuda_call_cpu_lowering, platform="cpu")
 batching.primitive_batchers[numba_cuda_call_p] = _numba_cuda_call_batching
-raise_on_differentiation(numba_cuda_call_p, describe=lambda params: label(params["info"]))
+raise_on_differentiation(numba_cuda_call_p, describe=lambda params: params["info"].label)

@@ -2,18 +2,18 @@
 its signature as the kernel sees it.
 
 One FFI target serves one (kernel, signature, launch); sizes are read from the
-call frame at run time, so a signature never includes them. The checks of a
-call's arguments come from ffi-core. Everything is checked before anything is
-traced or bound.
+call frame at run time, so a signature never includes them. The signature is
+ffi-core's ``CallSig`` (its ``kernel_arrays`` are the arrays as the kernel sees
+them), and the checks of a call's arguments are ffi-core's too. Everything is
+checked before anything is traced or bound.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-
 import ffi_core
-from ffi_core import ArraySig
+from ffi_core.bridge import BASIC_DTYPES, COMPLEX_DTYPES, CallSig, KernelDTypes, kernel_digest
+from ffi_core.bridge import ArraySig as ArraySig
+from ffi_core.bridge import KernelInfo as _KernelInfo
 
 from ._runtime import numba_cuda
 
@@ -28,28 +28,13 @@ __all__ = [
 ]
 
 #: Dtypes a numba CUDA kernel takes, by name.
-SUPPORTED_DTYPES: tuple[str, ...] = (
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-)
+SUPPORTED_DTYPES: tuple[str, ...] = (*BASIC_DTYPES, *COMPLEX_DTYPES)
 
 #: The kernels, as dtype errors name them.
 KIND = "numba CUDA"
 
 #: The dtype table: what the checks accept and how their messages name the kernels.
-DTYPES = ffi_core.KernelDTypes(SUPPORTED_DTYPES, "numba CUDA kernels")
+DTYPES = KernelDTypes(SUPPORTED_DTYPES, "numba CUDA kernels")
 
 #: ``vmap_method`` of ``numba_cuda_kernel``. None (default): one native call
 #: launching the kernel once per batch element. ``"sequential"`` /
@@ -66,40 +51,18 @@ VMAP_METHODS: tuple[str | None, ...] = (*ffi_core.VMAP_METHODS, "fold")
 CALLABLE_VMAP_METHODS: tuple[str | None, ...] = ffi_core.VMAP_METHODS
 
 
-@dataclasses.dataclass(frozen=True)
-class CallSig(ffi_core.CallSig):
-    """ffi-core's signature, and the arrays as the kernel sees them.
-
-    The name stays ``CallSig``: its ``repr`` names the FFI target.
-    """
-
-    @property
-    def kernel_arrays(self) -> tuple[ArraySig, ...]:
-        """The arrays without the batch axis of a batch launched element by element."""
-        flags = self.batched or (False,) * len(self.inputs)
-        ins = tuple(
-            ArraySig(a.dtype, a.rank - 1) if b else a
-            for a, b in zip(self.inputs, flags, strict=True)
-        )
-        outs = self.outputs
-        if self.batched is not None:
-            outs = tuple(ArraySig(a.dtype, a.rank - 1) for a in outs)
-        return ins + outs
-
-
 # Target options that change the generated code; others (extensions) do not.
 _CODE_OPTIONS = ("debug", "lineinfo", "fastmath", "opt", "launch_bounds", "max_registers")
 
 
-class KernelInfo:
+class KernelInfo(_KernelInfo):
     """A validated ``@cuda.jit`` kernel and a digest of its code, which names
     its FFI targets so they are the same in every process."""
 
     def __init__(self, kernel: object) -> None:
-        cuda = numba_cuda()
+        numba_cuda()
         from numba.cuda.dispatcher import CUDADispatcher
 
-        del cuda
         if not isinstance(kernel, CUDADispatcher):
             hint = ""
             if type(kernel).__name__ == "CPUDispatcher":
@@ -110,24 +73,27 @@ class KernelInfo:
             )
         options = kernel.targetoptions
         py_func = kernel.py_func
-        self.name: str = py_func.__name__
+        name = py_func.__name__
         if options.get("device"):
             raise TypeError(
-                f"`kernel` '{self.name}' is a device function (@cuda.jit(device=True)); "
+                f"`kernel` '{name}' is a device function (@cuda.jit(device=True)); "
                 "wrap a kernel, which device functions can be called from"
             )
         if options.get("link"):
             raise NotImplementedError(
-                f"kernel '{self.name}' links external code (`link=`), which numba_cuda_kernel "
+                f"kernel '{name}' links external code (`link=`), which numba_cuda_kernel "
                 "does not load; launch it from numba_cuda_ffi.numba_cuda_callable instead"
             )
         self.kernel = kernel
         self.py_func = py_func
-        self.qualname = f"{py_func.__module__}.{py_func.__qualname__}"
         self.options = {k: options.get(k) for k in _CODE_OPTIONS}
-        # Code and captured values (closures, globals): kernels from one
-        # factory must not share a target.
-        h = hashlib.sha256(ffi_core.function_digest(py_func).encode())
-        h.update(repr(sorted((k, repr(v)) for k, v in self.options.items())).encode())
-        self.digest = h.hexdigest()[:24]
-        self.n_params = ffi_core.positional_count(py_func)
+        super().__init__(
+            name=name,
+            label=f"numba cuda kernel '{name}'",
+            qualname=f"{py_func.__module__}.{py_func.__qualname__}",
+            # Code and captured values (closures, globals): kernels from one
+            # factory must not share a target.
+            digest=kernel_digest(py_func, self.options),
+            n_params=ffi_core.positional_count(py_func),
+            called=f"kernel '{name}'",
+        )

@@ -15,11 +15,7 @@ from ._handler import launch_spec
 from ._launch import LaunchConfig
 from ._spec import CallSig, KernelInfo
 
-__all__ = ["ensure_target", "label"]
-
-
-def label(info: KernelInfo) -> str:
-    return f"numba cuda kernel '{info.name}'"
+__all__ = ["ensure_target"]
 
 
 def ensure_target(info: KernelInfo, sig: CallSig, launch: LaunchConfig) -> str:
@@ -33,6 +29,6 @@ def ensure_target(info: KernelInfo, sig: CallSig, launch: LaunchConfig) -> str:
         f"numba_cuda.{info.name}",
         (info.digest, repr(sig), repr(launch)),
         launch_spec(sig, launch),
-        label(info),
+        info.label,
         image,
     )
