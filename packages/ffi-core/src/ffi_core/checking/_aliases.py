@@ -4,6 +4,7 @@ without donation no input changes at all."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -57,10 +58,10 @@ def _changed(before: Sequence[Any], after: Sequence[jax.Array], skip: int | None
             continue
         if isinstance(a, jax.Array) and a.is_deleted():
             return f"input {k} was deleted, though it was not donated"
-        b, a = np.asarray(b), np.asarray(a)
-        if not np.array_equal(b, a, equal_nan=b.dtype.kind in "fc"):
-            index = tuple(int(i) for i in np.argwhere(b != a)[0])
-            return f"input {k} changed at index {index}: {b[index].item()!r} -> {a[index].item()!r}"
+        old, new = np.asarray(b), np.asarray(a)
+        if not np.array_equal(old, new, equal_nan=old.dtype.kind in "fc"):
+            index = tuple(int(i) for i in np.argwhere(old != new)[0])
+            return f"input {k} changed at index {index}: {old[index].item()!r} -> {new[index].item()!r}"
     return None
 
 
@@ -75,7 +76,7 @@ def check_aliases(case: Case) -> list[CheckResult]:
         return rows + case.run("aliases: donation", lambda: skipped("aliases: donation", why))
     for i, j in sorted(aliases.items()):
         check = f"aliases: output {j} reuses donated input {i}"
-        rows += case.run(check, lambda i=i, j=j, check=check: _donated(case, i, j, check))
+        rows += case.run(check, functools.partial(_donated, case, i, j, check))
     return rows
 
 

@@ -78,6 +78,9 @@ def first_difference(
         >>> first_difference([np.zeros(3)], [np.array([0.0, 0.5, 0.0])])
         'output 0 at index (1,): expected 0.0, got 0.5 (1 of 3 elements differ, by up to 0.5; rtol=1e-09, atol=1e-09)'
     """
+    # jaxlib declares no type for PyTreeDef; the two compare as the objects they are.
+    exp_tree: Any
+    tree: Any
     exp_leaves, exp_tree = jax.tree.flatten(expected)
     leaves, tree = jax.tree.flatten(actual)
     if tree != exp_tree:

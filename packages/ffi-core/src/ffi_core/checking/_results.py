@@ -54,6 +54,7 @@ def check_backends(case: Case) -> list[CheckResult]:
             ),
         )
     rows = []
+    reference: Any = case.reference  # called only where it is not None
     for name, fn in case.variants.items():
         check = f"backends: {name}"
 
@@ -61,13 +62,13 @@ def check_backends(case: Case) -> list[CheckResult]:
             got = jax.block_until_ready(jax.jit(fn)(*case.args))
             return case.compare(check, case.expected, got, ("default", name))
 
-        def against_reference(fn=fn, name=name, check=check) -> CheckResult:
+        def against_reference(fn=fn, name=name, check=check, reference=reference) -> CheckResult:
             got = jax.block_until_ready(jax.jit(fn)(*case.args))
-            ref = case.reference(*case.args)
+            ref = reference(*case.args)
             return case.compare(f"{check} vs reference", ref, got, ("reference", name))
 
         rows += case.run(check, against_default)
-        if case.reference is not None:
+        if reference is not None:
             rows += case.run(f"{check} vs reference", against_reference)
     return rows
 
@@ -106,8 +107,9 @@ def _threads(case: Case, n: int) -> CheckResult:
         th.join()
     check = "threads: concurrent calls"
     for t in range(n):
-        if errors[t] is not None:
-            return failed(check, f"thread {t} raised {describe_error(errors[t])}")
+        error = errors[t]
+        if error is not None:
+            return failed(check, f"thread {t} raised {describe_error(error)}")
         row = case.compare(check, expected[t], got[t], ("alone", f"in thread {t}"))
         if row.detail:
             return failed(check, f"thread {t}: {row.detail}")

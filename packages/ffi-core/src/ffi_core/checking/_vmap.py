@@ -9,7 +9,7 @@ them, or a kernel that writes past its row, gives a wrong row.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -145,7 +145,8 @@ def check_vmap(case: Case) -> list[CheckResult]:
             rows += case.run("vmap: vmap_method", lambda: skipped("vmap: vmap_method", why))
     else:
         for method in methods if methods is not None else _DEFAULT_METHODS:
-            variant = with_vmap_method(case.fn, case.args, method)
+            # Not None: the op makes a call that has a vmap_method (checked above).
+            variant = cast("Callable[..., Any]", with_vmap_method(case.fn, case.args, method))
             label = f"vmap_method={method!r}, "
             rows += _case_rows(case, variant, label, size, all_cases=False)
     for name, fn in case.variants.items():
