@@ -110,7 +110,7 @@ def handler_source(spec: LaunchSpec, label: str) -> str:
     """Python source of the handler for ``spec``."""
     arrays, n_in, layout, launch = spec.arrays, spec.n_in, spec.layout, spec.launch
     n_out = len(arrays) - n_in
-    lead = spec.lead if spec.batched else (False,) * len(arrays)
+    lead = spec.lead if spec.lead is not None and spec.batched else (False,) * len(arrays)
     attr_index = {name: j for j, (name, _) in enumerate(layout.attrs)}
     n_params = len(layout.params)
 
