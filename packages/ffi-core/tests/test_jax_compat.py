@@ -124,3 +124,20 @@ def test_works_under_disable_jit() -> None:
 def test_rejects_non_primitive(prim: object) -> None:
     with pytest.raises(TypeError, match=r"`prim` must be a jax\.extend\.core\.Primitive"):
         ffi_core.def_eager_impl(prim)  # type: ignore[arg-type]
+
+
+def test_distributed_client_is_none_in_a_single_process_program():
+    from ffi_core._jax_compat import distributed_client
+
+    assert jax.process_count() == 1
+    assert distributed_client() is None
+
+
+def test_distributed_client_reads_jax_distributed_state(monkeypatch):
+    # Where JAX keeps the client today; a release that moves it fails here.
+    from ffi_core._jax_compat import distributed_client
+    from jax._src import distributed
+
+    client = object()
+    monkeypatch.setattr(distributed.global_state, "client", client)
+    assert distributed_client() is client

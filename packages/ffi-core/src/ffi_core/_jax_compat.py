@@ -34,6 +34,14 @@ and so each can be swapped for public API the day JAX offers it.
     for_export`` and ``ctx.module_context.axis_context`` (its ``num_devices``,
     or its mesh's size), fields of ``jax.interpreters.mlir.LoweringRuleContext``
     that JAX does not document.
+
+``distributed_client()``
+    The key-value client of ``jax.distributed.initialize`` (``key_value_set``,
+    ``blocking_key_value_get``), through which one process of a multi-process
+    program shares a value with the others (kernel-bench's autotuner: process
+    0's decisions). JAX keeps it as ``jax._src.distributed.global_state.
+    client``, the same in jax 0.10.2 and 0.12.0.1; ``jax.distributed`` offers
+    ``initialize``/``shutdown`` only. It is read, never changed.
 """
 
 from __future__ import annotations
@@ -44,7 +52,13 @@ from typing import Any
 from jax.extend.core import Primitive
 from jax.interpreters import xla
 
-__all__ = ["def_eager_impl", "for_export", "lowering_device_count", "require_devices_at_lowering"]
+__all__ = [
+    "def_eager_impl",
+    "distributed_client",
+    "for_export",
+    "lowering_device_count",
+    "require_devices_at_lowering",
+]
 
 
 def def_eager_impl(prim: Primitive) -> None:
@@ -113,3 +127,20 @@ def lowering_device_count(ctx: Any) -> int:
         manual = set(getattr(axis_context, "manual_axes", ()))
         count = 1 if manual >= set(mesh.axis_names) else mesh.size
     return int(count)
+
+
+def distributed_client() -> Any:
+    """The key-value client of ``jax.distributed.initialize``, or None where it
+    was not called (a single-process program) or JAX keeps it elsewhere.
+
+    Example:
+        >>> distributed_client() is None  # no jax.distributed.initialize here
+        True
+    """
+    # Private JAX API, see the module docstring.
+    try:
+        from jax._src import distributed
+    except ImportError:
+        return None
+    state = getattr(distributed, "global_state", None)
+    return getattr(state, "client", None)
