@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cuda_source_ffi import _nvrtc
+from cuda_source_ffi import _nvrtc, _nvrtc_library
 from cuda_source_ffi._nvrtc import (
     CompiledSource,
     NvrtcCacheWarning,
@@ -437,7 +437,7 @@ def test_environment_is_left_alone() -> None:
 
 
 def test_missing_library_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_nvrtc, "_candidate_paths", lambda: ["/nonexistent/libnvrtc.so.13"])
+    monkeypatch.setattr(_nvrtc_library, "_candidate_paths", lambda: ["/nonexistent/libnvrtc.so.13"])
     with pytest.raises(ImportError) as info:
         _nvrtc._library.__wrapped__()
     message = str(info.value)
