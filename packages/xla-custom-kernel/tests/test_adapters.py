@@ -2,6 +2,7 @@
 and the def_<name>_kernel methods an adapter gives every kernel."""
 
 import ast
+import dataclasses
 import pathlib
 import re
 
@@ -234,3 +235,69 @@ def test_triton_and_cuda_raw_adapters_wrap_bare_kernels(monkeypatch):
     other = object()
     assert adapt_triton(None, None, other, "O") is other
     assert adapt_cuda_raw(None, None, other, "O") is other
+
+
+SEED_METHODS = {
+    # method: (backend, the bridge package, the extra)
+    "def_numba_kernel": ("numba", "numba-cpu-ffi", "numba"),
+    "def_numba_cuda_kernel": ("numba_cuda", "numba-cuda-ffi", "numba-cuda"),
+    "def_warp_kernel": ("warp", "warp-ffi", "warp"),
+    "def_triton_kernel": ("triton", "triton-ffi", "triton"),
+    "def_cuda_raw_kernel": ("cuda_raw", "cuda-source-ffi", "cuda-raw"),
+}
+
+
+def test_every_seed_backend_has_a_documented_method():
+    for method in [*SEED_METHODS, "def_pallas_kernel", "def_jax_kernel"]:
+        # Defined on the class (help() and dir() show it), not made by __getattr__.
+        assert method in dir(XLACustomKernel), method
+        assert getattr(XLACustomKernel, method).__doc__, method
+
+
+@pytest.mark.parametrize("method", SEED_METHODS)
+def test_a_seed_method_names_the_extra_where_its_bridge_is_absent(method, name, monkeypatch):
+    from xla_custom_kernel import _adapters
+
+    backend, package, extra = SEED_METHODS[method]
+    module = package.replace("-", "_")
+    table = dict(_adapters._adapters)
+    absent = dataclasses.replace(table[backend], module=f"{module}_not_installed")
+    monkeypatch.setattr(_adapters, "_adapters", {**table, backend: absent})
+    k = XLACustomKernel(name)
+    message = (
+        f"def_{backend}_kernel of kernel {name!r} needs {package}-not-installed, which is not "
+        f'installed; install it with: uv add "xla-custom-kernel[{extra}]" '
+        f'(or pip install "xla-custom-kernel[{extra}]")'
+    )
+    with pytest.raises(ImportError, match=f"^{re.escape(message)}$"):
+        getattr(k, method)(_kg)
+    assert k.available_backends("cpu") == k.available_backends("gpu") == []
+
+    monkeypatch.setattr(_adapters, "_adapters", {n: a for n, a in table.items() if n != backend})
+    message = (
+        f"def_{backend}_kernel of kernel {name!r} needs the adapter of backend {backend!r}, "
+        "which is not registered; register one with xla_custom_kernel.register_backend_adapter"
+    )
+    with pytest.raises(ImportError, match=f"^{re.escape(message)}$"):
+        getattr(k, method)(_kg)
+
+
+def test_an_import_error_that_says_how_to_install_says_it_once(name, adapter_name):
+    from xla_custom_kernel._adapters import install_hint
+
+    def adapt(kernel, entry, fn, outs):
+        raise ImportError(f"{adapter_name} kernels need its bridge; {install_hint(adapter_name)}")
+
+    xck.register_backend_adapter(BackendAdapter(adapter_name, ("cpu",), "vmap", adapt, "x"))
+    k = XLACustomKernel(name)
+    getattr(k, f"def_{adapter_name}_kernel")(_kg)
+    x = jnp.ones(2)
+    with pytest.raises(xck.BackendError) as info:
+        k(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype))
+    assert str(info.value) == (
+        f"backend {adapter_name!r} of kernel {name!r} failed on platform 'cpu': ImportError: "
+        f"{adapter_name} kernels need its bridge; install it with: uv add "
+        '"xla-custom-kernel[x]" (or pip install "xla-custom-kernel[x]"). No other backend is '
+        f"registered for cpu; register one, for example with get_kernel({name!r})"
+        ".def_jax_kernel(...)"
+    )

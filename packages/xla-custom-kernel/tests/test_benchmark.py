@@ -1,19 +1,22 @@
 import re
-import sys
 
 import pytest
-from xla_custom_kernel import XLACustomKernel
+from xla_custom_kernel import XLACustomKernel, _chooser
 
 
 def test_benchmark_without_kernel_bench(name, monkeypatch):
     k = XLACustomKernel(name)
     k.def_jax_kernel(lambda outs: lambda x: x)
-    monkeypatch.setitem(sys.modules, "kernel_bench", None)
+    # No chooser registered, none installed.
+    monkeypatch.setattr(_chooser, "_chooser", None)
+    monkeypatch.setattr(_chooser.importlib.metadata, "entry_points", lambda group: [])
     with pytest.raises(
         ImportError,
         match=re.escape(
-            "XLACustomKernel.benchmark needs kernel-bench; install it with "
-            'uv add "xla-custom-kernel[bench]"'
+            "backend 'auto' needs a chooser that measures the registered backends, and none is "
+            "registered; kernel-bench provides one: install it with "
+            'uv add "xla-custom-kernel[bench]" (or pip install "xla-custom-kernel[bench]"), '
+            "or pick a backend by name"
         ),
     ):
         k.benchmark(platform="cpu")

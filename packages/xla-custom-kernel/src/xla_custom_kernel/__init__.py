@@ -4,6 +4,12 @@ from ._adapters import BackendAdapter as BackendAdapter
 from ._adapters import backend_adapters as backend_adapters
 from ._adapters import register_backend_adapter as register_backend_adapter
 from ._autodiff import defjvp as defjvp
+from ._call_site import CallSite as CallSite
+from ._chooser import CHOOSER_ENTRY_POINTS as CHOOSER_ENTRY_POINTS
+from ._chooser import Chooser as Chooser
+from ._chooser import get_chooser as get_chooser
+from ._chooser import register_chooser as register_chooser
+from ._chooser import registered_chooser as registered_chooser
 from ._entry import BATCHING_MODES as BATCHING_MODES
 from ._entry import KernelEntry as KernelEntry
 from ._errors import BackendError as BackendError
@@ -21,9 +27,12 @@ from ._version import __version__ as __version__
 
 __all__ = [
     "BATCHING_MODES",
+    "CHOOSER_ENTRY_POINTS",
     "PLATFORMS",
     "BackendAdapter",
     "BackendError",
+    "CallSite",
+    "Chooser",
     "DuplicateKernelError",
     "KernelEntry",
     "NoKernelError",
@@ -34,8 +43,11 @@ __all__ = [
     "defjvp",
     "general_batching_rule",
     "get_backend",
+    "get_chooser",
     "get_kernel",
     "register_backend_adapter",
+    "register_chooser",
+    "registered_chooser",
     "registered_kernels",
     "set_backend",
 ]

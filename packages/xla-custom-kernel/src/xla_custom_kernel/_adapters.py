@@ -43,6 +43,9 @@ class BackendAdapter:
             static keywords (a dict) there.
         extra: the install extra of ``xla-custom-kernel`` that brings the
             backend's package, named in ImportError messages; None for none.
+        module: the import name of the backend's bridge package (e.g.
+            ``"warp_ffi"``): ``def_<name>_kernel`` raises an ImportError
+            naming ``extra`` where it is not installed; None: nothing to check.
     """
 
     name: str
@@ -50,6 +53,7 @@ class BackendAdapter:
     batching: str = "auto"
     adapt: Callable[..., Any] | None = dataclasses.field(default=None, repr=False)
     extra: str | None = None
+    module: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -73,6 +77,8 @@ class BackendAdapter:
             raise TypeError(f"`adapt` must be callable or None, got {type(self.adapt)!r}")
         if self.extra is not None and not isinstance(self.extra, str):
             raise TypeError(f"`extra` must be a str or None, got {type(self.extra)!r}")
+        if self.module is not None and not isinstance(self.module, str):
+            raise TypeError(f"`module` must be a str or None, got {type(self.module)!r}")
 
 
 def adapt_numba(kernel: Any, entry: Any, fn: Any, outs: Any) -> Any:
@@ -215,14 +221,15 @@ def install_hint(backend: str) -> str:
     adapter = backend_adapter(backend)
     if adapter is None or adapter.extra is None:
         return ""
-    return f'install it with: uv add "xla-custom-kernel[{adapter.extra}]"'
+    extra = f'"xla-custom-kernel[{adapter.extra}]"'
+    return f"install it with: uv add {extra} (or pip install {extra})"
 
 
 for _adapter in (
-    BackendAdapter("numba", ("cpu",), "vmap", adapt_numba, "numba"),
-    BackendAdapter("numba_cuda", ("gpu",), "vmap", extra="numba-cuda"),
-    BackendAdapter("warp", ("cpu", "gpu"), "vmap", adapt_warp, "warp"),
-    BackendAdapter("triton", ("gpu",), "vmap", adapt_triton, "triton"),
-    BackendAdapter("cuda_raw", ("gpu",), "vmap", adapt_cuda_raw, "cuda-raw"),
+    BackendAdapter("numba", ("cpu",), "vmap", adapt_numba, "numba", "numba_cpu_ffi"),
+    BackendAdapter("numba_cuda", ("gpu",), "vmap", None, "numba-cuda", "numba_cuda_ffi"),
+    BackendAdapter("warp", ("cpu", "gpu"), "vmap", adapt_warp, "warp", "warp_ffi"),
+    BackendAdapter("triton", ("gpu",), "vmap", adapt_triton, "triton", "triton_ffi"),
+    BackendAdapter("cuda_raw", ("gpu",), "vmap", adapt_cuda_raw, "cuda-raw", "cuda_source_ffi"),
 ):
     register_backend_adapter(_adapter)

@@ -1,14 +1,15 @@
 """``XLACustomKernel``: one JAX primitive, several backends per platform.
 
 A thin class that composes the pieces: the backend table (``_table``), the
-adapters of named backends (``_adapters``), the primitive with its lowering
-(``_primitive``) and the transformation rules (``_rules``).
+registration methods (``_backend_methods``) and the adapters of named backends
+(``_adapters``), the primitive with its lowering (``_primitive``), the
+transformation rules (``_rules``) and the chooser of backend ``"auto"``
+(``_chooser``), which also serves :meth:`XLACustomKernel.explain` and
+:meth:`XLACustomKernel.benchmark`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -20,8 +21,9 @@ from jax import core as jax_core
 
 from . import _autodiff
 from ._adapters import backend_adapter
-from ._entry import KernelEntry
-from ._platforms import PLATFORMS, check_platform
+from ._backend_methods import BackendMethods
+from ._call_site import CallSite
+from ._platforms import check_platform
 from ._primitive import Generated, new_primitive, out_structs
 from ._registry import register_kernel
 from ._rules import Rules
@@ -29,7 +31,7 @@ from ._selection import (
     current_forced,
     forced_backend,
     get_backend,
-    require_tuner,
+    require_chooser,
     set_backend,
 )
 from ._table import BackendTable
@@ -39,7 +41,7 @@ __all__ = ["XLACustomKernel"]
 _DEF_METHOD = re.compile(r"def_(\w+)_kernel")
 
 
-class XLACustomKernel:
+class XLACustomKernel(BackendMethods):
     """One operation as a JAX primitive, with one kernel per backend and platform.
 
     Register kernels with :meth:`def_kernel` or a shorthand
@@ -107,173 +109,6 @@ class XLACustomKernel:
 
     # ---------------------------------------------------------------- registration
 
-    def def_kernel(
-        self,
-        backend: str,
-        platform: str,
-        kg: Callable[..., Any],
-        asdefault: bool = False,
-        *,
-        batching: str = "auto",
-    ) -> KernelEntry:
-        """Register kernel generator ``kg`` as ``backend`` on ``platform``.
-
-        Args:
-            backend: the backend's name, e.g. ``"numba"`` or ``"jax"``.
-            platform: ``"cpu"``, ``"gpu"`` or ``"tpu"``.
-            kg: ``kg(outs=..., **static_kwargs)`` returning a callable that takes
-                the input arrays and returns the outputs (one array, or a
-                sequence for several outputs).
-            asdefault: make it the platform's default (the first kernel
-                registered for a platform is its default anyway).
-            batching: how ``vmap`` runs it: ``"vmap"`` (vmap the callable: one
-                call where its operations batch natively), ``"loop"`` (one call
-                per batch element in one XLA loop) or ``"auto"`` (``"vmap"``
-                when the callable can be vmapped, else ``"loop"``).
-
-        Returns:
-            The :class:`KernelEntry` registered.
-        """
-        return self._register(KernelEntry(backend, platform, kg, batching), asdefault)
-
-    def _register(self, entry: KernelEntry, asdefault: bool) -> KernelEntry:
-        return self._table.add(entry, asdefault)
-
-    def def_backend_kernel(
-        self, backend: str, kg: Callable[..., Any], asdefault: bool = False
-    ) -> KernelEntry | tuple[KernelEntry, ...]:
-        """Register ``kg`` as ``backend`` as its adapter says: on the adapter's
-        platform (the entries, where it has several), with its batching mode and
-        its adapter of what ``kg`` returns (see ``register_backend_adapter``)."""
-        adapter = backend_adapter(backend)
-        if adapter is None:
-            raise ValueError(
-                f"no backend adapter named {backend!r}; register one with "
-                "xla_custom_kernel.register_backend_adapter, or use def_kernel(backend, "
-                "platform, kg)"
-            )
-        entries = tuple(
-            self._register(
-                KernelEntry(adapter.name, p, kg, adapter.batching, adapter.adapt), asdefault
-            )
-            for p in adapter.platforms
-        )
-        return entries[0] if len(entries) == 1 else entries
-
-    def def_jax_kernel(
-        self, kg: Callable[..., Any], platform: str | None = None, asdefault: bool = False
-    ) -> tuple[KernelEntry, ...]:
-        """Register a pure-JAX reference backend named ``"jax"``.
-
-        ``kg`` returns a function of jnp/lax code. With ``platform=None`` it is
-        registered on every platform (default only where none exists yet).
-        """
-        platforms = PLATFORMS if platform is None else (check_platform(platform),)
-        return tuple(
-            self._register(KernelEntry("jax", p, kg, "vmap"), asdefault) for p in platforms
-        )
-
-    def def_numba_kernel(self, kg: Callable[..., Any], asdefault: bool = False) -> KernelEntry:
-        """Register a Numba CPU backend named ``"numba"`` (needs ``xla-custom-kernel[numba]``).
-
-        ``kg`` may return a callable made with ``numba_cpu_ffi.numba_kernel``,
-        or the ``@numba.njit`` function itself (``kernel(in..., out...)``),
-        which is then wrapped for ``outs``, and whose run-time errors name this
-        operation, the backend and how to switch to another.
-        """
-        return self.def_backend_kernel("numba", kg, asdefault)
-
-    def def_numba_cuda_kernel(self, kg: Callable[..., Any], asdefault: bool = False) -> KernelEntry:
-        """Register a Numba CUDA backend ``"numba_cuda"`` on ``"gpu"``; ``kg``
-        returns a callable made with ``numba_cuda_ffi`` (``xla-custom-kernel[numba-cuda]``)."""
-        return self.def_backend_kernel("numba_cuda", kg, asdefault)
-
-    def def_warp_kernel(
-        self, kg: Callable[..., Any], asdefault: bool = False
-    ) -> tuple[KernelEntry, ...]:
-        """Register a Warp backend ``"warp"`` on ``"cpu"`` and ``"gpu"``; the
-        two entries.
-
-        ``kg`` returns a bare ``@wp.kernel`` (or ``(kernel, launch_dims)``),
-        which is wrapped with ``warp_ffi.warp_kernel`` for ``outs``: Warp's
-        CPU build called natively on the CPU, its CUDA build launched natively
-        on NVIDIA GPUs. Static keywords of the call that name scalar
-        parameters of the kernel are passed to it. It may also return any JAX
-        callable. Needs ``xla-custom-kernel[warp]``."""
-        return self.def_backend_kernel("warp", kg, asdefault)
-
-    def def_triton_kernel(self, kg: Callable[..., Any], asdefault: bool = False) -> KernelEntry:
-        """Register a Triton backend ``"triton"`` on ``"gpu"``; ``kg`` returns
-        ``(kernel, config)``, a bare ``@triton.jit`` kernel and the keywords of
-        ``triton_ffi.triton_kernel`` (``grid``, ``num_warps``, constexprs), or
-        any JAX callable."""
-        return self.def_backend_kernel("triton", kg, asdefault)
-
-    def def_pallas_kernel(
-        self,
-        platform: str,
-        kg: Callable[..., Any],
-        asdefault: bool = False,
-        *,
-        interpret: bool = False,
-    ) -> KernelEntry:
-        """Register a Pallas backend ``"pallas"``; ``kg`` returns a function
-        calling ``jax.experimental.pallas.pallas_call``.
-
-        On ``"gpu"`` and ``"tpu"`` the kernel is compiled (Triton or Mosaic).
-        For tests and development on a machine without them, register the same
-        generator on ``"cpu"`` with ``interpret=True``: Pallas then runs the
-        kernel body as JAX operations (slow; not what runs on a GPU). A
-        generator with an ``interpret`` parameter gets it on every platform
-        (``True`` only where registered with ``interpret=True``) and passes it
-        to ``pallas_call``; ``interpret=True`` needs one.
-
-        Args:
-            platform: ``"gpu"`` or ``"tpu"``; ``"cpu"`` with ``interpret=True``.
-            kg: ``kg(outs=..., **static_kwargs)``, or ``kg(outs=...,
-                interpret=..., **static_kwargs)``.
-            asdefault: make it the platform's default.
-            interpret: run ``pallas_call`` in interpret mode, on ``"cpu"`` only.
-
-        Returns:
-            The :class:`KernelEntry` registered (batching ``"auto"``: under
-            ``vmap``, ``pallas_call``'s own batching rule adds a grid axis).
-
-        Example:
-            >>> import jax, jax.numpy as jnp
-            >>> from jax.experimental import pallas as pl
-            >>> def add_one(x_ref, o_ref):
-            ...     o_ref[...] = x_ref[...] + 1
-            >>> def kg(outs, *, interpret=False):
-            ...     return pl.pallas_call(add_one, out_shape=outs, interpret=interpret)
-            >>> op = XLACustomKernel("doc_pallas_add_one")
-            >>> _ = op.def_pallas_kernel("gpu", kg)  # compiled, on a GPU
-            >>> _ = op.def_pallas_kernel("cpu", kg, interpret=True)  # for tests
-            >>> x = jnp.arange(3.0)
-            >>> op(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype))
-            Array([1., 2., 3.], dtype=float32)
-        """
-        check_platform(platform)
-        if not isinstance(interpret, bool):
-            raise TypeError(f"`interpret` must be a bool, got {type(interpret)!r}")
-        if interpret and platform != "cpu":
-            raise ValueError(
-                f"`interpret=True` is for platform 'cpu' (tests and development), got "
-                f"{platform!r}; on {platform!r} the compiled kernel runs: register it with "
-                f"def_pallas_kernel({platform!r}, kg)"
-            )
-        if platform not in _PALLAS_PLATFORMS and not interpret:
-            raise ValueError(
-                f"`platform` of a Pallas kernel must be "
-                f"{' or '.join(map(repr, _PALLAS_PLATFORMS))}, got {platform!r}; Pallas runs on "
-                "CPU only in interpret mode: def_pallas_kernel('cpu', kg, interpret=True) "
-                "registers kg for tests and development and passes it interpret=True, which "
-                "kg must pass on to pallas_call"
-            )
-        return self._register(
-            KernelEntry("pallas", platform, _pallas_generator(kg, interpret), "auto"), asdefault
-        )
-
     # ---------------------------------------------------------------- sharding
 
     def def_sharding_rule(self, rule: Any) -> None:
@@ -308,8 +143,10 @@ class XLACustomKernel:
         call, also of functions already jitted.
 
         ``"auto"``: each call signature (shapes, dtypes, static keywords, batch)
-        uses the backend measured fastest for it (``kernel_bench.autotune``);
-        the fixed default stays the fallback where nothing can be measured.
+        uses the backend the registered chooser picks for it (see
+        ``register_chooser``; kernel-bench's autotuner: the one measured
+        fastest); the fixed default stays the fallback where nothing can be
+        measured.
         """
         self._table.set_default(platform, backend)
 
@@ -479,27 +316,33 @@ class XLACustomKernel:
 
     def explain(self, *inputs: Any, outs: Any, platform: str | None = None, **static: Any) -> Any:
         """Print which backend ``"auto"`` picks for a call with these inputs
-        (arrays or ``jax.ShapeDtypeStruct``s) and static keywords: every
-        candidate's time or why it was refused, and where the decision came
-        from (measured now, the cache on disk, process 0). Returns the
-        ``kernel_bench.autotune.Decision``. Needs kernel-bench."""
-        decision = require_tuner().explain(self, *inputs, outs=outs, platform=platform, **static)
+        (arrays or ``jax.ShapeDtypeStruct``s) and static keywords on
+        ``platform`` (default: JAX's default backend), as the registered
+        chooser explains it (kernel-bench's: every candidate's time or why it
+        was refused, and where the decision came from). Returns the chooser's
+        decision (kernel-bench's ``Decision``).
+
+        Raises:
+            ImportError: no chooser is installed (the message says how to
+                install kernel-bench).
+        """
+        site = CallSite.from_call(self, *inputs, outs=outs, platform=platform, **static)
+        decision = require_chooser().explain(site)
         print(decision.describe())
         return decision
 
     def benchmark(self, **kwargs: Any) -> Any:
-        """Time every backend of a platform on the benchmark data; see
-        ``kernel_bench.benchmark_kernel`` for the keywords (``platform``,
-        ``n_warmup``, ``n_runs``, ``n_batch_per_run``, ``compare_results``,
-        ``rtol``, ``atol``, ``verbose``, ``catch_errors``, ``backends``)."""
-        try:
-            from kernel_bench import benchmark_kernel
-        except ImportError as exc:
-            raise ImportError(
-                "XLACustomKernel.benchmark needs kernel-bench; install it with "
-                'uv add "xla-custom-kernel[bench]"'
-            ) from exc
-        return benchmark_kernel(self, **kwargs)
+        """Time every backend of a platform on the benchmark data, as the
+        registered chooser does it; kernel-bench's takes the keywords of
+        ``kernel_bench.benchmark_kernel`` (``platform``, ``n_warmup``,
+        ``n_runs``, ``n_batch_per_run``, ``compare_results``, ``rtol``,
+        ``atol``, ``verbose``, ``catch_errors``, ``backends``).
+
+        Raises:
+            ImportError: no chooser is installed (the message says how to
+                install kernel-bench).
+        """
+        return require_chooser().benchmark(self, **kwargs)
 
     # ---------------------------------------------------------------- transform rules
 
@@ -550,46 +393,3 @@ class XLACustomKernel:
             raise TypeError(f"`fun` must be callable, got {type(fun)!r}")
         self._rules.transpose = fun
         return fun
-
-
-#: Platforms where Pallas compiles kernels; on "cpu" it only interprets them.
-_PALLAS_PLATFORMS = ("gpu", "tpu")
-
-
-def _takes_interpret(kg: Callable[..., Any]) -> bool:
-    try:
-        param = inspect.signature(kg).parameters.get("interpret")
-    except (TypeError, ValueError):  # no signature to read: it cannot be told
-        return False
-    return param is not None and param.kind in (
-        inspect.Parameter.POSITIONAL_OR_KEYWORD,
-        inspect.Parameter.KEYWORD_ONLY,
-    )
-
-
-def _pallas_generator(kg: Callable[..., Any], interpret: bool) -> Callable[..., Any]:
-    # The registration, not the call, says whether pallas_call interprets: a
-    # "gpu" entry always compiles and a "cpu" one always interprets.
-    if not _takes_interpret(kg):
-        if interpret:
-            raise TypeError(
-                "with interpret=True the kernel generator `kg` must take an `interpret` "
-                "keyword and pass it to pallas_call, e.g. `def kg(outs, *, interpret=False): "
-                f"return pl.pallas_call(body, out_shape=outs, interpret=interpret)`; got {kg!r}"
-            )
-        return kg
-    return _PallasGenerator(kg, interpret)
-
-
-@dataclasses.dataclass(frozen=True)
-class _PallasGenerator:
-    kg: Callable[..., Any]
-    interpret: bool
-
-    def __call__(self, **kwargs: Any) -> Any:
-        if "interpret" in kwargs:
-            raise TypeError(
-                "static keyword `interpret` of a Pallas kernel is set by its registration "
-                "(def_pallas_kernel(..., interpret=...)), not by the call; remove it from the call"
-            )
-        return self.kg(**kwargs, interpret=self.interpret)

@@ -31,11 +31,12 @@ from jax.interpreters import ad, batching, mlir
 
 from ._adapters import install_hint
 from ._autodiff import as_outputs
+from ._call_site import CallSite
 from ._entry import KernelEntry
 from ._errors import BackendError, NoKernelError, UnknownBackendError
 from ._export import recipe_step
 from ._platforms import LOWERING_PLATFORMS
-from ._selection import AUTO, require_tuner
+from ._selection import AUTO, require_chooser
 from ._table import BackendTable
 from ._transforms import apply_levels
 
@@ -79,7 +80,7 @@ class Generated:
     outputs, static keywords), each checked against the declared outputs."""
 
     def __init__(self, kernel: Any) -> None:
-        self.kernel = kernel  # passed to adapters (they name it in messages) and the autotuner
+        self.kernel = kernel  # passed to adapters (they name it in messages) and choosers
         self._lock = threading.RLock()  # a generator may lower another call of the kernel
         self._fns: dict[Any, Callable[..., Any]] = {}
 
@@ -151,11 +152,15 @@ def _lowering(
     platform = LOWERING_PLATFORMS[lowering_platform]
     chosen = table.select(platform, backend)
     if chosen == AUTO:
-        chosen = (
-            require_tuner()
-            .decide(generated.kernel, platform, ctx.avals_in, outs, multiple, static, batch)
-            .backend
+        site = CallSite(
+            generated.kernel, platform, tuple(ctx.avals_in), outs, multiple, static, batch
         )
+        chosen = require_chooser().choose(site)
+        if chosen not in site.backends:
+            raise ValueError(
+                f"the chooser of backend 'auto' picked {chosen!r} for {name!r} on {platform}; "
+                f"it must pick one of {', '.join(map(repr, site.backends))}"
+            )
     entry = table.check_backend(platform, chosen)
     try:
         fn = generated.get(entry, outs, multiple, static)
@@ -175,8 +180,10 @@ def _lowering(
     except (NoKernelError, UnknownBackendError):
         raise
     except Exception as exc:
+        # An ImportError from an adapter already says how to install the
+        # backend's package: the hint is added only where it does not.
         hint = install_hint(entry.backend) if isinstance(exc, ImportError) else ""
-        hint = f" ({hint})" if hint else ""
+        hint = f" ({hint})" if hint and hint not in str(exc) else ""
         switch = table.switch_hint(platform, entry.backend)
         # Not str.capitalize: it would lower-case the names in the hint.
         raise BackendError(

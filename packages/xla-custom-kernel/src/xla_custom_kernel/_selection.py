@@ -11,10 +11,17 @@ from typing import Any
 
 import jax
 
-__all__ = ["AUTO", "forced_backend", "get_backend", "invalidate_caches", "set_backend"]
+__all__ = [
+    "AUTO",
+    "forced_backend",
+    "get_backend",
+    "invalidate_caches",
+    "require_chooser",
+    "set_backend",
+]
 
-#: The backend name that lets the autotuner choose, per call signature, the
-#: fastest backend registered for the platform (measured by kernel-bench).
+#: The backend name that lets the registered chooser pick, per call signature,
+#: the fastest backend registered for the platform (see ``register_chooser``).
 AUTO = "auto"
 
 # Set while a kernel's call function or transform rule runs, so that the
@@ -38,8 +45,8 @@ def set_backend(backend: str | None) -> None:
 
     Kernels without that backend (on the platform a call runs on) use their
     platform default. ``"auto"``: every kernel picks its fastest backend per
-    call signature, measured once (needs kernel-bench; see
-    ``kernel_bench.autotune``). ``None`` removes the preference. Takes effect
+    call signature, measured once by the registered chooser (see
+    ``register_chooser``; kernel-bench's autotuner, found without importing it). ``None`` removes the preference. Takes effect
     on the next call, also of functions already jitted.
 
     Example:
@@ -53,7 +60,7 @@ def set_backend(backend: str | None) -> None:
     if backend is not None and not isinstance(backend, str):
         raise TypeError(f"`backend` must be a str or None, got {type(backend)!r}")
     if backend == AUTO:
-        require_tuner()
+        require_chooser()
     with _lock:
         changed = backend != _preferred
         _preferred = backend
@@ -79,14 +86,11 @@ def forced_backend(backend: str | None) -> Iterator[None]:
         _forced.reset(token)
 
 
-def require_tuner() -> Any:
-    """kernel-bench's autotuner, or an ImportError saying how to install it."""
-    try:
-        from kernel_bench import autotune
-    except ImportError as exc:
-        raise ImportError(
-            "backend 'auto' measures the registered backends with kernel-bench, which is "
-            'not installed; install it with uv add "xla-custom-kernel[bench]" (or pick a '
-            "backend by name)"
-        ) from exc
-    return autotune
+def require_chooser() -> Any:
+    """The chooser of backend ``"auto"`` (see ``_chooser``), or the ImportError
+    saying how to install one."""
+    # Imported here: _chooser loads entry points, which need not happen before
+    # "auto" is asked for.
+    from ._chooser import get_chooser
+
+    return get_chooser()

@@ -9,7 +9,7 @@ from typing import Any
 from ._entry import BATCHING_MODES, KernelEntry
 from ._errors import NoKernelError, UnknownBackendError
 from ._platforms import PLATFORMS, check_platform
-from ._selection import AUTO, get_backend, invalidate_caches, require_tuner
+from ._selection import AUTO, get_backend, invalidate_caches, require_chooser
 
 __all__ = ["BackendTable"]
 
@@ -80,7 +80,7 @@ class BackendTable:
                         f"no kernel registered for platform {platform!r} in {self.kernel_name!r} "
                         f"to choose from; registered: {self.summary()}"
                     )
-                require_tuner()
+                require_chooser()
                 if platform not in self._auto:
                     self._auto.add(platform)
                     invalidate_caches()
@@ -125,11 +125,11 @@ class BackendTable:
 
     def check_known(self, backend: Any) -> None:
         """Refuse a backend registered on no platform (a call's ``backend=``), and
-        ``"auto"`` where kernel-bench, which makes its choices, is missing."""
+        ``"auto"`` where no chooser is installed to make its choices."""
         if not isinstance(backend, str):
             raise TypeError(f"`backend` must be a str or None, got {type(backend)!r}")
         if backend == AUTO:
-            require_tuner()
+            require_chooser()
         elif not any(backend in e for e in self._entries.values()):
             raise UnknownBackendError(
                 f"unknown backend {backend!r} for kernel {self.kernel_name!r}; registered: "
