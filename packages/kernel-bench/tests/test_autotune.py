@@ -2,36 +2,44 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 import xla_custom_kernel as xck
-from kernel_bench import _autotune_cache, autotune, benchmark_kernel
+from kernel_bench import (
+    _autotune_cache,
+    _autotune_decide,
+    _autotune_distributed,
+    autotune,
+    benchmark_kernel,
+)
 from kernel_bench._cli import main
 
 _names = itertools.count()
 
 
-def _sleeping(seconds: float):
-    """A backend doubling its input that costs ``seconds`` per call (a host callback)."""
+@pytest.fixture(autouse=True)
+def _known_costs(autotune_costs):
+    # Timing is deterministic (conftest's autotune_costs): a backend costs what
+    # the test says, whatever the machine does meanwhile.
+    autotune_costs.update(slow=1000.0, reference=1000.0, fast=10.0, off=10.0)
 
-    def host(x):
-        time.sleep(seconds)
-        return np.asarray(x) * 2
 
-    return lambda x: jax.pure_callback(
-        host, jax.ShapeDtypeStruct(x.shape, x.dtype), x, vmap_method="sequential"
-    )
+def _doubling():
+    """A backend doubling its input (a fresh function: each backend its own)."""
+    return lambda x: 2 * x
 
 
 def _op(backends, platform="cpu"):
@@ -46,8 +54,9 @@ def _out(x):
     return jax.ShapeDtypeStruct(x.shape, x.dtype)
 
 
-def test_picks_the_fastest_backend_not_the_first_registered(capsys):
-    op = _op({"slow": _sleeping(2e-3), "medium": _sleeping(2e-4), "fast": lambda x: 2 * x})
+def test_picks_the_fastest_backend_not_the_first_registered(capsys, autotune_costs):
+    autotune_costs.update(slow=2000.0, medium=200.0, fast=20.0)
+    op = _op({"slow": _doubling(), "medium": _doubling(), "fast": lambda x: 2 * x})
     x = jnp.arange(16, dtype=jnp.float32)
     with autotune.recording() as found:
         y = jax.jit(functools.partial(op, outs=_out(x), backend="auto"))(x)
@@ -55,15 +64,17 @@ def test_picks_the_fastest_backend_not_the_first_registered(capsys):
     (decision,) = found
     assert decision.backend == "fast" and decision.source == "measured"
     times = {c.backend: c.us_per_call for c in decision.candidates}
-    assert times["fast"] < times["medium"] < times["slow"]
-    assert times["slow"] > 1500  # the known cost, 2 ms, measured as such
+    assert times == {"slow": 2000.0, "medium": 200.0, "fast": 20.0}
+    assert (decision.margin, decision.noise, decision.busy) == (10.0, 0.0, False)
     assert [c.backend for c in decision.candidates] == ["slow", "medium", "fast"]
 
     again = op.explain(x, outs=_out(x))
     assert again == decision  # from memory, as it was
     text = capsys.readouterr().out
     assert f"{op.name} on cpu: float32[16]\n" in text
-    assert "choice: fast (measured in this process)" in text
+    assert (
+        "choice: fast (measured in this process; margin 10.00x, noise 0.0%, machine quiet)" in text
+    )
     assert autotune.stats()["measured"] == 1 and autotune.stats()["memory"] == 1
 
 
@@ -71,7 +82,7 @@ def test_a_failing_backend_is_never_chosen():
     def broken(x):
         raise RuntimeError("this backend cannot run here")
 
-    op = _op({"slow": _sleeping(1e-3), "broken": broken})
+    op = _op({"slow": _doubling(), "broken": broken})
     x = jnp.ones(4, jnp.float32)
     with pytest.warns(autotune.AutotuneWarning, match="leaves out backend 'broken': failed: "):
         decision = autotune.explain(op, x, outs=_out(x))
@@ -95,7 +106,7 @@ def test_a_backend_whose_results_disagree_is_never_chosen(dtype, error, agrees):
     def off(x):
         return 2 * x + jnp.asarray(error, x.dtype) * (1 + jnp.abs(x)).astype(x.dtype)
 
-    op = _op({"reference": _sleeping(1e-3), "off": off})
+    op = _op({"reference": _doubling(), "off": off})
     x = jnp.arange(8, dtype=dtype)
     if agrees:
         decision = autotune.explain(op, x, outs=_out(x))
@@ -109,7 +120,7 @@ def test_a_backend_whose_results_disagree_is_never_chosen(dtype, error, agrees):
 
 
 def test_set_default_auto_keeps_the_fixed_default_as_fallback():
-    op = _op({"slow": _sleeping(1e-3), "fast": lambda x: 2 * x})
+    op = _op({"slow": _doubling(), "fast": lambda x: 2 * x})
     op.set_default("cpu", "auto")
     assert op.get_default("cpu") == "auto"
     assert op.fixed_default("cpu") == "slow"
@@ -123,7 +134,7 @@ def test_set_default_auto_keeps_the_fixed_default_as_fallback():
 
 
 def test_set_backend_auto_applies_to_every_kernel():
-    op = _op({"slow": _sleeping(1e-3), "fast": lambda x: 2 * x})
+    op = _op({"slow": _doubling(), "fast": lambda x: 2 * x})
     x = jnp.ones(4, jnp.float32)
     xck.set_backend("auto")
     try:
@@ -135,7 +146,7 @@ def test_set_backend_auto_applies_to_every_kernel():
 
 
 def test_decided_once_per_signature_and_the_batched_shape_is_the_key():
-    op = _op({"slow": _sleeping(1e-3), "fast": lambda x: 2 * x})
+    op = _op({"slow": _doubling(), "fast": lambda x: 2 * x})
     f = jax.jit(lambda x: op(x, outs=_out(x), backend="auto"))
     x = jnp.ones(4, jnp.float32)
     for _ in range(3):
@@ -171,7 +182,7 @@ def test_autotune_data_makes_the_inputs_and_is_checked():
     def gather(x, idx):
         return x[idx]
 
-    op = _op({"slow": lambda x, i: _sleeping(1e-3)(x[i]) / 2, "fast": gather})
+    op = _op({"slow": lambda x, i: _doubling()(x[i]) / 2, "fast": gather})
     seen = []
 
     @op.def_autotune_data
@@ -202,16 +213,16 @@ def test_autotune_data_makes_the_inputs_and_is_checked():
 
 
 def test_version_change_invalidates_the_cache(monkeypatch, tmp_path):
-    op = _op({"slow": _sleeping(1e-3), "fast": lambda x: 2 * x})
+    op = _op({"slow": _doubling(), "fast": lambda x: 2 * x})
     x = jnp.ones(4, jnp.float32)
     autotune.explain(op, x, outs=_out(x))
-    monkeypatch.setattr(autotune, "_memory", {})
+    monkeypatch.setattr(_autotune_decide, "_memory", {})
     assert autotune.explain(op, x, outs=_out(x)).source == "disk"
     assert autotune.stats() | {} == {**autotune.stats(), "measured": 1, "disk": 1}
 
     versions = _autotune_cache._versions()
     monkeypatch.setattr(_autotune_cache, "_versions", lambda: {**versions, "jax": "0.0.1"})
-    monkeypatch.setattr(autotune, "_memory", {})
+    monkeypatch.setattr(_autotune_decide, "_memory", {})
     assert autotune.explain(op, x, outs=_out(x)).source == "measured"
     assert autotune.stats()["measured"] == 2
     files = sorted(p.name for p in autotune.cache_dir().glob("*.json"))
@@ -219,8 +230,8 @@ def test_version_change_invalidates_the_cache(monkeypatch, tmp_path):
 
 
 def test_clear_forgets_on_disk_and_in_memory():
-    first = _op({"slow": _sleeping(1e-3), "fast": lambda x: 2 * x})
-    second = _op({"slow": _sleeping(1e-3), "fast": lambda x: 2 * x})
+    first = _op({"slow": _doubling(), "fast": lambda x: 2 * x})
+    second = _op({"slow": _doubling(), "fast": lambda x: 2 * x})
     x = jnp.ones(4, jnp.float32)
     for op in (first, second):
         autotune.explain(op, x, outs=_out(x))
@@ -253,17 +264,17 @@ def test_explain_rejects_what_is_not_an_array():
 
 _SCRIPT = textwrap.dedent(
     """
-    import json, time
-    import jax, jax.numpy as jnp, numpy as np
+    import json
+    import jax, jax.numpy as jnp
     import xla_custom_kernel as xck
-    from kernel_bench import autotune
+    from kernel_bench import _autotune_measure, autotune
 
-    def host(x):
-        time.sleep(1e-3)
-        return np.asarray(x) * 2
-
+    # A fake clock: "slow" takes 1 ms a call, "fast" 10 us, every round.
+    _autotune_measure.interleaved = lambda runs, counts, data, *, rounds, **kw: {
+        b: [1000.0 if b == "slow" else 10.0] * rounds for b in runs
+    }
     op = xck.XLACustomKernel("autotune_across_processes")
-    op.def_kernel("slow", "cpu", lambda outs: lambda x: jax.pure_callback(host, outs, x))
+    op.def_kernel("slow", "cpu", lambda outs: lambda x: x + x)
     op.def_kernel("fast", "cpu", lambda outs: lambda x: 2 * x)
     autotune.set_budget(0.05)
     x = jnp.ones(8, jnp.float32)
@@ -291,7 +302,7 @@ def test_a_second_process_measures_nothing(tmp_path):
 
 
 def test_benchmark_kernel_runs_auto_beside_the_backends():
-    op = _op({"slow": _sleeping(1e-3), "fast": lambda x: 2 * x})
+    op = _op({"slow": _doubling(), "fast": lambda x: 2 * x})
     from kernel_bench import BenchmarkConfig
 
     op.def_call(lambda x: op(x, outs=_out(x)))
@@ -307,7 +318,7 @@ def test_cli_autotune_run_show_and_clear(capsys):
     assert out.startswith(
         "# axpy/n=1e+04\naxpy on cpu: float32[10000], float32[10000], float32[1]\n"
     )
-    assert "choice: " in out and "(measured in this process)" in out
+    assert "choice: " in out and "(measured in this process; margin " in out
 
     assert main(["autotune", "show"]) == 0
     out = capsys.readouterr().out
@@ -357,7 +368,7 @@ def test_under_shard_map_the_shard_shape_is_the_key():
 
     if len(jax.devices()) < 4:
         pytest.skip("needs 4 devices (the workspace conftest forces 4 CPU devices)")
-    op = _op({"slow": _sleeping(1e-3), "fast": lambda x: 2 * x})
+    op = _op({"slow": _doubling(), "fast": lambda x: 2 * x})
     mesh = Mesh(np.array(jax.devices()[:4]), ("d",))
     f = jax.jit(
         jax.shard_map(
@@ -375,7 +386,7 @@ def test_under_shard_map_the_shard_shape_is_the_key():
 
 def test_a_static_value_written_with_an_address_stays_in_this_process():
     op = xck.XLACustomKernel(f"autotune_test_{next(_names)}")
-    op.def_kernel("slow", "cpu", lambda outs, fn: _sleeping(1e-3))
+    op.def_kernel("slow", "cpu", lambda outs, fn: _doubling())
     op.def_kernel("fast", "cpu", lambda outs, fn: lambda x: 2 * x)
     marker = object()  # hashable, its repr holds an address
     x = jnp.ones(4, jnp.float32)
@@ -386,9 +397,9 @@ def test_a_static_value_written_with_an_address_stays_in_this_process():
 
 def test_processes_cannot_agree_on_a_static_value_written_with_an_address(monkeypatch):
     op = xck.XLACustomKernel(f"autotune_test_{next(_names)}")
-    op.def_kernel("slow", "cpu", lambda outs, fn: _sleeping(1e-3))
+    op.def_kernel("slow", "cpu", lambda outs, fn: _doubling())
     op.def_kernel("fast", "cpu", lambda outs, fn: lambda x: 2 * x)
-    monkeypatch.setattr(autotune, "_distributed_client", lambda: object())  # as if 2 processes
+    monkeypatch.setattr(_autotune_distributed, "client", lambda: object())  # as if 2 processes
     x = jnp.ones(4, jnp.float32)
     with pytest.raises(RuntimeError) as info:
         autotune.explain(op, x, outs=_out(x), fn=object())
@@ -415,3 +426,166 @@ def test_explain_and_def_autotune_data_name_what_they_accept(capsys):
     with pytest.raises(SystemExit):
         main(["autotune", "run", "axpy", "--budget", "0"])
     assert "--budget must be a positive number of seconds, got 0.0" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the statistic, margin, noise
+
+
+def test_the_median_of_rounds_ranks_not_the_least(autotune_costs):
+    # "lucky" has one fast round and is slow in every other: the median says so.
+    autotune_costs.update(lucky=[5.0, 500.0, 500.0, 500.0, 500.0], steady=100.0)
+    op = _op({"lucky": _doubling(), "steady": _doubling()})
+    decision = autotune.explain(op, jnp.ones(4), outs=_out(jnp.ones(4)))
+    assert decision.backend == "steady"
+    assert {c.backend: c.us_per_call for c in decision.candidates} == {
+        "lucky": 500.0,
+        "steady": 100.0,
+    }
+    assert decision.margin == 5.0
+
+
+def test_noise_is_the_winners_interquartile_range_over_its_median(autotune_costs):
+    # Five rounds of 10, 10, 10, 20, 20: quartiles 10 and 20, median 10.
+    autotune_costs.update(fast=[10.0, 10.0, 10.0, 20.0, 20.0])
+    op = _op({"slow": _doubling(), "fast": _doubling()})
+    decision = autotune.explain(op, jnp.ones(4), outs=_out(jnp.ones(4)))
+    assert decision.backend == "fast" and decision.margin == 100.0
+    # Two calls of the fake clock, each five rounds: ten rounds of "fast".
+    assert len(decision.candidates[1].times_us) == 10
+    assert decision.noise == 1.0 and decision.busy
+    assert autotune.BUSY_NOISE < decision.noise
+
+
+def test_margin_of_a_single_timed_candidate_is_infinite():
+    def broken(x):
+        raise RuntimeError("no")
+
+    op = _op({"fast": _doubling(), "broken": broken})
+    with pytest.warns(autotune.AutotuneWarning):
+        decision = autotune.explain(op, jnp.ones(4), outs=_out(jnp.ones(4)))
+    assert (decision.backend, decision.margin, decision.noise) == ("fast", math.inf, 0.0)
+    assert decision.settled
+    assert "only candidate timed, noise 0.0%, machine quiet" in decision.describe()
+
+
+def test_no_margin_where_nothing_was_measured():
+    op = _op({"a": _doubling(), "b": _doubling()}, platform="gpu")
+    decision = autotune.explain(
+        op, jax.ShapeDtypeStruct((4,), jnp.float32), outs=_out(jnp.ones(4)), platform="gpu"
+    )
+    assert (decision.source, decision.margin, decision.noise, decision.busy) == (
+        "fallback",
+        None,
+        None,
+        False,
+    )
+    assert decision.settled
+
+
+@pytest.mark.parametrize(
+    ("costs", "settled"),
+    [
+        ({"slow": 1000.0, "fast": 10.0}, True),  # margin 100x, no noise
+        ({"slow": 10.5, "fast": 10.0}, True),  # margin 1.05x, no noise: still settled
+        ({"slow": 10.5, "fast": [9.0, 10.0, 10.0, 11.0, 11.0]}, False),  # 1.05x within 10 %
+        ({"slow": 1000.0, "fast": [5.0, 10.0, 10.0, 20.0, 20.0]}, False),  # busy
+    ],
+)
+def test_a_decision_not_settled_is_measured_again_once_per_later_process(
+    monkeypatch, autotune_costs, costs, settled
+):
+    autotune_costs.update(costs)
+    op = _op({"slow": _doubling(), "fast": _doubling()})
+    x = jnp.ones(4, jnp.float32)
+    first = autotune.explain(op, x, outs=_out(x))
+    assert first.settled is settled
+    monkeypatch.setattr(_autotune_decide, "_memory", {})  # as if a later process
+    monkeypatch.setattr(autotune_costs, "rounds", [])
+    again = autotune.explain(op, x, outs=_out(x))
+    assert again.source == ("disk" if settled else "measured")
+    assert autotune.stats()["remeasured"] == (0 if settled else 1)
+    assert bool(autotune_costs.rounds) is not settled
+    # Once per process: the decision of this process answers from now on.
+    assert autotune.explain(op, x, outs=_out(x)) == again
+    assert autotune.stats()["memory"] == 1
+    (stored,) = autotune.cached_decisions()
+    assert stored.margin == again.margin and stored.noise == again.noise
+
+
+def test_margin_noise_and_busy_are_kept_on_disk_and_checked():
+    decision = autotune.Decision(
+        "op", "cpu", "s", "a" * 32, "b", margin=math.inf, noise=0.25, busy=True
+    )
+    record = decision.to_dict()
+    assert (record["margin"], record["noise"], record["busy"]) == ("inf", 0.25, True)
+    assert autotune.Decision.from_dict(json.loads(json.dumps(record))) == decision
+    old = {k: v for k, v in record.items() if k not in ("margin", "noise", "busy")}
+    assert autotune.Decision.from_dict(old) == dataclasses.replace(
+        decision, margin=None, noise=None, busy=False
+    )
+    for field, value, message in [
+        ("margin", 0.5, 'the margin must be a number >= 1, "inf" or null, got 0.5'),
+        ("margin", "big", "the margin must be a number, got 'big'"),
+        ("noise", -1.0, "the noise must be a finite number >= 0, got -1.0"),
+        ("busy", 1, "busy must be a boolean, got 1"),
+    ]:
+        with pytest.raises(autotune.InvalidRecord, match=f"^{re.escape(message)}$"):
+            autotune.Decision.from_dict({**record, field: value})
+
+
+# ------------------------------------------------------------------ the chooser, the fingerprint
+
+
+def test_kernel_bench_is_the_registered_chooser_and_is_handed_a_call_site(monkeypatch):
+    assert xck.registered_chooser() is autotune.CHOOSER
+    assert isinstance(autotune.CHOOSER, xck.Chooser)
+    seen = []
+    choose = autotune.CHOOSER.choose
+
+    def spy(site):
+        seen.append(site)
+        return choose(site)
+
+    monkeypatch.setattr(autotune.CHOOSER, "choose", spy)
+    op = _op({"slow": _doubling(), "fast": _doubling()})
+    x = jnp.ones((3, 4), jnp.float32)
+    y = jax.vmap(lambda x: op(x, outs=_out(x), backend="auto"))(x)
+    np.testing.assert_array_equal(y, 2 * np.ones((3, 4)))
+    (site,) = seen
+    assert isinstance(site, xck.CallSite)
+    assert (site.op, site.platform, site.backends, site.batch) == (
+        op.name,
+        "cpu",
+        ("slow", "fast"),
+        ((3, (True,)),),
+    )
+    assert site.describe() == "float32[3, 4]; vmap 3 over input 0"
+
+
+def test_the_fingerprint_lists_every_installed_package_of_the_project(monkeypatch):
+
+    versions = autotune.fingerprint("cpu")["versions"]
+    for name in (
+        "ffi-core",
+        "numba-cpu-ffi",
+        "numba-cuda-ffi",
+        "warp-ffi",
+        "triton-ffi",
+        "cuda-source-ffi",
+        "xla-custom-kernel",
+        "kernel-bench",
+    ):
+        assert versions[name] is not None, name
+
+    class Dist:
+        def __init__(self, name, requires):
+            self.metadata = {"Name": name}
+            self.requires = requires
+
+    fake = [
+        Dist("ffi_core", None),
+        Dist("Some.Bridge", ["ffi-core[native]>=0.1,<0.2", "numpy"]),
+        Dist("unrelated", ["numpy>=2"]),
+    ]
+    monkeypatch.setattr(_autotune_cache.importlib.metadata, "distributions", lambda: fake)
+    assert _autotune_cache._project_packages() == ["ffi-core", "some-bridge"]

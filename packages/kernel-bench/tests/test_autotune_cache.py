@@ -14,10 +14,19 @@ import jax.numpy as jnp
 import pytest
 import xla_custom_kernel as xck
 from ffi_core import CacheDirWarning
-from kernel_bench import _autotune_cache, autotune
+from kernel_bench import _autotune_cache, _autotune_decide, _autotune_distributed, autotune
 from kernel_bench._cli import main
 
 _names = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def _known_costs(autotune_costs):
+    # Deterministic timing: "sum" is measured ten times faster than "twice",
+    # so every decision is settled and read back from the disk as it is.
+    autotune_costs.update(twice=100.0, sum=10.0)
+
+
 _AGAIN = (
     ". It counts as not cached: the decision is measured again where needed and the file rewritten"
 )
@@ -36,7 +45,7 @@ def _explain(op):
 
 
 def _forget(monkeypatch):
-    monkeypatch.setattr(autotune, "_memory", {})
+    monkeypatch.setattr(_autotune_decide, "_memory", {})
     monkeypatch.setattr(_autotune_cache, "_disk", {})
 
 
@@ -302,7 +311,7 @@ class _Store:
 
 def _as_process_1(monkeypatch, text):
     store = _Store(text)
-    monkeypatch.setattr(autotune, "_distributed_client", lambda: store)
+    monkeypatch.setattr(_autotune_distributed, "client", lambda: store)
     monkeypatch.setattr(jax, "process_index", lambda *args, **kwargs: 1)
     return store
 

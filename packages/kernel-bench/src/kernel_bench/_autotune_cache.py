@@ -1,6 +1,8 @@
 """Where autotune decisions are kept: the cache on disk.
 
-One JSON file per platform and fingerprint (the machine and the software).
+One JSON file per platform and fingerprint (the machine and the software:
+the versions of the third-party compilers and runtimes, and of every installed
+package of this project, found as the distributions that require ffi-core).
 Nothing read back is trusted: a file that is not a decision file (not JSON,
 not an object, too large or too deeply nested, a fingerprint of the wrong
 shape or not the one its name stands for) is ignored with an
@@ -45,21 +47,13 @@ from ._autotune_record import (
 )
 
 CACHE_ENV = "KERNEL_BENCH_AUTOTUNE_DIR"
-_VERSIONED = (
-    "jax",
-    "jaxlib",
-    "numpy",
-    "numba",
-    "numba-cuda",
-    "warp-lang",
-    "triton",
-    "ffi-core",
-    "numba-cpu-ffi",
-    "numba-cuda-ffi",
-    "warp-ffi",
-    "xla-custom-kernel",
-    "kernel-bench",
-)
+# Third-party packages that decisions depend on (the compilers and runtimes of
+# the backends). This project's own packages are found, not listed: see
+# _project_packages.
+_THIRD_PARTY = ("jax", "jaxlib", "numpy", "numba", "numba-cuda", "warp-lang", "triton")
+# Every package of this project depends on it, or is it.
+_ROOT_PACKAGE = "ffi-core"
+_REQUIREMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 # A cache file larger than this is not read.
 _MAX_FILE_BYTES = 64 << 20
 _MAX_TEXT = 100_000
@@ -82,10 +76,31 @@ def _cpu_model() -> str:
     return _platform.processor() or _platform.machine()
 
 
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _project_packages() -> list[str]:
+    """The installed packages of this project: ffi-core and every installed
+    distribution that requires it (the bridges, xla-custom-kernel,
+    kernel-bench, and any other package built on ffi-core), sorted."""
+    found = set()
+    for dist in importlib.metadata.distributions():
+        name = dist.metadata["Name"]
+        if not name:
+            continue
+        requires = (_REQUIREMENT_NAME.match(r) for r in dist.requires or ())
+        if _canonical(name) == _ROOT_PACKAGE or any(
+            m is not None and _canonical(m.group()) == _ROOT_PACKAGE for m in requires
+        ):
+            found.add(_canonical(name))
+    return sorted(found)
+
+
 @functools.cache
 def _versions() -> dict[str, str | None]:
     found: dict[str, str | None] = {}
-    for name in _VERSIONED:
+    for name in (*_THIRD_PARTY, *_project_packages()):
         try:
             found[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:

@@ -19,6 +19,9 @@ from typing import Any
 from ._table import render
 
 PLATFORMS = ("cpu", "gpu", "tpu")
+#: A decision whose winner's rounds spread more than this (interquartile range
+#: over median) was measured while the machine was busy (``Decision.busy``).
+BUSY_NOISE = 0.2
 SOURCES = ("measured", "disk", "process 0", "only backend", "fallback")
 STATUSES = ("ok", "failed", "disagrees")
 # Bounds on what is read back: a text from process 0, the strings and lists
@@ -44,8 +47,8 @@ class Candidate:
         backend: its name.
         status: ``"ok"`` (timed), ``"failed"`` (raised) or ``"disagrees"``
             (results differ from the reference backend's).
-        us_per_call: the least of ``times_us`` (the run least disturbed by
-            the rest of the machine); None unless timed.
+        us_per_call: the median of ``times_us`` (the statistic the suite's
+            verdict uses too); None unless timed.
         times_us: microseconds per call of each timed round.
         detail: why it failed or how it disagrees.
     """
@@ -72,6 +75,14 @@ class Decision:
         source: ``"measured"``, ``"disk"``, ``"process 0"``, ``"only backend"``
             or ``"fallback"`` (nothing could be measured: the fixed default).
         reason: for ``"fallback"``, why.
+        margin: how much faster the choice was than the runner-up: the
+            runner-up's median time per call over the winner's (>= 1);
+            ``math.inf`` where one candidate was timed; None where nothing
+            was measured (only backend, fallback).
+        noise: the relative spread of the winner's rounds (interquartile
+            range over median); None where nothing was measured.
+        busy: whether the machine was loaded while it was measured: ``noise``
+            above :data:`BUSY_NOISE`.
     """
 
     op: str
@@ -83,10 +94,28 @@ class Decision:
     calls_per_run: Mapping[str, int] = dataclasses.field(default_factory=dict)
     source: str = "measured"
     reason: str = ""
+    margin: float | None = None
+    noise: float | None = None
+    busy: bool = False
+
+    @property
+    def settled(self) -> bool:
+        """Whether the decision may be reused as it is in a later process: it
+        was not measured while the machine was busy, and its margin exceeds its
+        noise (``margin > 1 + noise``). One that is not is measured again when
+        a later process reads it from the disk (once per process)."""
+        if self.busy:
+            return False
+        if self.margin is None or self.noise is None:
+            return True
+        return self.margin > 1 + self.noise
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["calls_per_run"] = dict(self.calls_per_run)
+        # JSON has no infinity: a margin over a single candidate is written "inf".
+        if self.margin is not None and math.isinf(self.margin):
+            d["margin"] = "inf"
         return d
 
     @classmethod
@@ -108,6 +137,7 @@ class Decision:
         }.get(self.source, self.source)
         if not self.candidates:
             return f"{head}\nchoice: {self.backend} ({where})"
+        where += self._trust()
         rows = []
         for c in self.candidates:
             time_cell = "-" if c.us_per_call is None else f"{c.us_per_call:.4g}"
@@ -121,6 +151,17 @@ class Decision:
             ["backend", "us/call", "calls/run", "status"], rows, [False, True, True, False]
         )
         return f"{head}\n{table}\nchoice: {self.backend} ({where})"
+
+    def _trust(self) -> str:
+        # Margin, noise and busy, in words, after the choice.
+        if self.margin is None or self.noise is None:
+            return ""
+        margin = "only candidate timed" if math.isinf(self.margin) else f"margin {self.margin:.2f}x"
+        machine = "busy" if self.busy else "quiet"
+        text = f"; {margin}, noise {self.noise:.1%}, machine {machine}"
+        if not self.settled:
+            text += "; measured again in the next process"
+        return text
 
 
 def _cache_dir() -> Any:
@@ -181,6 +222,8 @@ def _fields(record: Any, names: tuple[str, ...], what: str) -> Mapping[str, Any]
 
 
 _DECISION_FIELDS = tuple(f.name for f in dataclasses.fields(Decision))
+# Fields that records written before them lack: read with these values.
+_LATER_FIELDS = {"margin": None, "noise": None, "busy": False}
 _CANDIDATE_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
 
 
@@ -227,6 +270,8 @@ def parse_decision(
     Raises:
         InvalidRecord: (a ValueError) naming the first field that is wrong.
     """
+    if isinstance(record, dict):
+        record = {**_LATER_FIELDS, **record}
     d = _fields(record, _DECISION_FIELDS, "a decision")
     name = _text(d["op"], "the operation", _MAX_NAME * 5, empty=False)
     if d["platform"] not in PLATFORMS:
@@ -277,7 +322,27 @@ def parse_decision(
         dict(counts),
         d["source"] if source is None else source,
         _text(d["reason"], "the reason"),
+        _margin(d["margin"]),
+        None if d["noise"] is None else _time(d["noise"], "the noise"),
+        _flag(d["busy"], "busy"),
     )
+
+
+def _margin(value: Any) -> float | None:
+    if value is None:
+        return None
+    if value == "inf":
+        return math.inf
+    margin = _time(value, "the margin")
+    if margin < 1:
+        raise InvalidRecord(f'the margin must be a number >= 1, "inf" or null, got {_short(value)}')
+    return margin
+
+
+def _flag(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidRecord(f"{what} must be a boolean, got {_short(value)}")
+    return value
 
 
 def parse_message(text: Any, **expected: Any) -> Decision:

@@ -1,0 +1,244 @@
+"""Measuring the backends of one call signature: data, result checks, timing.
+
+Every backend runs once on data of the call's shapes (from the kernel's
+``def_autotune_data``, else random floats and zero integers); its results are
+compared with the reference backend's (the platform's fixed default) within
+per-dtype tolerances (``ffi_core.checking.TOLERANCES``); the ones that fail or
+disagree are never chosen. The rest are timed by kernel-bench's engine
+(``_timing``), each run a chain of calls in one compiled program (as the
+suite's in-program column), the candidates interleaved round by round within
+the time budget. The one with the lowest median time per call wins (the
+statistic the suite's verdict uses), ties going to the earlier registered; the
+decision records its margin over the runner-up, the noise of the winner's
+rounds and whether that noise says the machine was busy.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+from ffi_core.checking import TOLERANCES
+
+from ._autotune_record import BUSY_NOISE, AutotuneWarning, Candidate, Decision
+from ._kernel import max_difference
+from ._timing import calls_per_run, chained, interleaved
+
+__all__ = ["fallback", "measure", "spread"]
+
+MAX_ROUNDS = 5
+MIN_ROUNDS = 3
+# Two best candidates closer than this ratio get more rounds of their own.
+_CLOSE = 1.10
+
+
+def fallback(site: Any, reason: str) -> Decision:
+    """The decision where nothing can be measured: the fixed default."""
+    return Decision(
+        site.op,
+        site.platform,
+        site.describe(),
+        site.key,
+        site.reference,
+        source="fallback",
+        reason=reason,
+    )
+
+
+# ------------------------------------------------------------------ data
+
+
+def _default_data(struct: jax.ShapeDtypeStruct, rng: np.random.Generator) -> np.ndarray:
+    dtype = np.dtype(struct.dtype)
+    if dtype.kind == "f" or dtype.name == "bfloat16":
+        return rng.standard_normal(struct.shape).astype(dtype)
+    if dtype.kind == "c":
+        return (rng.standard_normal(struct.shape) + 1j * rng.standard_normal(struct.shape)).astype(
+            dtype
+        )
+    return np.zeros(struct.shape, dtype)
+
+
+def _describe(struct: Any) -> str:
+    return f"{np.dtype(struct.dtype).name}{list(struct.shape)}"
+
+
+def example_data(site: Any) -> list[np.ndarray]:
+    """Inputs of the call signature of ``site`` (batch axes in front)."""
+    unbatched = site.input_structs()
+    made = site.example_inputs()
+    if made is None:
+        rng = np.random.default_rng(int(site.key[:8], 16))
+        made = [_default_data(s, rng) for s in unbatched]
+    made = [np.asarray(x) for x in made]
+    problem = None
+    if len(made) != len(unbatched):
+        problem = f"{len(made)} arrays for {len(unbatched)} inputs"
+    else:
+        for i, (x, s) in enumerate(zip(made, unbatched, strict=True)):
+            if x.shape != s.shape or x.dtype != np.dtype(s.dtype):
+                problem = f"{x.dtype.name}{list(x.shape)} for input {i}, {_describe(s)}"
+                break
+    if problem is not None:
+        raise ValueError(
+            f"the autotune data function of kernel {site.op!r} made {problem} was expected; "
+            "it must return one array per input with the shapes and dtypes it is given"
+        )
+    return [np.broadcast_to(x, site.lead(i) + x.shape) for i, x in enumerate(made)]
+
+
+# ------------------------------------------------------------------ checks
+
+
+def _disagreement(ref: Sequence[Any], out: Sequence[Any]) -> str | None:
+    for i, (a, b) in enumerate(zip(ref, out, strict=True)):
+        a, b = np.asarray(a), np.asarray(b)
+        rtol, atol = TOLERANCES.get(a.dtype.name, (0.0, 0.0))
+        if not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
+            worst = max_difference(a, b)
+            return f"output {i} differs by up to {worst:.3g} (rtol={rtol}, atol={atol})"
+    return None
+
+
+def _describe_error(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text.split("\n-----", 1)[0].splitlines()[0] if text else type(exc).__name__
+
+
+def _checked_runs(site: Any, data: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Candidate]]:
+    """The chained runs of the backends that ran and agree with the reference,
+    and the candidates left out (warned about)."""
+    runs: dict[str, Any] = {}
+    outputs: dict[str, list[Any]] = {}
+    left_out: dict[str, Candidate] = {}
+    one = jax.numpy.asarray(1, dtype=jax.numpy.int32)
+    for backend in site.backends:
+        run = chained(site.runner(backend))
+        try:
+            outputs[backend] = jax.device_get(jax.block_until_ready(run(one, *data)))
+        except Exception as exc:
+            left_out[backend] = Candidate(backend, "failed", detail=_describe_error(exc))
+            continue
+        runs[backend] = run
+    reference = site.reference
+    if reference not in outputs and outputs:
+        reference = next(iter(outputs))
+    for backend in list(runs):
+        problem = (
+            None if backend == reference else _disagreement(outputs[reference], outputs[backend])
+        )
+        if problem is not None:
+            left_out[backend] = Candidate(
+                backend, "disagrees", detail=f"{problem} from {reference!r}"
+            )
+            del runs[backend]
+    for c in left_out.values():
+        warnings.warn(
+            f"autotune of {site.op} ({site.describe()}) on {site.platform} leaves out backend "
+            f"{c.backend!r}: {c.status}: {c.detail}",
+            AutotuneWarning,
+            stacklevel=6,
+        )
+    return runs, left_out
+
+
+# ------------------------------------------------------------------ statistics
+
+
+def spread(times: Sequence[float]) -> float:
+    """The relative spread of ``times``: interquartile range over median (0.0
+    for fewer than two, or a median of 0)."""
+    if len(times) < 2:
+        return 0.0
+    median = statistics.median(times)
+    if median <= 0:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(times, n=4, method="inclusive")
+    return (q3 - q1) / median
+
+
+def _margin(winner: float, runner_up: float | None) -> float:
+    if runner_up is None:
+        return math.inf
+    if winner <= 0:
+        return math.inf if runner_up > 0 else 1.0
+    return max(1.0, runner_up / winner)
+
+
+# ------------------------------------------------------------------ measuring
+
+
+def measure(site: Any, device: Any, budget: float) -> Decision:
+    """The decision for ``site`` measured on ``device`` within ``budget``
+    seconds of timing (see the module docs); the fixed default where every
+    backend fails."""
+    data = jax.device_put(example_data(site), device)
+    runs, left_out = _checked_runs(site, data)
+    if not runs:
+        return fallback(site, "every backend failed on the measurement data")
+    times, counts = _time(runs, data, budget)
+    candidates = []
+    medians: dict[str, float] = {}
+    for backend in site.backends:
+        if backend in left_out:
+            candidates.append(left_out[backend])
+        else:
+            t = tuple(times[backend])
+            medians[backend] = statistics.median(t)
+            candidates.append(Candidate(backend, "ok", medians[backend], t))
+    # Stable: of equal medians, the earlier registered wins.
+    ranked = sorted(medians, key=medians.__getitem__)
+    best = ranked[0]
+    runner_up = medians[ranked[1]] if len(ranked) > 1 else None
+    noise = spread(times[best])
+    return Decision(
+        site.op,
+        site.platform,
+        site.describe(),
+        site.key,
+        best,
+        tuple(candidates),
+        counts,
+        margin=_margin(medians[best], runner_up),
+        noise=noise,
+        busy=noise > BUSY_NOISE,
+    )
+
+
+def _time(
+    runs: Mapping[str, Any], data: Sequence[Any], budget: float
+) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """Microseconds per call of each run, round by round, every run in each
+    round, the order rotating; the calls per run chosen so that every run
+    takes about the same share of the budget. Two thirds of the budget go to
+    every candidate; where the two best medians are within :data:`_CLOSE` of
+    each other, the last third to more rounds of those two alone."""
+    per_run = budget * 2 / 3 / (MAX_ROUNDS * len(runs))
+    counts = {b: calls_per_run(run, data, per_run) for b, run in runs.items()}
+    times: dict[str, list[float]] = {b: [] for b in runs}
+
+    def rounds(names: list[str], seconds: float) -> None:
+        found = interleaved(
+            {b: runs[b] for b in names},
+            counts,
+            data,
+            rounds=MAX_ROUNDS,
+            seconds=seconds,
+            min_rounds=MIN_ROUNDS,
+        )
+        for b, t in found.items():
+            times[b] += t
+
+    rounds(list(runs), budget * 2 / 3)
+    if len(runs) > 2:
+        best, second = sorted(runs, key=lambda b: statistics.median(times[b]))[:2]
+        if statistics.median(times[second]) < _CLOSE * statistics.median(times[best]):
+            rounds([best, second], budget / 3)
+    elif len(runs) == 2:
+        rounds(list(runs), budget / 3)
+    return times, counts
