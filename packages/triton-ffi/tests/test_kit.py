@@ -75,3 +75,25 @@ def test_shared_with_every_bridge():
         ),
     ):
         triton_kernel(scale, S((8,), jnp.float32), grid=1, vmap_method="fold", BLOCK=8)
+
+
+SHARDED = triton_kernel(scale, S(X.shape, X.dtype), grid=1, sharding_rule="elementwise", BLOCK=8)
+
+
+def test_linear_transpose_of_a_sharded_call_names_the_fix(gpu):
+    # A call with a sharding rule goes through ffi_core's partitioned call;
+    # transposing it runs the kernel's own rule, whose message names it.
+    check_differentiation_refused(
+        lambda x: SHARDED(x, n=lambda shapes: shapes[0][0]),
+        X,
+        kernel="triton kernel 'scale'",
+        transform="linear_transpose",
+    )
+
+
+def test_op_is_named_after_the_kernel():
+    assert (OP.__name__, OP.__qualname__, OP.__doc__) == (
+        "scale",
+        "scale",
+        "triton kernel 'scale' as a JAX operation.",
+    )

@@ -23,7 +23,7 @@ from typing import Any
 from ffi_core.cuda import _op as op_module
 from ffi_core.cuda import cuda_launch_p
 
-from . import _kernel
+from . import _planner
 from ._interpret import run_interpreted
 
 __all__ = ["LOWERING", "interpreted"]
@@ -33,7 +33,7 @@ LOWERING = (cuda_launch_p, op_module._lowering, op_module._cpu_lowering)
 
 
 def _stand_in(image: bytes) -> Any:
-    found = _kernel._IMAGES.get(hashlib.sha256(image).hexdigest())
+    found = _planner._IMAGES.get(hashlib.sha256(image).hexdigest())
     if found is None:
         return None
     kernel, arrays, params = found
