@@ -6,6 +6,7 @@ import importlib.util
 import io
 import json
 import re
+import subprocess
 import sys
 import types
 
@@ -13,6 +14,7 @@ import jax
 import kernel_bench
 import numpy as np
 import pytest
+from ffi_core.testing import whole_message
 from kernel_bench import BenchmarkConfig, BenchmarkRecord, BenchmarkResult, ProgressBar
 from kernel_bench._cli import main
 from xla_custom_kernel import XLACustomKernel
@@ -83,6 +85,45 @@ def test_help_documents_every_command(capsys):
         assert text in out
 
 
+def test_help_does_not_import_jax():
+    code = (
+        "import sys, contextlib, io\n"
+        "from kernel_bench._cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    main(['--help'])\n"
+        "print(sorted(m for m in ('jax', 'numba', 'rich') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout == "[]\n"
+
+
+def test_output_dir_still_works_with_a_deprecation_warning(tmp_path, monkeypatch, fake_kernel):
+    suite = types.ModuleType("kernel_bench.examples")
+    suite.set_scale = lambda scale: None
+    suite.example_kernels = lambda: [fake_kernel("ex_a", {"jax": double}, cases())]
+    monkeypatch.setitem(sys.modules, "kernel_bench.examples", suite)
+    monkeypatch.setattr(kernel_bench, "examples", suite, raising=False)
+    expected = tmp_path / "kernel-bench-results.json"
+    with pytest.warns(
+        FutureWarning,
+        match=whole_message(
+            "kernel-bench: --output-dir is deprecated and will be removed in the next release; "
+            f"use --output {expected}"
+        ),
+    ):
+        assert main(["--quick", "--n-runs", "1", "--no-plot", "--output-dir", str(tmp_path)]) == 0
+    assert expected.is_file()
+
+
+def test_compare_help_says_what_old_and_new_are(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "OLD the baseline: the earlier run's file" in out
+    assert "NEW the run to compare with the baseline" in out
+    assert "written by `kernel-bench --output FILE`" in out
+
+
 def test_run_user_kernel_writes_records_and_plot(tmp_path, capsys, target_module):
     out, png = tmp_path / "r.json", tmp_path / "r.png"
     code = main(
@@ -100,16 +141,17 @@ def test_run_user_kernel_writes_records_and_plot(tmp_path, capsys, target_module
     )
     assert code == 0
     text = capsys.readouterr().out
-    assert text.splitlines()[0].split() == [
-        "label",
-        "platform",
-        "jax",
-        "ms",
-        "alt",
-        "ms",
-        "alt",
-        "vs",
-        "jax",
+    lines = text.splitlines()
+    assert lines[0].startswith("time per call inside a compiled program (median ms over 1 rounds")
+    assert lines[1].split() == [
+        *("label", "platform", "jax", "in", "program", "ms", "alt", "in", "program", "ms"),
+        *("alt", "vs", "jax"),
+    ]
+    dispatch = lines.index(
+        "time per call as a lone dispatch (median ms over 1 runs of one jitted call):"
+    )
+    assert lines[dispatch + 1].split() == [
+        *("label", "platform", "jax", "dispatch", "ms", "alt", "dispatch", "ms"),
     ]
     assert "kernel_bench_cli_double/n=4" in text and "kernel_bench_cli_double/n=8" in text
     assert f"records: {out}" in text and f"plot: {png}" in text
@@ -126,12 +168,12 @@ def test_run_module_with_tags_and_backends(capsys, target_module):
     assert code == 0
     captured = capsys.readouterr()
     assert "kernel-bench: skipping 'kernel_bench_cli_no_data': no benchmark data" in captured.err
-    rows = captured.out.splitlines()[2:4]
+    rows = captured.out.splitlines()[3:5]
     assert [r.split()[0] for r in rows] == [
         "kernel_bench_cli_double/n=4",
         "kernel_bench_cli_double/n=8",
     ]
-    assert "jax" not in captured.out.splitlines()[0]
+    assert "jax" not in captured.out.splitlines()[1]
 
 
 def test_run_list_attribute_and_failures(tmp_path, capsys, target_module):
@@ -222,14 +264,17 @@ def test_usage_errors(capsys, target_module, argv, message):
 
 def test_list_shows_tags_backends_and_data(capsys, target_module):
     assert main(["list", "kernel_bench_cli_target", "--tags", TAG]) == 0
-    assert capsys.readouterr().out == (
-        "kernel                    tags                              cpu        gpu   tpu   benchmark data\n"
-        "------------------------  --------------------------------  ---------  ----  ----  --------------\n"
-        "kernel_bench_cli_double   kernel-bench-cli-test, other-tag  jax*, alt  jax*  jax*  yes\n"
-        "kernel_bench_cli_no_data  kernel-bench-cli-test             jax*       jax*  jax*  no\n"
-        "\n"
-        "* default backend of the platform\n"
-    )
+    out = capsys.readouterr().out
+    assert [re.split(r"  +", line) for line in out.splitlines() if "─" not in line] == [
+        ["kernel", "tags", "cpu", "gpu", "tpu", "benchmark data"],
+        [
+            *("kernel_bench_cli_double", "kernel-bench-cli-test, other-tag", "jax*, alt"),
+            *("jax*", "jax*", "yes"),
+        ],
+        ["kernel_bench_cli_no_data", "kernel-bench-cli-test", "jax*", "jax*", "jax*", "no"],
+        [""],
+        ["* default backend of the platform"],
+    ]
     assert main(["list", "--tags", "no-such-tag"]) == 0
     assert capsys.readouterr().out == "no registered kernels with tags no-such-tag\n"
 
@@ -275,11 +320,11 @@ def test_suite_sets_scale_and_writes_files(tmp_path, capsys, monkeypatch, fake_k
     monkeypatch.setitem(sys.modules, "kernel_bench.examples", suite)
     monkeypatch.setattr(kernel_bench, "examples", suite, raising=False)
     argv = ["--full", "--platform", "cpu", "--no-autotune", *FAST]
-    assert main([*argv, "--output-dir", str(tmp_path / "out")]) == 0
+    assert main([*argv, "--output", str(tmp_path / "out" / "kernel-bench-results.json")]) == 0
     assert scales == ["full"]
     captured = capsys.readouterr()
     assert "kernel-bench: skipping 'ex_gpu_only': no backend for platform 'cpu'" in captured.err
-    header = captured.out.splitlines()[0].split()
+    header = captured.out.splitlines()[1].split()
     assert header[-3:] == ["numba", "vs", "jax"]
     saved = json.loads((tmp_path / "out" / "kernel-bench-results.json").read_text())
     assert saved["metadata"]["scale"] == "full"
@@ -295,15 +340,23 @@ def test_suite_progress_bar_on_request(tmp_path, capsys, monkeypatch, fake_kerne
     out = tmp_path / "r.json"
     assert main(["--quick", "--progress", "--n-runs", "1", "--output", str(out), "--no-plot"]) == 0
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("1/1 ex_a [....") and err[0].endswith(" ex_a/n=4 jax")
-    assert err[-1].startswith("1/1 ex_a [########################] 2/2") and err[-1].endswith(
-        "done"
-    )
+    assert re.fullmatch(r"1/1 ex_a 0/4 \d+\.\ds ex_a/n=4 jax", err[0]), err
+    assert re.fullmatch(r"1/1 ex_a 1/4 \d+\.\ds ex_a/n=4 in program", err[1]), err
+    assert re.fullmatch(r"1/1 ex_a 4/4 \d+\.\ds done", err[-1]), err
     assert out.is_file() and not out.with_suffix(".png").exists()
 
 
 def test_bundled_suite_runs(tmp_path, capsys):
-    code = main(["--quick", "--platform", "cpu", *FAST, "--output-dir", str(tmp_path)])
+    code = main(
+        [
+            "--quick",
+            "--platform",
+            "cpu",
+            *FAST,
+            "--output",
+            str(tmp_path / "kernel-bench-results.json"),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     result = BenchmarkResult.load(tmp_path / "kernel-bench-results.json")
@@ -315,12 +368,20 @@ def test_bundled_suite_runs(tmp_path, capsys):
     # Warp prints its banner to standard output when it starts, before the table.
     assert "numba vs jax" in next(line for line in out.splitlines() if line.startswith("label"))
     # The table ends with the backend "auto" picked for each operation and shape.
-    choices = out.split("autotuned backends:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    choices = out.split("autotuned backends (", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
     assert choices[0].split()[:4] == ["operation", "call", "signature", "auto"]
     picked = {line.split()[0]: line for line in choices[2:] if line.strip()}
     assert set(picked) >= {"axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat"}
     assert all(" measured " in line for line in picked.values()), out
     assert set(picked) == {"axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat"}
+    # The consistency check closes the report; it never changes the exit status.
+    assert re.search(
+        r'^consistency: "auto" against the fastest fixed backend, in program, in 5 cases: ',
+        out,
+        re.M,
+    ), out
+    assert result.metadata["consistency"]["compared"] == 5
+    assert all(r.program_median_ms is not None for r in result.records if r.success)
 
 
 class Terminal(io.StringIO):
@@ -381,8 +442,8 @@ def test_progress_bar_writes_lines_elsewhere():
     bar = ProgressBar(stream, width=4)
     bar(1, 4, "x")
     bar(4, 4, "done")
-    lines = [re.sub(r" +\d+\.\ds ", " T ", line) for line in stream.getvalue().splitlines()]
-    assert lines == ["[#...] 1/4 T x", "[####] 4/4 T done"]
+    lines = [re.sub(r" \d+\.\ds ", " T ", line) for line in stream.getvalue().splitlines()]
+    assert lines == ["1/4 T x", "4/4 T done"]
 
 
 def test_devices_runs_kernels_with_a_sharding_rule_on_a_mesh(capsys):

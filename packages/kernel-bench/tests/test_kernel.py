@@ -77,8 +77,8 @@ def test_mismatch_is_recorded_with_times(fake_kernel):
     off = result.records[1]
     assert not off.success and off.mean_ms is not None
     assert off.error == (
-        "result differs from backend 'jax': output 0 differs (max abs difference 1, "
-        "rtol=0.001, atol=0.001)"
+        "result differs from backend 'jax': output 0 at index (0,): expected 0.0, got 1.0 "
+        "(4 of 4 elements differ, by up to 1; rtol=0.001, atol=0.001)"
     )
     assert result.fastest("scale/n=4").backend == "jax"
     # Within tolerance, or not compared at all: no mismatch.
@@ -92,7 +92,7 @@ def test_mismatch_is_recorded_with_times(fake_kernel):
 @pytest.mark.parametrize(
     ("other", "problem"),
     [
-        (lambda x, a: (x, x), "output structure PyTreeDef((*, *)) differs from PyTreeDef(*)"),
+        (lambda x, a: (x, x), "the output structure PyTreeDef((*, *)) differs from PyTreeDef(*)"),
         (lambda x, a: x[:2], "output 0 is float32[2], expected float32[4]"),
         (lambda x, a: (x * a).astype(jnp.int32), "output 0 is int32[4], expected float32[4]"),
     ],
@@ -109,7 +109,8 @@ def test_mismatch_raises_without_catch_errors(fake_kernel):
         ResultMismatchError,
         match=whole_message(
             "backend 'off' of kernel 'scale' on case 'n=4': result differs from backend 'jax': "
-            "output 0 differs (max abs difference 1, rtol=0.001, atol=0.001)"
+            "output 0 at index (0,): expected 0.0, got 1.0 (4 of 4 elements differ, by up to 1; "
+            "rtol=0.001, atol=0.001)"
         ),
     ):
         benchmark_kernel(k, platform="cpu", catch_errors=False, **FAST)
@@ -136,15 +137,20 @@ def test_progress_and_verbose(fake_kernel, capsys):
     calls = []
     benchmark_kernel(k, platform="cpu", verbose=True, progress=lambda *a: calls.append(a), **FAST)
     assert calls == [
-        (0, 4, "scale/n=4 jax"),
-        (1, 4, "scale/n=4 bad"),
-        (2, 4, "scale/n=8 jax"),
-        (3, 4, "scale/n=8 bad"),
-        (4, 4, "done"),
+        (0, 6, "scale/n=4 jax"),
+        (1, 6, "scale/n=4 bad"),
+        (2, 6, "scale/n=4 in program"),
+        (3, 6, "scale/n=8 jax"),
+        (4, 6, "scale/n=8 bad"),
+        (5, 6, "scale/n=8 in program"),
+        (6, 6, "done"),
     ]
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 4
-    assert re.fullmatch(r"scale/n=4  jax: [0-9.e+-]+ ms ± [0-9.e+-]+ \(min [0-9.e+-]+\)", lines[0])
+    number = "[0-9.e+-]+"
+    assert re.fullmatch(
+        rf"scale/n=4  jax: median {number} ms, IQR {number} \(min {number}\)", lines[0]
+    )
     assert lines[1] == "scale/n=4  bad: failed: RuntimeError: kernel exploded"
 
 
@@ -159,7 +165,9 @@ def test_batched_runs_call_every_backend(fake_kernel):
         return jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
 
     k = fake_kernel("scale", {"jax": scale, "cb": counted}, cases(4))
-    result = benchmark_kernel(k, platform="cpu", n_warmup=1, n_runs=3, n_batch_per_run=4)
+    result = benchmark_kernel(
+        k, platform="cpu", n_warmup=1, n_runs=3, n_batch_per_run=4, measure_in_program=False
+    )
     assert counter[0] == (1 + 3) * 4
     assert all(r.success for r in result.records)
 

@@ -83,9 +83,11 @@ def test_save_load_round_trip(tmp_path, suffix):
 def test_csv_is_one_row_per_record(tmp_path):
     path = sample().save(tmp_path / "r.csv")
     lines = path.read_text().splitlines()
+    # The first columns are those of every earlier version, in their order.
     assert lines[0] == (
         "platform,backend,label,mean_ms,std_ms,min_ms,throughput,success,error,"
-        "kernel_kwargs,data_kwargs"
+        "kernel_kwargs,data_kwargs,median_ms,q25_ms,q75_ms,program_median_ms,program_min_ms,"
+        "program_q25_ms,program_q75_ms,program_calls,rounds,noise,autotune"
     )
     assert len(lines) == 1 + 6 + 1  # one error message spans two lines, quoted
 
@@ -106,6 +108,12 @@ def test_to_dict_from_dict():
         "error": "RuntimeError: boom\nsecond line",
         "kernel_kwargs": {},
         "data_kwargs": {},
+        **dict.fromkeys(
+            ("median_ms", "q25_ms", "q75_ms", "program_median_ms", "program_min_ms"), None
+        ),
+        **dict.fromkeys(("program_q25_ms", "program_q75_ms", "program_calls", "rounds"), None),
+        "noise": None,
+        "autotune": None,
     }
     assert BenchmarkResult.from_dict(json.loads(json.dumps(data))) == result
 
@@ -124,7 +132,9 @@ def test_file_errors(tmp_path):
         ValueError,
         match=whole_message(
             f"'{bad}' is not a benchmark CSV file: its header must be platform,backend,label,"
-            "mean_ms,std_ms,min_ms,throughput,success,error,kernel_kwargs,data_kwargs, got a,b"
+            "mean_ms,std_ms,min_ms,throughput,success,error,kernel_kwargs,data_kwargs,median_ms,"
+            "q25_ms,q75_ms,program_median_ms,program_min_ms,program_q25_ms,program_q75_ms,"
+            "program_calls,rounds,noise,autotune, got a,b"
         ),
     ):
         BenchmarkResult.load(bad)
@@ -146,7 +156,9 @@ def test_record_from_dict_refuses_unknown_fields():
         ValueError,
         match=whole_message(
             "benchmark record has unknown fields ['speed']; known: platform, backend, label, "
-            "mean_ms, std_ms, min_ms, throughput, success, error, kernel_kwargs, data_kwargs"
+            "mean_ms, std_ms, min_ms, throughput, success, error, kernel_kwargs, data_kwargs, "
+            "median_ms, q25_ms, q75_ms, program_median_ms, program_min_ms, program_q25_ms, "
+            "program_q75_ms, program_calls, rounds, noise, autotune"
         ),
     ):
         BenchmarkRecord.from_dict(data)
@@ -215,3 +227,28 @@ def test_config_keeps_its_fields():
 def test_config_errors(args, kwargs, error, message):
     with pytest.raises(error, match=whole_message(message)):
         BenchmarkConfig(*args, **kwargs)
+
+
+def test_csv_of_an_earlier_version_still_loads(tmp_path):
+    path = tmp_path / "old.csv"
+    path.write_text(
+        "platform,backend,label,mean_ms,std_ms,min_ms,throughput,success,error,"
+        "kernel_kwargs,data_kwargs\n"
+        "cpu,jax,add/n=8,2.0,0.5,1.5,500.0,True,,{},{}\n"
+    )
+    (record,) = BenchmarkResult.load(path).records
+    assert (record.mean_ms, record.median_ms, record.program_median_ms) == (2.0, None, None)
+    assert record.time_ms == 2.0  # the mean stands in where nothing else was measured
+
+
+def test_csv_round_trips_the_new_fields(tmp_path):
+    record = BenchmarkRecord(
+        "cpu", "auto", "add/n=8", 2.0, 0.5, 1.5, 500.0, True,
+        median_ms=1.9, q25_ms=1.8, q75_ms=2.1, program_median_ms=1.2, program_min_ms=1.1,
+        program_q25_ms=1.15, program_q75_ms=1.3, program_calls=40, rounds=10, noise=0.03,
+        autotune={"backend": "numba", "source": "measured", "margin": 1.5},
+    )  # fmt: skip
+    result = BenchmarkResult([record])
+    assert BenchmarkResult.load(result.save(tmp_path / "r.csv")).records == [record]
+    assert BenchmarkResult.load(result.save(tmp_path / "r.json")).records == [record]
+    assert record.time_ms == 1.2

@@ -1,18 +1,23 @@
 """kernel-bench: time every backend of a kernel, see which wins, keep the numbers."""
 
-from . import autotune as autotune
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._compare import compare as compare
+from ._config import PLATFORMS as PLATFORMS
 from ._config import BenchmarkConfig as BenchmarkConfig
-from ._kernel import PLATFORMS as PLATFORMS
-from ._kernel import ResultMismatchError as ResultMismatchError
-from ._kernel import benchmark_kernel as benchmark_kernel
-from ._kernel import default_platform as default_platform
-from ._progress import ProgressBar as ProgressBar
+from ._console import ProgressBar as ProgressBar
 from ._record import BenchmarkRecord as BenchmarkRecord
 from ._result import BenchmarkResult as BenchmarkResult
-from ._timing import Timing as Timing
-from ._timing import benchmark_function as benchmark_function
 from ._version import __version__ as __version__
+
+if TYPE_CHECKING:
+    from . import autotune as autotune
+    from ._kernel import ResultMismatchError as ResultMismatchError
+    from ._kernel import benchmark_kernel as benchmark_kernel
+    from ._kernel import default_platform as default_platform
+    from ._timing import Timing as Timing
+    from ._timing import benchmark_function as benchmark_function
 
 __all__ = [
     "PLATFORMS",
@@ -29,3 +34,30 @@ __all__ = [
     "compare",
     "default_platform",
 ]
+
+# The names that need JAX are imported on first use, so that the `kernel-bench`
+# command answers `--help` (and usage errors) without starting JAX. Backend
+# "auto" finds the autotuner through its entry point, not through this import.
+_NEED_JAX = {
+    "autotune": ".autotune",
+    "ResultMismatchError": "._kernel",
+    "benchmark_kernel": "._kernel",
+    "default_platform": "._kernel",
+    "Timing": "._timing",
+    "benchmark_function": "._timing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _NEED_JAX.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = importlib.import_module(module, __name__)
+    if name != "autotune":
+        value = getattr(value, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

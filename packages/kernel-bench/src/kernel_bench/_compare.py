@@ -2,23 +2,37 @@
 
 from __future__ import annotations
 
+from ._console import render
 from ._record import BenchmarkRecord
+from ._report import NO_RECORDS, format_ms
 from ._result import BenchmarkResult
-from ._table import format_ms, render
 
 __all__ = ["compare"]
 
 
-def _time(r: BenchmarkRecord | None) -> str:
+# The measures a comparison may use, best first: the same one on both sides.
+_MEASURES = ("program_median_ms", "median_ms", "mean_ms")
+
+
+def _measure(a: BenchmarkRecord | None, b: BenchmarkRecord | None) -> str:
+    for name in _MEASURES:
+        if all(r is None or r.mean_ms is None or getattr(r, name) is not None for r in (a, b)):
+            return name
+    return "mean_ms"
+
+
+def _time(r: BenchmarkRecord | None, measure: str) -> str:
     if r is None:
         return "absent"
     if r.mean_ms is None:
         return "failed"
-    return format_ms(r.mean_ms) + ("" if r.success else " !")
+    return format_ms(getattr(r, measure)) + ("" if r.success else " !")
 
 
 def compare(old: BenchmarkResult, new: BenchmarkResult) -> str:
-    """A table of the mean time of every (case, platform, backend) in ``old`` and ``new``.
+    """A table of the time per call of every (case, platform, backend) in ``old``
+    and ``new``: the median inside a compiled program where both runs measured
+    it, else the median dispatch, else (files of older versions) the mean.
 
     The change column reads ``"1.25x faster"`` when ``new`` takes 80 % of
     ``old``'s time. Records present in one run only are listed too; a time
@@ -29,7 +43,7 @@ def compare(old: BenchmarkResult, new: BenchmarkResult) -> str:
         >>> new = BenchmarkResult([BenchmarkRecord("cpu", "numba", "add/n=8", 1.0, 0.0, 1.0, 1e3, True)])
         >>> print(compare(old, new))
         label    platform  backend  old ms  new ms        change
-        -------  --------  -------  ------  ------  ------------
+        ────────────────────────────────────────────────────────
         add/n=8  cpu       numba         2       1  2.00x faster
     """
     for name, value in (("old", old), ("new", new)):
@@ -44,18 +58,19 @@ def compare(old: BenchmarkResult, new: BenchmarkResult) -> str:
     rows = []
     for k in dict.fromkeys([*before, *after]):
         a, b = before.get(k), after.get(k)
-        if a is None or b is None or not a.mean_ms or not b.mean_ms:
+        measure = _measure(a, b)
+        if a is None or b is None or not getattr(a, measure) or not getattr(b, measure):
             change = "-"
         else:
-            ratio = a.mean_ms / b.mean_ms
+            ratio = getattr(a, measure) / getattr(b, measure)
             if abs(ratio - 1) < 0.005:
                 change = "same"
             elif ratio > 1:
                 change = f"{ratio:.2f}x faster"
             else:
                 change = f"{1 / ratio:.2f}x slower"
-        rows.append([*k, _time(a), _time(b), change])
+        rows.append([*k, _time(a, measure), _time(b, measure), change])
     if not rows:
-        return "(no benchmark records)"
+        return NO_RECORDS
     header = ["label", "platform", "backend", "old ms", "new ms", "change"]
     return render(header, rows, [False, False, False, True, True, True])

@@ -6,7 +6,10 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["BenchmarkConfig"]
+__all__ = ["PLATFORMS", "BenchmarkConfig"]
+
+#: Platform names of kernel backends.
+PLATFORMS: tuple[str, ...] = ("cpu", "gpu", "tpu")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,8 +11,10 @@ from typing import Any
 
 import jax
 import numpy as np
+from ffi_core.checking import first_difference
 
-from ._config import BenchmarkConfig
+from ._config import PLATFORMS, BenchmarkConfig
+from ._program import decision_data, decisions_of, with_program_times
 from ._record import BenchmarkRecord
 from ._result import BenchmarkResult
 from ._timing import benchmark_function, check_count
@@ -20,8 +22,6 @@ from ._version import __version__
 
 __all__ = ["AUTO", "PLATFORMS", "ResultMismatchError", "benchmark_kernel", "default_platform"]
 
-#: Platform names of kernel backends.
-PLATFORMS: tuple[str, ...] = ("cpu", "gpu", "tpu")
 #: The backend name that lets the autotuner choose (``kernel_bench.autotune``).
 AUTO = "auto"
 _JAX_PLATFORM = {"cpu": "cpu", "cuda": "gpu", "rocm": "gpu", "gpu": "gpu", "tpu": "tpu"}
@@ -43,18 +43,11 @@ def _describe(exc: BaseException) -> str:
 
 
 def _mismatch(ref: Any, out: Any, rtol: float, atol: float) -> str | None:
-    ref_leaves, ref_tree = jax.tree.flatten(ref)
-    leaves, tree = jax.tree.flatten(out)
-    if tree != ref_tree:
-        return f"output structure {tree} differs from {ref_tree}"
-    for i, (a, b) in enumerate(zip(ref_leaves, leaves, strict=True)):
-        a, b = np.asarray(a), np.asarray(b)
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return f"output {i} is {b.dtype.name}{list(b.shape)}, expected {a.dtype.name}{list(a.shape)}"
-        if not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
-            worst = max_difference(a, b)
-            return f"output {i} differs (max abs difference {worst:.3g}, rtol={rtol}, atol={atol})"
-    return None
+    # ffi-core's comparison, with the caller's tolerances for every dtype present.
+    dtypes = {np.asarray(leaf).dtype.name for leaf in jax.tree.leaves((ref, out))}
+    return first_difference(
+        ref, out, tolerances={name: (rtol, atol) for name in dtypes}, names=("expected", "got")
+    )
 
 
 def max_difference(a: np.ndarray, b: np.ndarray) -> float:
@@ -148,6 +141,8 @@ def benchmark_kernel(
     backends: Sequence[str] | None = None,
     progress: Callable[[int, int, str], None] | None = None,
     autotune: bool = False,
+    measure_in_program: bool = True,
+    seconds_per_run: float = 2e-3,
 ) -> BenchmarkResult:
     """Time every benchmark case of ``kernel`` on every backend of ``platform``.
 
@@ -176,6 +171,12 @@ def benchmark_kernel(
             backend ``"auto"``), after the named backends: the autotuner
             (``kernel_bench.autotune``) picks a backend per call signature,
             measuring it the first time.
+        measure_in_program: also time every backend that ran inside one
+            compiled program (a chain of calls in one ``jit``, as the autotuner
+            measures), ``n_runs`` rounds interleaved with a tiny reference
+            operation whose spread is recorded as the machine's noise.
+        seconds_per_run: how long each in-program run lasts (the calls chained
+            in it are chosen to fill it).
 
     Returns:
         A ``BenchmarkResult`` with one record per case and backend, labelled
@@ -193,6 +194,10 @@ def benchmark_kernel(
     for name, value in (("rtol", rtol), ("atol", atol)):
         if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
             raise ValueError(f"`{name}` must be a non-negative number, got {value!r}")
+    if isinstance(seconds_per_run, bool) or not isinstance(seconds_per_run, int | float):
+        raise TypeError(f"`seconds_per_run` must be a number of seconds, got {seconds_per_run!r}")
+    if not seconds_per_run > 0:
+        raise ValueError(f"`seconds_per_run` must be positive, got {seconds_per_run!r}")
     chosen = _check_kernel(kernel, platform, backends)
     try:
         device = jax.devices(platform)[0]
@@ -210,13 +215,14 @@ def benchmark_kernel(
         chosen = (*chosen, AUTO)
 
     cases = _cases(kernel, platform)
-    total = len(cases) * len(chosen)
+    total = len(cases) * (len(chosen) + measure_in_program)
     records: list[BenchmarkRecord] = []
     step = 0
     for cfg in cases:
         label = f"{kernel.name}/{cfg.name}"
         args = jax.device_put(cfg.args, device)
         reference: tuple[str, Any] | None = None
+        first = len(records)
         for backend in chosen:
             if progress is not None:
                 progress(step, total, f"{label} {backend}")
@@ -249,6 +255,13 @@ def benchmark_kernel(
             records.append(record)
             if verbose:
                 _report(record)
+        if measure_in_program:
+            if progress is not None:
+                progress(step, total, f"{label} in program")
+            step += 1
+            records[first:] = with_program_times(
+                kernel, cfg, args, records[first:], n_runs=n_runs, seconds=seconds_per_run
+            )
     if progress is not None:
         progress(total, total, "done")
     return BenchmarkResult(records, metadata=_metadata(platform))
@@ -271,8 +284,10 @@ def _report(r: BenchmarkRecord) -> None:
         print(f"{r.label}  {r.backend}: failed: {r.error}")
         return
     status = "" if r.success else f"  ({r.error})"
+    iqr = (r.q75_ms or 0.0) - (r.q25_ms or 0.0)
     print(
-        f"{r.label}  {r.backend}: {r.mean_ms:.4g} ms ± {r.std_ms:.2g} (min {r.min_ms:.4g}){status}"
+        f"{r.label}  {r.backend}: median {r.median_ms:.4g} ms, IQR {iqr:.2g} "
+        f"(min {r.min_ms:.4g}){status}"
     )
 
 
@@ -297,10 +312,13 @@ def _run_one(
         "data_kwargs": cfg.data_kwargs,
     }
     fn = jax.jit(functools.partial(kernel.call, backend=backend, **cfg.kernel_kwargs))
+    decision = None
     try:
-        timing = benchmark_function(
-            fn, n_warmup=n_warmup, n_runs=n_runs, n_batch_per_run=n_batch_per_run, data=args
-        )
+        with decisions_of(backend == AUTO) as found:
+            timing = benchmark_function(
+                fn, n_warmup=n_warmup, n_runs=n_runs, n_batch_per_run=n_batch_per_run, data=args
+            )
+        decision = decision_data(found, kernel.name)
         output = jax.device_get(timing.output)
     except Exception as exc:
         if not catch_errors:
@@ -319,7 +337,7 @@ def _run_one(
             error=_describe(exc),
         )
         return failed, None
-    mean = timing.mean_ms
+    mean, spread = timing.mean_ms, timing.spread
     record = BenchmarkRecord(
         **common,
         mean_ms=mean,
@@ -327,5 +345,9 @@ def _run_one(
         min_ms=timing.min_ms,
         throughput=1e3 / mean if mean > 0 else None,
         success=True,
+        median_ms=spread.median,
+        q25_ms=spread.q25,
+        q75_ms=spread.q75,
+        autotune=decision,
     )
     return record, output

@@ -29,6 +29,16 @@ def _format_ms(ms: float) -> str:
     return f"{ms * 1e6:.3g} ns"
 
 
+def _bar(r: BenchmarkRecord) -> tuple[float | None, float | None, float | None]:
+    # The median time and its quartiles, in program where measured, else dispatch
+    # (the mean, without quartiles, for records of older files).
+    if r.program_median_ms is not None:
+        return r.program_median_ms, r.program_q25_ms, r.program_q75_ms
+    if r.median_ms is not None:
+        return r.median_ms, r.q25_ms, r.q75_ms
+    return r.mean_ms, None, None
+
+
 def plot_records(
     records: Sequence[BenchmarkRecord], path: pathlib.Path, *, title: str | None = None
 ) -> pathlib.Path:
@@ -55,34 +65,40 @@ def plot_records(
     axes = fig.subplots(len(panels), 1, squeeze=False, height_ratios=heights)[:, 0]
     bar = 0.8 / len(backends)
     for ax, (name, cases) in zip(axes, panels.items(), strict=True):
-        timed = [r.mean_ms for c in cases.values() for r in c.values() if r.mean_ms]
+        timed = [_bar(r)[0] for c in cases.values() for r in c.values() if _bar(r)[0]]
         low, high = (min(timed), max(timed)) if timed else (1e-3, 1.0)
         for y, by_backend in enumerate(cases.values()):
-            ok = [r for r in by_backend.values() if r.success and r.mean_ms]
-            fastest = min(ok, key=lambda r: r.mean_ms) if ok else None  # type: ignore[arg-type,return-value]
+            ok = [r for r in by_backend.values() if r.success and _bar(r)[0]]
+            fastest = min(ok, key=lambda r: _bar(r)[0]) if ok else None  # type: ignore[arg-type,return-value]
             for k, backend in enumerate(backends):
                 r = by_backend.get(backend)
                 if r is None:
                     continue
                 pos = y + (k - (len(backends) - 1) / 2) * bar
-                if not r.mean_ms or not r.success:
-                    note = "failed" if not r.mean_ms else f"{_format_ms(r.mean_ms)} (wrong result)"
+                median, q25, q75 = _bar(r)
+                if not median or not r.success:
+                    note = "failed" if not median else f"{_format_ms(median)} (wrong result)"
                     ax.text(low, pos, f" {backend}: {note}", va="center", fontsize=8, color="red")
                     continue
+                # The bar's error bar runs from the 25th to the 75th percentile:
+                # never below zero on the log axis, and one outlier cannot stretch it.
+                quartiles = None
+                if q25 is not None and q75 is not None:
+                    quartiles = [[max(median - q25, 0.0)], [max(q75 - median, 0.0)]]
                 ax.barh(
                     pos,
-                    r.mean_ms,
+                    median,
                     height=bar * 0.9,
                     color=colors[backend],
-                    xerr=r.std_ms or None,
+                    xerr=quartiles,
                     error_kw={"elinewidth": 0.8, "capsize": 2},
                 )
                 best = r is fastest and len(ok) > 1
-                right = r.mean_ms + (r.std_ms or 0.0)
+                right = max(median, q75 or 0.0)
                 ax.text(
                     right * 1.08,
                     pos,
-                    _format_ms(r.mean_ms),
+                    _format_ms(median),
                     va="center",
                     fontsize=8,
                     fontweight="bold" if best else "normal",
@@ -95,7 +111,10 @@ def plot_records(
         ax.set_title(name, loc="left", fontsize=11)
         ax.grid(axis="x", which="both", alpha=0.25)
         ax.set_axisbelow(True)
-    axes[-1].set_xlabel("time per call, log scale (shorter is faster; bold: the fastest backend)")
+    axes[-1].set_xlabel(
+        "median time per call inside a compiled program (dispatch where not measured), "
+        "log scale; bars: 25th-75th percentile; bold: the fastest backend"
+    )
     fig.legend(
         [Patch(color=colors[b]) for b in backends],
         backends,

@@ -8,7 +8,23 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RECORD_FIELDS", "BenchmarkRecord", "jsonable"]
+__all__ = ["FLOAT_FIELDS", "RECORD_FIELDS", "BenchmarkRecord", "jsonable"]
+
+#: The fields holding a float or None.
+FLOAT_FIELDS: tuple[str, ...] = (
+    "mean_ms",
+    "std_ms",
+    "min_ms",
+    "throughput",
+    "median_ms",
+    "q25_ms",
+    "q75_ms",
+    "program_median_ms",
+    "program_min_ms",
+    "program_q25_ms",
+    "program_q75_ms",
+    "noise",
+)
 
 
 def jsonable(value: Any) -> Any:
@@ -39,13 +55,28 @@ class BenchmarkRecord:
         label: the case, ``"<kernel>/<case name>"``; records of one label are
             comparable.
         mean_ms, std_ms, min_ms: time per call in milliseconds over the timed
-            runs; None when the backend failed before it could be timed.
+            runs (each a lone dispatch of the jitted call, or ``n_batch_per_run``
+            calls chained); None when the backend failed before it could be
+            timed. Kept for files; reports use the median.
         throughput: calls per second (``1000 / mean_ms``); None without a time.
         success: whether the backend ran and its results agreed with the
             reference backend's.
         error: why not, else None.
         kernel_kwargs: the static keywords of the call (as JSON data).
         data_kwargs: the description of the data (as JSON data).
+        median_ms, q25_ms, q75_ms: median and quartiles of the same runs as
+            ``mean_ms`` (dispatch).
+        program_median_ms, program_min_ms, program_q25_ms, program_q75_ms:
+            time per call inside one compiled program (a chain of calls in one
+            ``jit``, as the autotuner measures), over ``rounds`` rounds
+            interleaved with the case's other backends; None when not measured.
+            The verdict (fastest backend, speed-ups) uses ``program_median_ms``.
+        program_calls: calls chained per in-program run.
+        rounds: in-program rounds.
+        noise: the machine's noise in those rounds: the interquartile range
+            over the median of a tiny reference operation timed alongside.
+        autotune: for backend ``"auto"``: the decision it ran (JSON data:
+            ``backend``, ``source``, ``margin``, ``noise``, ``busy``, ``signature``).
     """
 
     platform: str
@@ -59,16 +90,42 @@ class BenchmarkRecord:
     error: str | None = None
     kernel_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     data_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    median_ms: float | None = None
+    q25_ms: float | None = None
+    q75_ms: float | None = None
+    program_median_ms: float | None = None
+    program_min_ms: float | None = None
+    program_q25_ms: float | None = None
+    program_q75_ms: float | None = None
+    program_calls: int | None = None
+    rounds: int | None = None
+    noise: float | None = None
+    autotune: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         # Records hold JSON data only, so a saved and reloaded record is equal to this one.
         for name in ("kernel_kwargs", "data_kwargs"):
             object.__setattr__(self, name, jsonable(dict(getattr(self, name))))
-        for name in ("mean_ms", "std_ms", "min_ms", "throughput"):
+        if self.autotune is not None:
+            object.__setattr__(self, "autotune", jsonable(dict(self.autotune)))
+        for name in FLOAT_FIELDS:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, float(value))
+        for name in ("program_calls", "rounds"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, int(value))
         object.__setattr__(self, "success", bool(self.success))
+
+    @property
+    def time_ms(self) -> float | None:
+        """The time reports rank by: the in-program median where measured, else
+        the dispatch median, else the mean (records of older files)."""
+        for value in (self.program_median_ms, self.median_ms, self.mean_ms):
+            if value is not None:
+                return value
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a dict of JSON data, one key per field."""

@@ -10,9 +10,9 @@ import pathlib
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
-from ._console import print_report
-from ._record import RECORD_FIELDS, BenchmarkRecord
-from ._table import format_table, records_report
+from ._console import print_report, report_text
+from ._record import FLOAT_FIELDS, RECORD_FIELDS, BenchmarkRecord
+from ._report import records_report
 from ._version import __version__
 
 __all__ = ["FILE_FORMATS", "BenchmarkResult"]
@@ -20,7 +20,9 @@ __all__ = ["FILE_FORMATS", "BenchmarkResult"]
 #: File formats of ``save``/``load``, by file suffix.
 FILE_FORMATS: tuple[str, ...] = (".json", ".csv")
 _JSON_FIELDS = ("kernel_kwargs", "data_kwargs")
-_FLOAT_FIELDS = ("mean_ms", "std_ms", "min_ms", "throughput")
+_INT_FIELDS = ("program_calls", "rounds")
+# The columns of the first CSV files: a file with these alone still loads.
+_FIRST_FIELDS = RECORD_FIELDS[:11]
 
 
 def _file_format(path: pathlib.Path) -> str:
@@ -76,7 +78,9 @@ class BenchmarkResult:
         return list(dict.fromkeys(r.label for r in self.records))
 
     def fastest(self, label: str) -> BenchmarkRecord:
-        """The successful record of ``label`` with the smallest mean time.
+        """The successful record of ``label`` with the smallest time per call: the
+        median inside a compiled program where measured (``time_ms``), else the
+        median dispatch, else (older files) the mean.
 
         Raises ValueError if no record has that label, or none of them succeeded.
         """
@@ -84,11 +88,11 @@ class BenchmarkResult:
         if not candidates:
             known = ", ".join(map(repr, self.labels)) or "none"
             raise ValueError(f"no benchmark record has label {label!r}; labels: {known}")
-        timed = [r for r in candidates if r.success and r.mean_ms is not None]
+        timed = [r for r in candidates if r.success and r.time_ms is not None]
         if not timed:
             tried = ", ".join(repr(r.backend) for r in candidates)
             raise ValueError(f"every backend failed on {label!r} (tried {tried})")
-        return min(timed, key=lambda r: r.mean_ms)  # type: ignore[arg-type,return-value]
+        return min(timed, key=lambda r: r.time_ms)  # type: ignore[arg-type,return-value]
 
     def table(
         self,
@@ -98,16 +102,19 @@ class BenchmarkResult:
         compare_by: str | None = None,
         highlight_best: bool = True,
         speedup_vs: str | None = None,
+        measure: str | None = None,
     ) -> str:
-        """The table that ``print`` shows, as a string."""
-        return format_table(
+        """The table that ``print`` shows anywhere but a terminal, as a string."""
+        report = records_report(
             self.records,
             sort_by=sort_by,
             group_by=group_by,
             compare_by=compare_by,
             highlight_best=highlight_best,
             speedup_vs=speedup_vs,
+            measure=measure,
         )
+        return report_text(report)
 
     def print(
         self,
@@ -118,14 +125,17 @@ class BenchmarkResult:
         highlight_best: bool = True,
         speedup_vs: str | None = None,
         file: TextIO | None = None,
+        measure: str | None = None,
     ) -> None:
         """Print the records as a table.
 
         Args:
             sort_by: order rows by a field: ``"label"``, ``"platform"``,
-                ``"backend"``, ``"mean_ms"``, ``"std_ms"``, ``"min_ms"``
+                ``"backend"``, ``"time_ms"``, ``"program_median_ms"``,
+                ``"median_ms"``, ``"mean_ms"``, ``"std_ms"``, ``"min_ms"``
                 (ascending), ``"throughput"`` or ``"speedup"`` (best first).
-                Failed records come last. None keeps the measured order.
+                Records without that value come last. None keeps the
+                measured order.
             group_by: one table per value of ``"label"``, ``"platform"`` or ``"backend"``.
             compare_by: one column per value of this field (typically
                 ``"backend"``: one row per case, one time column per backend).
@@ -134,9 +144,15 @@ class BenchmarkResult:
                 (on a terminal: in bold green).
             speedup_vs: a backend; add how many times faster than it each record
                 is on the same case (``"2.00x"``: half its time).
-            file: where to print; standard output by default. On a terminal the
-                table is drawn with rich, fitted to its width, failures in red;
-                anywhere else it is the text ``table`` returns.
+            file: where to print; standard output by default. The table is
+                drawn with rich: on a terminal fitted to its width, failures in
+                red; anywhere else as the plain text ``table`` returns.
+            measure: what the one-column-per-backend table shows and ranks by
+                (with ``compare_by``): ``"program"``, the median time per call
+                inside a compiled program (a chain of calls in one ``jit``, what
+                backend ``"auto"`` optimises), or ``"dispatch"``, the median of
+                one jitted call per run; None: ``"program"`` where measured. The
+                one-row-per-record table shows both.
         """
         report = records_report(
             self.records,
@@ -145,6 +161,7 @@ class BenchmarkResult:
             compare_by=compare_by,
             highlight_best=highlight_best,
             speedup_vs=speedup_vs,
+            measure=measure,
         )
         print_report(report, file)
 
@@ -152,8 +169,9 @@ class BenchmarkResult:
         """Write a PNG chart of the time per call of every backend on every case.
 
         One panel per kernel, one group of bars per case, one bar per backend
-        (log scale, with the standard deviation); the fastest backend of each
-        case is labelled with its speedup over the slowest. Needs matplotlib;
+        (log scale): the median time per call (in program where measured,
+        else dispatch), its error bar from the 25th to the 75th percentile;
+        the fastest backend of each case in bold. Needs matplotlib;
         the global pyplot state is not touched.
 
         Returns:
@@ -201,7 +219,8 @@ class BenchmarkResult:
             row = r.to_dict()
             for k in _JSON_FIELDS:
                 row[k] = json.dumps(row[k], sort_keys=True)
-            for k in (*_FLOAT_FIELDS, "error"):
+            row["autotune"] = "" if r.autotune is None else json.dumps(r.autotune, sort_keys=True)
+            for k in (*FLOAT_FIELDS, *_INT_FIELDS, "error"):
                 row[k] = "" if row[k] is None else row[k]
             writer.writerow(row)
         path.write_text(buffer.getvalue())
@@ -214,7 +233,10 @@ class BenchmarkResult:
         if _file_format(path) == ".json":
             return cls.from_dict(json.loads(path.read_text()))
         reader = csv.DictReader(io.StringIO(path.read_text()))
-        if reader.fieldnames is None or tuple(reader.fieldnames) != RECORD_FIELDS:
+        if reader.fieldnames is None or tuple(reader.fieldnames) not in (
+            RECORD_FIELDS,
+            _FIRST_FIELDS,
+        ):
             raise ValueError(
                 f"'{path}' is not a benchmark CSV file: its header must be "
                 f"{','.join(RECORD_FIELDS)}, got {','.join(reader.fieldnames or [])}"
@@ -222,8 +244,11 @@ class BenchmarkResult:
         records = []
         for row in reader:
             data: dict[str, Any] = dict(row)
-            for k in _FLOAT_FIELDS:
-                data[k] = float(row[k]) if row[k] else None
+            for k in FLOAT_FIELDS:
+                data[k] = float(row[k]) if row.get(k) else None
+            for k in _INT_FIELDS:
+                data[k] = int(row[k]) if row.get(k) else None
+            data["autotune"] = json.loads(row["autotune"]) if row.get("autotune") else None
             for k in _JSON_FIELDS:
                 data[k] = json.loads(row[k])
             data["success"] = row["success"] == "True"

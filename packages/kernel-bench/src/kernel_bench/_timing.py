@@ -14,13 +14,74 @@ import jax
 import jax.numpy as jnp
 
 __all__ = [
+    "REFERENCE_OP",
+    "Spread",
     "Timing",
     "benchmark_function",
     "calls_per_run",
     "chained",
     "check_count",
+    "in_program",
     "interleaved",
 ]
+
+#: The name under which :func:`in_program` reports its reference operation.
+REFERENCE_OP = "reference op"
+# The clock every measurement here reads. Tests replace it with a fake one
+# that only the operations being timed move, so that timings are exact.
+_clock: Callable[[], float] = time.perf_counter
+
+
+def _now() -> float:
+    return _clock()
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    # Linear interpolation between the closest ranks (numpy's default method).
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+@dataclasses.dataclass(frozen=True)
+class Spread:
+    """Robust statistics of repeated measurements: the median with the least and
+    the interquartile range beside it (no mean: one outlier moves a mean as far
+    as it likes, the median not at all).
+
+    Example:
+        >>> s = Spread.of([1.0, 2.0, 3.0, 4.0, 100.0])
+        >>> s.median, s.min, s.q25, s.q75, s.n
+        (3.0, 1.0, 2.0, 4.0, 5)
+        >>> round(s.relative_iqr, 3)
+        0.667
+    """
+
+    median: float
+    min: float
+    q25: float
+    q75: float
+    n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        """The statistics of ``values`` (at least one)."""
+        if not values:
+            raise ValueError("`values` must hold at least one measurement, got none")
+        ordered = sorted(values)
+        return cls(
+            median=_quantile(ordered, 0.5),
+            min=ordered[0],
+            q25=_quantile(ordered, 0.25),
+            q75=_quantile(ordered, 0.75),
+            n=len(ordered),
+        )
+
+    @property
+    def relative_iqr(self) -> float:
+        """The interquartile range over the median: how noisy the measurements are."""
+        return (self.q75 - self.q25) / self.median if self.median > 0 else 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +109,11 @@ class Timing:
     @property
     def min_ms(self) -> float:
         return min(self.times_ms)
+
+    @property
+    def spread(self) -> Spread:
+        """Median, least and quartiles of ``times_ms``."""
+        return Spread.of(self.times_ms)
 
 
 def check_count(name: str, value: Any, minimum: int) -> int:
@@ -110,9 +176,9 @@ def calls_per_run(
     least 1 and at most ``most``."""
     probe = jnp.asarray(4, dtype=jnp.int32)
     jax.block_until_ready(run(probe, *data))  # warm
-    start = time.perf_counter()
+    start = _now()
     jax.block_until_ready(run(probe, *data))
-    per_call = (time.perf_counter() - start) / 4
+    per_call = (_now() - start) / 4
     return max(1, min(most, round(seconds / max(per_call, 1e-9))))
 
 
@@ -132,15 +198,50 @@ def interleaved(
     order = list(runs)
     arrays = {b: jnp.asarray(counts[b], dtype=jnp.int32) for b in order}
     times: dict[str, list[float]] = {b: [] for b in order}
-    start_all = time.perf_counter()
+    start_all = _now()
     for r in range(rounds):
-        if r >= min_rounds and time.perf_counter() - start_all > seconds:
+        if r >= min_rounds and _now() - start_all > seconds:
             break
         for name in order[r % len(order) :] + order[: r % len(order)]:
-            start = time.perf_counter()
+            start = _now()
             jax.block_until_ready(runs[name](arrays[name], *data))
-            times[name].append((time.perf_counter() - start) * 1e6 / counts[name])
+            times[name].append((_now() - start) * 1e6 / counts[name])
     return times
+
+
+def in_program(
+    fns: Mapping[str, Callable[..., Any]],
+    data: Sequence[Any],
+    *,
+    rounds: int,
+    seconds_per_run: float,
+) -> tuple[dict[str, list[float]], dict[str, int], dict[str, BaseException]]:
+    """Microseconds per call of each of ``fns`` inside one compiled program: each
+    a chain of calls (:func:`chained`) lasting about ``seconds_per_run``, all
+    run once a round, interleaved, for ``rounds`` rounds. A tiny reference
+    operation (an elementwise op on 64 floats, with no data of its own to
+    wait for) runs in the same rounds under :data:`REFERENCE_OP`: its spread
+    is the machine's noise while the others were measured.
+
+    Returns:
+        The times per name (the reference op's included), the calls chained
+        per run, and the exception of each function that could not be run.
+    """
+    runs: dict[str, Callable[..., Any]] = {}
+    counts: dict[str, int] = {}
+    failed: dict[str, BaseException] = {}
+    probe = jnp.linspace(0.0, 1.0, 64, dtype=jnp.float32)
+    chains = {name: (chained(fn), tuple(data)) for name, fn in fns.items()}
+    chains[REFERENCE_OP] = (chained(lambda x: x * 0.5 + 1.0), (probe,))
+    for name, (run, args) in chains.items():
+        try:
+            counts[name] = calls_per_run(run, args, seconds_per_run)
+        except Exception as exc:
+            failed[name] = exc
+            continue
+        runs[name] = lambda count, *_, run=run, args=args: run(count, *args)
+    times = interleaved(runs, counts, (), rounds=rounds)
+    return times, counts, failed
 
 
 def _chained(fn: Callable[..., Any], n: int) -> Callable[..., Any]:
@@ -201,8 +302,8 @@ def benchmark_function(
         output = jax.block_until_ready(call(*data))
     times = []
     for _ in range(n_runs):
-        start = time.perf_counter()
+        start = _now()
         output = jax.block_until_ready(call(*data))
-        elapsed = time.perf_counter() - start
+        elapsed = _now() - start
         times.append(elapsed * 1e3 / n_batch_per_run)
     return Timing(times_ms=tuple(times), output=output)

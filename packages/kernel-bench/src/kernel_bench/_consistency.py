@@ -1,0 +1,147 @@
+"""Does backend ``"auto"`` run as fast as the best fixed backend? And where not, why.
+
+After a run, every case where ``auto``'s median time in program is slower than
+the fastest fixed backend's by more than the noise is listed with a reason:
+
+- **noise**: auto runs the fastest backend itself; two timings of the same
+  code differ by more than the machine's measured spread;
+- **decision from disk**: the decision was measured in an earlier process (or
+  by process 0), on another day's machine load;
+- **machine busy when decided**: the autotuner saw a loaded machine;
+- **tie within noise**: the autotuner's own margin between its pick and the
+  runner-up was within its measured noise;
+- **machine noisy**: the reference operation timed alongside spread by more
+  than :data:`NOISY` in this run;
+- **different measurement**: none of the above; the autotuner times the
+  operation alone, chained (its least round), the suite the whole call
+  chained (the median), and they rank the backends differently.
+
+``auto`` counts as slower beyond the noise where its median is more than
+:data:`MIN_TOLERANCE` above the fastest backend's and the two interquartile
+ranges do not overlap (auto's 25th percentile above the other's 75th): a gap
+the rounds' own spread cannot explain.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from ._record import BenchmarkRecord
+
+__all__ = ["AUTO", "MIN_TOLERANCE", "NOISY", "Disagreement", "check_consistency"]
+
+AUTO = "auto"
+#: The least relative difference counted as a difference.
+MIN_TOLERANCE = 0.05
+#: A reference-op spread (interquartile range over median) above which the
+#: machine is called noisy.
+NOISY = 0.10
+
+
+@dataclasses.dataclass(frozen=True)
+class Disagreement:
+    """A case where ``auto`` was slower than the fastest fixed backend beyond the noise.
+
+    Attributes:
+        label: the case.
+        auto_ms: auto's median time per call in program.
+        best: the fastest fixed backend, in program.
+        best_ms: its median time per call in program.
+        picked: the backend auto ran (None where no decision was recorded).
+        noise: the machine's noise in those rounds (the reference op's spread).
+        reason: why, in words (see the module's docstring).
+    """
+
+    label: str
+    auto_ms: float
+    best: str
+    best_ms: float
+    picked: str | None
+    noise: float | None
+    reason: str
+
+    @property
+    def ratio(self) -> float:
+        """auto's time over the fastest backend's."""
+        return self.auto_ms / self.best_ms
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "ratio": self.ratio}
+
+
+def _apart(auto: BenchmarkRecord, best: BenchmarkRecord) -> bool:
+    # Slower beyond the noise: the median by more than MIN_TOLERANCE, and the
+    # interquartile ranges apart.
+    if auto.program_median_ms <= best.program_median_ms * (1 + MIN_TOLERANCE):  # type: ignore[operator]
+        return False
+    low, high = auto.program_q25_ms, best.program_q75_ms
+    return low is None or high is None or low > high
+
+
+def _reason(auto: BenchmarkRecord, best: BenchmarkRecord, by_backend: dict[str, Any]) -> str:
+    decision = auto.autotune or {}
+    picked = decision.get("backend")
+    margin, noise = decision.get("margin"), decision.get("noise")
+    if picked is None:
+        return "no decision recorded: auto ran without the autotuner"
+    if picked == best.backend:
+        return (
+            f"noise: auto runs {picked}, the fastest backend; two timings of the same code "
+            f"differ by more than the spread measured (reference op {auto.noise or 0:.0%})"
+        )
+    ahead = "" if margin is None else f", where it measured {picked} {margin:.2f}x ahead"
+    mine = by_backend.get(picked)
+    seen = (
+        f"; this run measured {picked} at {mine.program_median_ms:.4g} ms"
+        if mine is not None and mine.program_median_ms is not None
+        else ""
+    )
+    if decision.get("source") in ("disk", "process 0"):
+        return f"decision from disk: measured in an earlier process{ahead}{seen}"
+    if decision.get("busy"):
+        return f"machine busy when decided{ahead}{seen}"
+    if margin is not None and margin <= 1 + max(noise or 0.0, MIN_TOLERANCE):
+        spread = "" if noise is None else f" (its noise {noise:.0%})"
+        return f"tie within noise: the autotuner's margin was {margin:.2f}x{spread}{seen}"
+    if auto.noise is not None and auto.noise > NOISY:
+        return f"machine noisy: the reference op spread {auto.noise:.0%} in this run{seen}"
+    return (
+        "different measurement: the autotuner timed the operation alone (its least round)"
+        f"{ahead}; the suite times the whole call (the median){seen}"
+    )
+
+
+def check_consistency(
+    records: Sequence[BenchmarkRecord],
+) -> tuple[list[Disagreement], int]:
+    """The cases where ``auto`` is slower than the fastest fixed backend by more
+    than the noise, each with its reason; and how many cases were compared
+    (those where auto and at least one fixed backend have an in-program time)."""
+    cases: dict[tuple[str, str], dict[str, BenchmarkRecord]] = {}
+    for r in records:
+        if r.success and r.program_median_ms is not None:
+            cases.setdefault((r.label, r.platform), {})[r.backend] = r
+    found, compared = [], 0
+    for (label, _), by_backend in cases.items():
+        auto = by_backend.get(AUTO)
+        fixed = [r for b, r in by_backend.items() if b != AUTO]
+        if auto is None or not fixed:
+            continue
+        compared += 1
+        best = min(fixed, key=lambda r: r.program_median_ms)  # type: ignore[arg-type,return-value]
+        if not _apart(auto, best):
+            continue
+        found.append(
+            Disagreement(
+                label=label,
+                auto_ms=auto.program_median_ms,  # type: ignore[arg-type]
+                best=best.backend,
+                best_ms=best.program_median_ms,  # type: ignore[arg-type]
+                picked=(auto.autotune or {}).get("backend"),
+                noise=auto.noise,
+                reason=_reason(auto, best, by_backend),
+            )
+        )
+    return found, compared

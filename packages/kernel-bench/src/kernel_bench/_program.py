@@ -1,0 +1,103 @@
+"""The measurements beside a dispatch: time per call inside a compiled program,
+and the autotuner's decision behind backend ``"auto"``."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ._config import BenchmarkConfig
+from ._record import BenchmarkRecord
+from ._timing import REFERENCE_OP, Spread, in_program
+
+__all__ = ["decision_data", "decisions_of", "with_program_times"]
+
+
+def decisions_of(auto: bool) -> contextlib.AbstractContextManager[list[Any]]:
+    """The autotuner's decisions made or looked up in the block, where ``auto``
+    (the block runs backend "auto"); else an empty list."""
+    if not auto:
+        return contextlib.nullcontext([])
+    from . import autotune
+
+    return autotune.recording()
+
+
+def decision_data(found: Sequence[Any], op: str) -> dict[str, Any] | None:
+    """The decision behind a run of backend "auto", as JSON data; None without one.
+
+    ``margin`` is the runner-up's time over the winner's (None with one candidate
+    or none timed), ``noise`` the relative spread of the autotuner's measurement
+    and ``busy`` whether the machine was loaded then, where the decision says
+    (read with ``getattr``: decisions of older versions have neither)."""
+    mine = [d for d in found if d.op == op] or list(found)
+    if not mine:
+        return None
+    d = mine[0]
+    timed = sorted(
+        (c.us_per_call, c.backend)
+        for c in getattr(d, "candidates", ())
+        if c.us_per_call is not None
+    )
+    runner_up = next((b for _, b in timed if b != d.backend), None)
+    margin = getattr(d, "margin", None)
+    if margin is None and len(timed) > 1 and timed[0][0] > 0:
+        margin = timed[1][0] / timed[0][0]
+    if margin is not None and math.isinf(margin):
+        margin = None
+    return {
+        "backend": d.backend,
+        "source": d.source,
+        "signature": d.signature,
+        "margin": margin,
+        "runner_up": runner_up,
+        "noise": getattr(d, "noise", None),
+        "busy": getattr(d, "busy", None),
+        "left_out": [f"{c.backend} ({c.status})" for c in d.candidates if c.status != "ok"],
+    }
+
+
+def with_program_times(
+    kernel: Any,
+    cfg: BenchmarkConfig,
+    args: tuple[Any, ...],
+    records: list[BenchmarkRecord],
+    *,
+    n_runs: int,
+    seconds: float,
+) -> list[BenchmarkRecord]:
+    """``records`` of one case with their in-program times, where the backend ran."""
+    fns = {
+        r.backend: functools.partial(kernel.call, backend=r.backend, **cfg.kernel_kwargs)
+        for r in records
+        if r.mean_ms is not None
+    }
+    if not fns:
+        return records
+    times, counts, _failed = in_program(fns, args, rounds=n_runs, seconds_per_run=seconds)
+    reference = times.get(REFERENCE_OP)
+    noise = Spread.of(reference).relative_iqr if reference else None
+    out = []
+    for r in records:
+        found = times.get(r.backend)
+        if not found:
+            out.append(r)
+            continue
+        spread = Spread.of([t / 1e3 for t in found])
+        out.append(
+            dataclasses.replace(
+                r,
+                program_median_ms=spread.median,
+                program_min_ms=spread.min,
+                program_q25_ms=spread.q25,
+                program_q75_ms=spread.q75,
+                program_calls=counts[r.backend],
+                rounds=spread.n,
+                noise=noise,
+            )
+        )
+    return out

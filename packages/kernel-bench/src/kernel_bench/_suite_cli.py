@@ -1,0 +1,279 @@
+"""The suite and ``kernel-bench run``: benchmark kernels, then report.
+
+The report states its measurement model: the verdict (the fastest backend,
+the speed-ups) comes from the median time per call inside a compiled program
+(a chain of calls in one ``jit``, what backend ``"auto"`` optimises); the
+lone-dispatch times are shown beside it; the machine's noise (a reference op
+timed in the same rounds) and the rounds are stated; and every case where
+``auto`` is slower than the fastest fixed backend beyond the noise is listed
+with the reason (``_consistency``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pathlib
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ._cli_common import SUITE_MODULE, resolve
+from ._consistency import MIN_TOLERANCE, NOISY, check_consistency
+from ._console import ProgressBar, print_table
+from ._kernel import benchmark_kernel, default_platform
+from ._result import FILE_FORMATS, BenchmarkResult
+
+__all__ = ["DEFAULT_STEM", "PROGRAM_SECONDS", "SCALES", "run_suite", "run_targets"]
+
+#: Run sizes: (n_warmup, n_runs) per scale; the bundled suite also sizes its data by it.
+SCALES: dict[str, tuple[int, int]] = {"quick": (1, 5), "default": (3, 10), "full": (5, 30)}
+#: Seconds each in-program run lasts, per scale.
+PROGRAM_SECONDS: dict[str, float] = {"quick": 5e-4, "default": 2e-3, "full": 5e-3}
+DEFAULT_STEM = "kernel-bench-results"
+REFERENCE_BACKEND = "jax"
+MEASUREMENT_MODEL = (
+    "time per call in program: the median over rounds of a chain of calls inside one compiled "
+    "program (jit), as the autotuner measures and what backend auto optimises; the verdict "
+    "(fastest backend, speed-ups) uses it. dispatch: the median of one jitted call per run, "
+    "dispatch overhead included."
+)
+
+
+def _sizes(args: argparse.Namespace) -> tuple[int, int]:
+    n_warmup, n_runs = SCALES[args.scale]
+    n_warmup = n_warmup if args.n_warmup is None else args.n_warmup
+    n_runs = n_runs if args.n_runs is None else args.n_runs
+    return n_warmup, n_runs
+
+
+def _skip_reason(kernel: Any, platform: str, backends: Sequence[str] | None) -> str | None:
+    if not kernel.has_benchmark_data:
+        return "no benchmark data"
+    available = kernel.available_backends(platform)
+    if not available:
+        return f"no backend for platform '{platform}'"
+    if backends is not None and not set(backends) & set(available):
+        return f"none of the backends {', '.join(backends)} (it has {', '.join(available)})"
+    return None
+
+
+def _benchmark_all(kernels: Iterable[Any], args: argparse.Namespace) -> BenchmarkResult:
+    platform = args.platform or default_platform()
+    n_warmup, n_runs = _sizes(args)
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    bar = ProgressBar() if show else None
+    runnable = []
+    for k in dict.fromkeys(kernels):
+        reason = _skip_reason(k, platform, args.backends)
+        if reason is None:
+            runnable.append(k)
+        else:
+            print(f"kernel-bench: skipping '{k.name}': {reason}", file=sys.stderr)
+    records, metadata = [], {}
+    for i, k in enumerate(runnable):
+        if bar is not None:
+            bar.prefix = f"{i + 1}/{len(runnable)} {k.name} "
+        chosen = None
+        if args.backends is not None:
+            chosen = [b for b in args.backends if b in k.available_backends(platform)]
+        result = benchmark_kernel(
+            k,
+            platform=platform,
+            n_warmup=n_warmup,
+            n_runs=n_runs,
+            n_batch_per_run=args.n_batch,
+            verbose=args.verbose,
+            backends=chosen,
+            progress=bar,
+            autotune=bool(args.autotune),
+            seconds_per_run=PROGRAM_SECONDS[args.scale],
+        )
+        records += result.records
+        metadata = result.metadata
+    metadata.update(
+        scale=args.scale,
+        n_warmup=n_warmup,
+        n_runs=n_runs,
+        n_batch_per_run=args.n_batch,
+        seconds_per_program_run=PROGRAM_SECONDS[args.scale],
+        measurement=MEASUREMENT_MODEL,
+    )
+    return BenchmarkResult(records, metadata=metadata)
+
+
+def _report(
+    result: BenchmarkResult,
+    speedup_vs: str | None,
+    json_path: pathlib.Path | None,
+    png_path: pathlib.Path | None,
+) -> int:
+    if not result.records:
+        print("kernel-bench: nothing was benchmarked", file=sys.stderr)
+        return 1
+    if speedup_vs not in {r.backend for r in result.records}:
+        speedup_vs = None
+    program = any(r.program_median_ms is not None for r in result.records)
+    if program:
+        rounds = max(r.rounds or 0 for r in result.records)
+        print(
+            f"time per call inside a compiled program (median ms over {rounds} rounds of a "
+            'chain of calls in one jit; what "auto" optimises; the verdict):'
+        )
+        result.print(compare_by="backend", speedup_vs=speedup_vs, measure="program")
+        print()
+    runs = result.metadata.get("n_runs", "the")
+    print(f"time per call as a lone dispatch (median ms over {runs} runs of one jitted call):")
+    result.print(compare_by="backend", measure="dispatch")
+    if program:
+        _print_noise(result)
+    header, rows = _choices(result)
+    if rows:
+        print('\nautotuned backends (what "auto" ran, and the autotuner\'s own figures):')
+        print_table(header, rows, [False] * len(header))
+    if program:
+        _print_consistency(result)
+    for path in (json_path, png_path):
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+    if json_path is not None:
+        print(f"\nrecords: {result.save(json_path)}")
+    if png_path is not None:
+        print(f"plot: {result.plot(png_path)}")
+    failed = [r for r in result.records if not r.success]
+    if failed:
+        print(f"kernel-bench: {len(failed)} of {len(result.records)} runs failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print_noise(result: BenchmarkResult) -> None:
+    noise = [r.noise for r in result.records if r.noise is not None]
+    if not noise:
+        return
+    busy = sum(n > NOISY for n in noise)
+    print(
+        f"\nmachine noise: a reference op timed in the same rounds spread (IQR/median) "
+        f"{min(noise):.1%} to {max(noise):.1%} over the cases"
+        + (f"; above {NOISY:.0%} (noisy) in {busy} of {len(noise)}" if busy else "")
+    )
+
+
+def _print_consistency(result: BenchmarkResult) -> None:
+    found, compared = check_consistency(result.records)
+    result.metadata["consistency"] = {
+        "compared": compared,
+        "disagreements": [d.to_dict() for d in found],
+    }
+    if not compared:
+        return
+    print(
+        f'\nconsistency: "auto" against the fastest fixed backend, in program, in {compared} '
+        f"cases: {compared - len(found)} as fast within the noise (medians within "
+        f"{MIN_TOLERANCE:.0%}, or interquartile ranges overlapping)"
+        + ("." if not found else f"; slower in {len(found)}:")
+    )
+    if found:
+        rows = [
+            [
+                d.label,
+                f"{d.auto_ms:.4g}",
+                f"{d.best} {d.best_ms:.4g}",
+                f"{d.ratio:.2f}x",
+                "-" if d.noise is None else f"{d.noise:.0%}",
+                d.reason,
+            ]
+            for d in found
+        ]
+        header = ["case", "auto ms", "fastest ms", "auto/fastest", "machine noise", "why"]
+        print_table(header, rows, [False, True, False, True, True, False])
+
+
+def _choices(result: BenchmarkResult) -> tuple[list[str], list[list[str]]]:
+    """The autotuned choice per operation and call signature: header and rows."""
+    rows, seen = [], set()
+    for r in result.records:
+        d = r.autotune
+        if d is None or (r.label.split("/")[0], d["signature"]) in seen:
+            continue
+        seen.add((r.label.split("/")[0], d["signature"]))
+        margin, noise, busy = d.get("margin"), d.get("noise"), d.get("busy")
+        rows.append(
+            [
+                r.label.split("/")[0],
+                d["signature"],
+                d["backend"],
+                d["source"],
+                f"{margin:.2f}x over {d.get('runner_up')}" if margin else "-",
+                "-" if noise is None else f"{noise:.1%}",
+                "-" if busy is None else ("yes" if busy else "no"),
+                ", ".join(d.get("left_out") or ()) or "-",
+            ]
+        )
+    header = ["operation", "call signature", "auto picks", "decided by", "margin", "noise"]
+    return [*header, "busy", "left out"], rows
+
+
+def _check_output(parser: argparse.ArgumentParser, output: pathlib.Path | None) -> None:
+    if output is not None and output.suffix.lower() not in FILE_FORMATS:
+        parser.error(f"--output must end in {' or '.join(FILE_FORMATS)}, got '{output}'")
+
+
+def run_suite(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    _check_output(parser, args.output)
+    suite = importlib.import_module(SUITE_MODULE)
+    suite.set_scale(args.scale)
+    if args.autotune is None:
+        args.autotune = True
+    result = _benchmark_all(suite.example_kernels(), args)
+    json_path = args.output or pathlib.Path(f"{DEFAULT_STEM}.json")
+    png_path = None if args.no_plot else json_path.with_suffix(".png")
+    status = _report(result, REFERENCE_BACKEND, json_path, png_path)
+    _report_sharded(suite.example_kernels(), args)
+    return status
+
+
+def run_targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    _check_output(parser, args.output)
+    if args.plot is not None and args.plot.suffix.lower() != ".png":
+        parser.error(f"--plot must end in .png, got '{args.plot}'")
+    kernels = [k for t in args.targets for k in resolve(parser, t, args.tags)]
+    if not kernels:
+        parser.error(
+            "no kernel matches "
+            + " ".join(args.targets)
+            + (f" with tags {', '.join(args.tags)}" if args.tags else "")
+        )
+    result = _benchmark_all(kernels, args)
+    if args.speedup_vs is not None and args.speedup_vs not in {r.backend for r in result.records}:
+        parser.error(f"--speedup-vs {args.speedup_vs}: no kernel ran a backend of that name")
+    status = _report(result, args.speedup_vs, args.output, args.plot)
+    _report_sharded(kernels, args)
+    return status
+
+
+def _report_sharded(kernels: Iterable[Any], args: argparse.Namespace) -> None:
+    if not args.devices:
+        return
+    n_warmup, n_runs = _sizes(args)
+    from ._sharded import HEADER as SHARDED_HEADER
+    from ._sharded import run_sharded
+
+    runs, without = [], []
+    for k in dict.fromkeys(kernels):
+        if "cpu" not in k.defaults:
+            continue
+        if k.sharding_rule is None:
+            without.append(k.name)
+            continue
+        available = k.available_backends("cpu")
+        backends = [b for b in (args.backends or [k.fixed_default("cpu")]) if b in available]
+        for cfg in k.benchmark_data(platform="cpu"):
+            for backend in backends:
+                runs.append(
+                    run_sharded(k, cfg, backend, args.devices, n_warmup=n_warmup, n_runs=n_runs)
+                )
+    print(f"\nsharded over {args.devices} CPU devices (kernels with a sharding rule):")
+    print_table(SHARDED_HEADER, [r.row() for r in runs], [False, False, True, True, False, False])
+    if without:
+        print(f"no sharding rule (replicated under a sharded jit): {', '.join(without)}")
