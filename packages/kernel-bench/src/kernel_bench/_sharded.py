@@ -116,5 +116,5 @@ def run_sharded(
         sharded_ms=many.mean_ms,
         elements=int(first.size),
         elements_per_device=int(first.addressable_shards[0].data.size),
-        gathered="all-gather" in fn.lower(*sharded).compile().as_text(),
+        gathered="all-gather" in (fn.lower(*sharded).compile().as_text() or ""),
     )

@@ -16,7 +16,7 @@ from ._scale import sizes
 try:
     from . import _warp_kernels
 except ImportError:  # warp-ffi is optional (kernel-bench[warp]): no warp backend without it
-    _warp_kernels = None
+    _warp_kernels = None  # type: ignore[assignment]
 
 __all__ = ["axpy"]
 
@@ -59,4 +59,4 @@ def _axpy_data(*, platform: str) -> Iterator[BenchmarkConfig]:
     rng = np.random.default_rng(0)
     for n in sizes([10_000], [10_000, 1_000_000], [10_000, 1_000_000, 10_000_000]):
         x, y = (rng.standard_normal(n, dtype=np.float32) for _ in range(2))
-        yield config(f"n={n:.0e}", (x, y, np.float32([0.5])), {}, n=n)
+        yield config(f"n={n:.0e}", (x, y, np.array([0.5], np.float32)), {}, n=n)

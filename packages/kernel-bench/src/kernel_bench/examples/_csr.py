@@ -28,7 +28,7 @@ from ._scale import sizes
 try:
     from . import _warp_kernels
 except ImportError:  # warp-ffi is optional (kernel-bench[warp]): no warp backend without it
-    _warp_kernels = None
+    _warp_kernels = None  # type: ignore[assignment]
 
 __all__ = ["csr_matmat", "csr_matvec", "random_csr"]
 

@@ -20,7 +20,7 @@ from ._scale import sizes
 try:
     from . import _warp_kernels
 except ImportError:  # warp-ffi is optional (kernel-bench[warp]): no warp backend without it
-    _warp_kernels = None
+    _warp_kernels = None  # type: ignore[assignment]
 
 __all__ = ["lif_step"]
 

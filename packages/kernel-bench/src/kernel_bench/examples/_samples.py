@@ -41,7 +41,7 @@ def _vectors(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _axpy(n: int) -> tuple[Any, ...]:
     x, y = _vectors(n, 0)
-    return x, y, np.float32([0.5])
+    return x, y, np.array([0.5], np.float32)
 
 
 def _exp_trace(n: int) -> tuple[Any, ...]:

@@ -8,6 +8,12 @@ Warp reads a kernel's source, so the kernels are module-level functions of this
 file. On the CPU Warp runs a launch's threads one after another.
 """
 
+# The kernels are Warp's language, not Python's: their annotations are Warp types
+# (calls such as wp.array(dtype=Any)), wp.tid() is an int or a tuple by the launch's
+# dimensions, and Warp's scalar types take each other. A type checker reads them as
+# Python, so these codes, which only the kernels raise, are off for this file.
+# mypy: disable-error-code="valid-type, arg-type, operator, misc"
+
 from __future__ import annotations
 
 from collections.abc import Callable
