@@ -71,3 +71,21 @@ def test_compile_error_is_every_bridge_s():
     assert issubclass(NvrtcCompileError, ffi_core.KernelCompileError)
     assert issubclass(NvrtcCompileError, TypeError)
     assert issubclass(NvrtcCompileError, RuntimeError)
+
+
+SHARDED = MODULE.kernel("scale", S(X.shape, X.dtype), launch_dims=8, sharding_rule="elementwise")
+
+
+def test_linear_transpose_of_a_sharded_call_names_the_fix(gpu):
+    # A call with a sharding rule goes through ffi_core's partitioned call;
+    # transposing it runs the kernel's own rule, whose message names it.
+    check_differentiation_refused(
+        lambda x: SHARDED(x, n=lambda shapes: shapes[0][0]),
+        X,
+        kernel=KERNEL,
+        transform="linear_transpose",
+    )
+
+
+def test_op_is_named_after_the_kernel():
+    assert (OP.__name__, OP.__doc__) == ("scale", f"{KERNEL} as a JAX operation.")

@@ -14,7 +14,6 @@ launcher launches it on XLA's stream.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -22,221 +21,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from ffi_core import (
-    SUPPORTED_DTYPES,
-    KernelDTypes,
-    ShapedCall,
-    check_aliases,
-    check_inputs,
-    check_sharding_rule,
-    output_avals,
-    partitioned_call,
-    resolve_sharding_rule,
-    shaped_values,
-)
-from ffi_core.cuda import CTYPES as _SCALARS
-from ffi_core.cuda import LaunchPlan, LayoutBuilder, cuda_launch, launch_config
+from ffi_core.bridge import KernelDTypes, KernelInfo, kernel_op
+from ffi_core.cuda import launch_config
 
-from ._nvrtc import compile_source, entry_params, headers, include_dirs_of
-from ._signature import SourceParam, source_params
+from ._nvrtc import compile_source, headers, include_dirs_of
+from ._params import ARRAY_DTYPES, parse_params, scalar_value, typed_pointers
+from ._planner import SourceLaunch, c_name
 
 __all__ = ["CudaModule", "load_cuda_file", "load_cuda_inline"]
 
-#: The dtypes an ``"in:dtype"`` / ``"out:dtype"`` pointer may declare.
-_ARRAY_DTYPES = tuple(SUPPORTED_DTYPES)
-
 #: The dtype table: what the checks accept and how their messages name the kernels.
-_DTYPES = KernelDTypes(_ARRAY_DTYPES, "CUDA kernels")
-
-
-def _parse_params(kernel: str, params: Any) -> tuple[tuple[str, str, str], ...]:
-    """``params`` as ``(kind, name, dtype)``: ("in" or "out", "", dtype or "")
-    for a pointer, (dtype, name, dtype) for a scalar."""
-    if isinstance(params, str) or not isinstance(params, Sequence):
-        raise TypeError(
-            f"the parameters of kernel {kernel!r} must be a list of 'in', 'out' or "
-            f"'name:dtype' strings, got {params!r}"
-        )
-    parsed = []
-    for p in params:
-        name, _, dtype = p.partition(":") if isinstance(p, str) else ("", "", "")
-        if name in ("in", "out") and (not dtype or dtype in _ARRAY_DTYPES):
-            parsed.append((name, "", dtype))
-            continue
-        if name in ("in", "out"):
-            raise ValueError(
-                f"parameter {p!r} of kernel {kernel!r} declares the element type of a "
-                f"pointer, which must be one of {', '.join(_ARRAY_DTYPES)}"
-            )
-        if not name.isidentifier() or dtype not in _SCALARS:
-            raise ValueError(
-                f"parameter {p!r} of kernel {kernel!r} must be 'in', 'out' or 'name:dtype' "
-                f"with dtype one of {', '.join(_SCALARS)}"
-            )
-        parsed.append((dtype, name, dtype))
-    return tuple(parsed)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Pointer:
-    """One pointer parameter: the ``position`` among all parameters, its name
-    in the source (empty when unread) and its element dtype ("" unchecked)."""
-
-    position: int
-    name: str
-    dtype: str
-
-    def describe(self) -> str:
-        named = f" {self.name!r}" if self.name else ""
-        return f"parameter {self.position}{named}"
-
-
-def _typed(
-    kernel: str, declared: tuple[tuple[str, str, str], ...], source: str
-) -> tuple[tuple[_Pointer, ...], tuple[_Pointer, ...]]:
-    """The input and output pointers of ``kernel``, with the types that its
-    declaration and its C++ parameter list give (a ValueError where they differ)."""
-    found = source_params(source, kernel)
-    read: tuple[SourceParam | None, ...] = (
-        found if found is not None and len(found) == len(declared) else (None,) * len(declared)
-    )
-    ins: list[_Pointer] = []
-    outs: list[_Pointer] = []
-    for position, ((kind, name, dtype), param) in enumerate(zip(declared, read, strict=True)):
-        pointer = kind in ("in", "out")
-        shown = f"{name or kind}:{dtype}" if dtype else kind
-        if param is not None:
-            what = None
-            if param.pointer != pointer:
-                what = "a pointer" if param.pointer else "not a pointer"
-            elif dtype and param.dtype and param.dtype != dtype:
-                what = f"a pointer to {param.dtype}" if pointer else param.dtype
-            if what is not None:
-                raise ValueError(
-                    f"parameter {position} of kernel {kernel!r} is declared {shown!r}, but the "
-                    f"source declares `{param.text}` ({what})"
-                )
-        if pointer:
-            element = dtype or (param.dtype if param is not None and param.dtype else "")
-            if element not in _ARRAY_DTYPES:
-                element = ""  # a type arrays do not come in (e.g. char*): unchecked
-            entry = _Pointer(position, param.name if param is not None else "", element)
-            (ins if kind == "in" else outs).append(entry)
-    return tuple(ins), tuple(outs)
-
-
-def _scalar(label: str, name: str, dtype: str, value: Any) -> Any:
-    """``value`` checked against scalar parameter ``name``'s declared ``dtype``."""
-    if not isinstance(value, int | float | bool | np.generic):
-        raise TypeError(
-            f"{label}: scalar {name!r} must be a number (declared {dtype}), got "
-            f"{type(value).__name__}"
-        )
-    kind = np.dtype(dtype).kind
-    is_bool = isinstance(value, bool | np.bool_)
-    if kind == "b":
-        if not is_bool:
-            raise TypeError(
-                f"{label}: scalar {name!r} is declared bool, got {type(value).__name__} "
-                f"{value}; pass True or False"
-            )
-        return bool(value)
-    if is_bool:
-        raise TypeError(
-            f"{label}: scalar {name!r} is declared {dtype}, got a bool ({value}); pass a "
-            "number (bools are not taken for numbers)"
-        )
-    if kind in "iu":
-        if not isinstance(value, int | np.integer):
-            raise TypeError(
-                f"{label}: scalar {name!r} is declared {dtype}, got {type(value).__name__} "
-                f"{value}; pass an int (a float is not truncated)"
-            )
-        info = np.iinfo(dtype)
-        if not info.min <= int(value) <= info.max:
-            raise OverflowError(
-                f"{label}: scalar {name!r} is {value}, outside the range of its declared "
-                f"{dtype} [{info.min}, {info.max}]"
-            )
-        return int(value)
-    if not isinstance(value, int | float | np.integer | np.floating):
-        raise TypeError(
-            f"{label}: scalar {name!r} is declared {dtype}, got {type(value).__name__} "
-            f"{value}; pass a real number"
-        )
-    number = float(value)
-    limit = float(np.finfo(dtype).max)
-    if np.isfinite(number) and abs(number) > limit:
-        raise OverflowError(
-            f"{label}: scalar {name!r} is {value}, beyond the largest {dtype} ({limit:g})"
-        )
-    return number
-
-
-@dataclasses.dataclass(frozen=True)
-class _SourceKernel:
-    """One kernel of a module, as the launcher plans it (hashable)."""
-
-    source: str = dataclasses.field(repr=False)
-    digest: str
-    filename: str
-    kernel: str
-    params: tuple[tuple[str, str], ...]  # (kind, name), as CudaModule.kernels
-    options: tuple[str, ...]
-    grid: tuple[int, int, int] | None
-    block: tuple[int, int, int] | None
-    launch_dims: tuple[int, ...] | None
-    threads_per_block: int
-    shared_mem: int
-    label: str
-
-    def plan(self, inputs, outputs, batched: bool) -> LaunchPlan:
-        del outputs, batched
-        builder = LayoutBuilder()
-        n_in = len(inputs)
-        seen_in = seen_out = 0
-        for kind, name in self.params:
-            if kind == "in":
-                builder.pointer(seen_in)
-                seen_in += 1
-            elif kind == "out":
-                builder.pointer(n_in + seen_out)
-                seen_out += 1
-            else:
-                builder.scalar(name, kind)
-        layout = builder.build()
-        launch = launch_config(
-            grid=self.grid,
-            block=self.block,
-            launch_dims=self.launch_dims,
-            threads_per_block=self.threads_per_block,
-            shared_mem=self.shared_mem,
-        )
-
-        def image(cc: tuple[int, int]) -> tuple[bytes, str]:
-            compiled = compile_source(
-                self.source, name=self.filename, kernels=(self.kernel,), arch=cc,
-                options=self.options,
-            )  # fmt: skip
-            sizes = entry_params(compiled, self.kernel)
-            if sizes != layout.param_sizes:
-                raise TypeError(
-                    f"{self.label} is declared with parameters {_describe(self.params)} of "
-                    f"sizes {layout.param_sizes} bytes, but its compiled entry takes "
-                    f"{len(sizes)} parameters of sizes {sizes}"
-                )
-            return compiled.cubin, compiled.entries[self.kernel]
-
-        parts = (self.digest, self.kernel, repr(self.options))
-        return LaunchPlan(f"cuda_source.{_c_name(self.kernel)}", parts, layout, launch, image)
-
-
-def _c_name(kernel: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in kernel)
-
-
-def _describe(params: tuple[tuple[str, str], ...]) -> str:
-    return "(" + ", ".join(k if not n else f"{n}:{k}" for k, n in params) + ")"
+_DTYPES = KernelDTypes(ARRAY_DTYPES, "CUDA kernels")
 
 
 class CudaModule:
@@ -268,11 +63,11 @@ class CudaModule:
         found = headers(source, include_dirs_of(self.options))
         parts = [source, name, list(self.options), found.digest]
         self.digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
-        declared = {k: _parse_params(k, v) for k, v in kernels.items()}
+        declared = {k: parse_params(k, v) for k, v in kernels.items()}
         #: Each kernel's parameters, in order: ``("in", "")``, ``("out", "")``
         #: or ``(dtype, name)`` for a scalar.
         self.kernels = {k: tuple((kind, n) for kind, n, _ in v) for k, v in declared.items()}
-        self._pointers = {k: _typed(k, v, source) for k, v in declared.items()}
+        self._pointers = {k: typed_pointers(k, v, source) for k, v in declared.items()}
         #: Each kernel's array element dtypes, inputs then outputs, as declared
         #: or read from the source ("" where neither says: unchecked).
         self.array_dtypes = {
@@ -329,84 +124,72 @@ class CudaModule:
         params = self.kernels[kernel]
         in_ptrs, out_ptrs = self._pointers[kernel]
         label = f"CUDA kernel '{kernel}' of {self.name!r}"
-        avals, rebuild = output_avals(outs, accepted=_DTYPES)
-        aliases = check_aliases(input_output_aliases, len(avals))
         n_in = sum(k == "in" for k, _ in params)
         n_out = sum(k == "out" for k, _ in params)
-        if n_out != len(avals):
-            raise ValueError(
-                f"{label} declares {n_out} output pointers ('out'), but `outs` has {len(avals)}"
-            )
-        for j, (pointer, aval) in enumerate(zip(out_ptrs, avals, strict=True)):
-            if pointer.dtype and np.dtype(aval.dtype) != np.dtype(pointer.dtype):
-                raise TypeError(
-                    f"{label}: output {j} ({pointer.describe()}) is declared {pointer.dtype}, "
-                    f"but `outs` gives {np.dtype(aval.dtype).name}"
-                )
         scalars = {n: k for k, n in params if n}
-        rule = check_sharding_rule(sharding_rule)
         if not callable(launch_dims):
             launch_config(  # a wrong launch fails here, before any call
                 grid=grid, block=block, launch_dims=launch_dims,
                 threads_per_block=threads_per_block, shared_mem=shared_mem,
             )  # fmt: skip
 
-        def call(*args: Any, **values: Any) -> Any:
-            if len(args) != n_in:
-                raise TypeError(
-                    f"{label} takes {n_in} inputs (its 'in' parameters), got {len(args)}"
+        def check_outs(avals: tuple[Any, ...]) -> None:
+            if n_out != len(avals):
+                raise ValueError(
+                    f"{label} declares {n_out} output pointers ('out'), but `outs` has {len(avals)}"
                 )
-            unknown = sorted(set(values) - set(scalars))
-            missing = [n for n in scalars if n not in values]
+            for j, (pointer, aval) in enumerate(zip(out_ptrs, avals, strict=True)):
+                if pointer.dtype and np.dtype(aval.dtype) != np.dtype(pointer.dtype):
+                    raise TypeError(
+                        f"{label}: output {j} ({pointer.describe()}) is declared "
+                        f"{pointer.dtype}, but `outs` gives {np.dtype(aval.dtype).name}"
+                    )
+
+        def arity(n_args: int, n_outs: int) -> None:
+            del n_outs  # checked against the declaration when wrapped
+            if n_args != n_in:
+                raise TypeError(f"{label} takes {n_in} inputs (its 'in' parameters), got {n_args}")
+
+        def check_scalars(args: Sequence[Any], given: Mapping[str, Any]) -> Mapping[str, Any]:
+            unknown = sorted(set(given) - set(scalars))
+            missing = [n for n in scalars if n not in given]
             if unknown or missing:
                 raise TypeError(
                     f"{label} takes the scalar keywords {sorted(scalars)}; "
                     + (f"missing {missing}" if missing else f"unexpected {unknown}")
                 )
-            check_inputs(args, avals, aliases, name=label, accepted=_DTYPES)
-            shaped_now = shaped_values(values, args)
+            return given
+
+        def check_call(args: Sequence[Any], values: Mapping[str, Any]) -> None:
             for n, dtype in scalars.items():
-                _scalar(label, n, dtype, shaped_now[n])
+                scalar_value(label, n, dtype, values[n])
             for i, (pointer, x) in enumerate(zip(in_ptrs, args, strict=True)):
                 if pointer.dtype and np.dtype(x.dtype) != np.dtype(pointer.dtype):
                     raise TypeError(
                         f"{label}: input {i} ({pointer.describe()}) is declared "
                         f"{pointer.dtype}, got an array of {np.dtype(x.dtype).name}"
                     )
-            resolved = resolve_sharding_rule(rule, args, avals, name=label, aliases=aliases)
-            shaped = ShapedCall(launch_on, tuple(sorted(values.items())))
-            return rebuild(tuple(partitioned_call(shaped, args, avals, resolved)))
 
-        def launch_on(out_avals: Any, args: Any, values: dict[str, Any]) -> list[Any]:
-            # The launch for these arrays: the whole ones, or a shard's.
-            checked = {n: _scalar(label, n, dtype, values[n]) for n, dtype in scalars.items()}
-            dims = launch_dims(dict(values)) if callable(launch_dims) else launch_dims
-            launch = launch_config(
-                grid=grid, block=block, launch_dims=dims,
-                threads_per_block=threads_per_block, shared_mem=shared_mem,
-            )  # fmt: skip
-            planner = _SourceKernel(
-                self.source,
-                self.digest,
-                self.name,
-                kernel,
-                params,
-                self.options,
-                None if launch.launch_dims else launch.grid,
-                None if launch.launch_dims else launch.block,
-                launch.launch_dims,
-                threads_per_block,
-                shared_mem,
-                label,
-            )
-            attrs = tuple((n, scalars[n], checked[n]) for n in scalars)
-            return cuda_launch(
-                planner, args, out_avals, aliases=aliases, vmap_method=vmap_method, attrs=attrs
-            )
-
-        call.__name__ = _c_name(kernel)
-        call.__doc__ = f"{label} as a JAX operation."
-        return call
+        info = KernelInfo(
+            name=c_name(kernel), label=label, qualname=f"{self.name}:{kernel}", digest=self.digest
+        )
+        launch = SourceLaunch(
+            self.source, self.digest, self.name, kernel, params, self.options,
+            grid, block, launch_dims, threads_per_block, shared_mem,
+        )  # fmt: skip
+        return kernel_op(
+            info,
+            outs,
+            dtypes=_DTYPES,
+            launch=launch,
+            vmap_method=vmap_method,
+            input_output_aliases=input_output_aliases,
+            sharding_rule=sharding_rule,
+            arity=arity,
+            scalars=check_scalars,
+            check_outs=check_outs,
+            check_call=check_call,
+        )
 
 
 def load_cuda_inline(
