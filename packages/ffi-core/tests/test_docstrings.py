@@ -31,6 +31,7 @@ WITH_EXAMPLES = {
     "ffi_core._dtypes",
     "ffi_core._export",
     "ffi_core._jax_compat",
+    "ffi_core._kernel_catalog",
     "ffi_core._outs",
     "ffi_core._registry",
     "ffi_core._spec",
