@@ -12,6 +12,7 @@ import importlib
 from typing import Any
 
 from ._cli_common import SUITE_MODULE, resolve
+from ._config import PLATFORMS
 
 __all__ = ["add_autotune_command", "run_autotune"]
 
@@ -32,25 +33,55 @@ def _budget_help() -> str:
     return f"seconds of timing per new decision (default {autotune.DEFAULT_BUDGET_S})"
 
 
-def add_autotune_command(commands: Any, timing: argparse.ArgumentParser) -> None:
-    """Add the ``autotune`` subcommand to ``commands`` (an ``add_subparsers`` result);
-    its ``run`` action takes the options of ``timing``."""
+def add_autotune_command(commands: Any) -> None:
+    """Add the ``autotune`` subcommand to ``commands`` (an ``add_subparsers`` result).
+
+    ``autotune run`` takes only the options that mean something there: the
+    scale of the bundled suite's data, the platform and the budget (none of
+    ``run``'s timing, output or ``--autotune`` options).
+    """
     tuning = commands.add_parser(
         "autotune",
         help='show, clear or make the decisions of backend "auto"',
         description=_description,
     )
     actions = tuning.add_subparsers(dest="action", metavar="ACTION", required=True)
-    show = actions.add_parser("show", help="the decisions on disk")
+    show = actions.add_parser(
+        "show",
+        help="the decisions on disk, each with its margin over the runner-up, the noise of "
+        "its rounds and whether the machine was busy",
+    )
     show.add_argument("ops", nargs="*", metavar="OP", help="only these operations")
     clear = actions.add_parser("clear", help="forget decisions")
     clear.add_argument("ops", nargs="*", metavar="OP", help="only these operations (default all)")
     tune_run = actions.add_parser(
         "run",
-        parents=[timing],
         help="decide for every benchmark case of operations, and explain",
         description="Lower every benchmark case of the operations with backend 'auto' "
-        "and show each decision (measured, or read from the cache).",
+        "and show each decision (measured, or read from the cache), with its margin over "
+        "the runner-up, the noise of its rounds and whether the machine was busy.",
+    )
+    size = tune_run.add_mutually_exclusive_group()
+    size.add_argument(
+        "--quick",
+        dest="scale",
+        action="store_const",
+        const="quick",
+        help="the bundled suite's small data",
+    )
+    size.add_argument(
+        "--full",
+        dest="scale",
+        action="store_const",
+        const="full",
+        help="the bundled suite's largest data",
+    )
+    tune_run.set_defaults(scale="default")
+    tune_run.add_argument(
+        "--platform",
+        choices=PLATFORMS,
+        default=None,
+        help="where to decide (default: JAX's default device)",
     )
     tune_run.add_argument(
         "targets",

@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_check_command(commands)
 
-    add_autotune_command(commands, timing)
+    add_autotune_command(commands)
     return parser
 
 
