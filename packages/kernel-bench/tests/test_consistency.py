@@ -1,0 +1,172 @@
+"""The suite's verdict and the autotuner agree: fake backends of known cost on a fake clock."""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import xla_custom_kernel as xck
+from jax.experimental import io_callback
+from kernel_bench import BenchmarkConfig, BenchmarkRecord, _timing, benchmark_kernel
+from kernel_bench._consistency import check_consistency
+
+_names = itertools.count()
+
+
+class FakeClock:
+    """A clock that only the backends move: each call adds its known cost."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def costing(self, seconds: float):
+        """A backend doubling its input that costs ``seconds`` of this clock per call."""
+
+        def tick() -> np.ndarray:
+            self.now += seconds
+            return np.zeros((), np.float32)
+
+        def backend(x):
+            spent = io_callback(tick, jax.ShapeDtypeStruct((), jnp.float32))
+            return 2 * x + spent
+
+        return backend
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    fake = FakeClock()
+    monkeypatch.setattr(_timing, "_clock", fake)
+    return fake
+
+
+def _op(clock, costs):
+    op = xck.XLACustomKernel(f"consistency_test_{next(_names)}")
+    for name, seconds in costs.items():
+        backend = clock.costing(seconds)
+        op.def_kernel(name, "cpu", lambda outs, fn=backend: fn)
+    op.def_call(lambda x: op(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype)))
+    op.def_benchmark_data(
+        lambda *, platform: [BenchmarkConfig("n=16", (np.arange(16, dtype=np.float32),))]
+    )
+    return op
+
+
+@pytest.mark.parametrize(
+    "costs",
+    [
+        {"slow": 300e-6, "fast": 100e-6, "medium": 200e-6},
+        {"fast": 50e-6, "slow": 400e-6},
+        {"medium": 200e-6, "slow": 300e-6, "fast": 20e-6},
+    ],
+)
+def test_the_verdict_and_the_autotuner_agree(clock, costs):
+    op = _op(clock, costs)
+    result = benchmark_kernel(
+        op, platform="cpu", n_warmup=1, n_runs=3, autotune=True, seconds_per_run=1e-3
+    )
+    assert [r.backend for r in result.records] == [*costs, "auto"]
+    assert all(r.success for r in result.records)
+    by_backend = {r.backend: r for r in result.records}
+    # Every time is the known cost, in program and as a dispatch: the clock is exact.
+    for backend, seconds in costs.items():
+        r = by_backend[backend]
+        assert r.program_median_ms == pytest.approx(seconds * 1e3)
+        assert r.median_ms == pytest.approx(seconds * 1e3)
+        # Each in-program run chains about 1 ms of calls.
+        assert r.rounds == 3 and abs(r.program_calls * seconds - 1e-3) <= seconds
+    # The verdict: the cheapest backend. The autotuner: the same one, measured here.
+    label = f"{op.name}/n=16"
+    assert result.fastest(label).backend in ("fast", "auto")
+    decision = by_backend["auto"].autotune
+    assert decision["backend"] == "fast" and decision["source"] == "measured"
+    ranked = sorted(costs.values())
+    assert decision["margin"] == pytest.approx(ranked[1] / ranked[0])
+    assert by_backend["auto"].program_median_ms == pytest.approx(costs["fast"] * 1e3)
+    assert check_consistency(result.records) == ([], 1)
+
+
+def rec(backend, program, *, spread=0.01, noise=0.01, autotune=None):
+    return BenchmarkRecord(
+        "cpu", backend, "k/n=1", program, 0.0, program, 1e3 / program, True,
+        program_median_ms=program, program_q25_ms=program * (1 - spread),
+        program_q75_ms=program * (1 + spread), program_min_ms=program * (1 - spread),
+        rounds=10, noise=noise, autotune=autotune,
+    )  # fmt: skip
+
+
+def decided(backend, *, source="measured", margin=2.0, noise=0.02, busy=False):
+    return {
+        "backend": backend,
+        "source": source,
+        "signature": "float32[1]",
+        "margin": margin,
+        "runner_up": "numba",
+        "noise": noise,
+        "busy": busy,
+    }
+
+
+@pytest.mark.parametrize(
+    ("auto", "reason"),
+    [
+        (rec("auto", 2.0, autotune=decided("numba")), "noise: auto runs numba, the fastest"),
+        (
+            rec("auto", 2.0, autotune=decided("jax", source="disk")),
+            "decision from disk: measured in an earlier process, where it measured jax 2.00x "
+            "ahead; this run measured jax at 2 ms",
+        ),
+        (
+            rec("auto", 2.0, autotune=decided("jax", busy=True)),
+            "machine busy when decided, where it measured jax 2.00x ahead; this run measured "
+            "jax at 2 ms",
+        ),
+        (
+            rec("auto", 2.0, autotune=decided("jax", margin=1.03)),
+            "tie within noise: the autotuner's margin was 1.03x (its noise 2%); this run "
+            "measured jax at 2 ms",
+        ),
+        (
+            rec("auto", 2.0, noise=0.3, autotune=decided("jax")),
+            "machine noisy: the reference op spread 30% in this run; this run measured jax at 2 ms",
+        ),
+        (
+            rec("auto", 2.0, autotune=decided("jax")),
+            "different measurement: the autotuner timed the operation alone (its least round), "
+            "where it measured jax 2.00x ahead; the suite times the whole call (the median); "
+            "this run measured jax at 2 ms",
+        ),
+        (rec("auto", 2.0), "no decision recorded: auto ran without the autotuner"),
+    ],
+)
+def test_each_disagreement_says_why(auto, reason):
+    records = [rec("numba", 1.0), rec("jax", 2.0), auto]
+    (found,), compared = check_consistency(records)
+    assert compared == 1
+    assert found.reason.startswith(reason), found.reason
+    assert (found.best, found.best_ms, found.auto_ms, found.ratio) == ("numba", 1.0, 2.0, 2.0)
+    assert found.picked == (auto.autotune or {}).get("backend")
+
+
+@pytest.mark.parametrize(
+    "auto",
+    [
+        rec("auto", 1.04, autotune=decided("jax")),  # within 5 %
+        rec("auto", 1.5, spread=0.4, autotune=decided("jax")),  # quartiles overlap
+        rec("auto", 0.9, autotune=decided("numba")),  # faster
+    ],
+)
+def test_within_the_noise_is_no_disagreement(auto):
+    assert check_consistency([rec("numba", 1.0, spread=0.1), auto]) == ([], 1)
+
+
+def test_cases_without_auto_or_in_program_times_are_not_compared():
+    no_program = BenchmarkRecord("cpu", "auto", "k/n=1", 1.0, 0.0, 1.0, 1e3, True)
+    assert check_consistency([rec("numba", 1.0), no_program]) == ([], 0)
+    assert check_consistency([rec("numba", 1.0)]) == ([], 0)
