@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._table import render
+from ._console import render
 
 PLATFORMS = ("cpu", "gpu", "tpu")
 #: A decision whose winner's rounds spread more than this (interquartile range
