@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import warp as wp
 import warp_ffi
@@ -62,23 +63,8 @@ def lif_step_kernel(
         v_out[k] = x
 
 
-# A @ x: one thread per entry of the output (a row of A, and a column of B),
+# A @ B: one thread per entry of the output (a row of A and a column of B),
 # summing in the order the numba kernel does: no two threads write one entry.
-@wp.kernel
-def csr_matvec_kernel(
-    data: wp.array(dtype=Any),
-    indices: wp.array(dtype=wp.int32),
-    indptr: wp.array(dtype=wp.int32),
-    v: wp.array(dtype=Any),
-    out: wp.array(dtype=Any),
-):
-    r = wp.tid()
-    acc = out.dtype(0)
-    for k in range(indptr[r], indptr[r + 1]):
-        acc += data[k] * v[indices[k]]
-    out[r] = acc
-
-
 @wp.kernel
 def csr_matmat_kernel(
     data: wp.array(dtype=Any),
@@ -94,22 +80,8 @@ def csr_matmat_kernel(
     out[r, j] = acc
 
 
-# A.T @ x: the rows of A scatter into shared entries, so the sums are atomic
+# A.T @ B: the rows of A scatter into shared entries, so the sums are atomic
 # adds into an output that starts as zeros (`start`, aliased to `out`).
-@wp.kernel
-def csr_matvec_t_kernel(
-    data: wp.array(dtype=Any),
-    indices: wp.array(dtype=wp.int32),
-    indptr: wp.array(dtype=wp.int32),
-    v: wp.array(dtype=Any),
-    start: wp.array(dtype=Any),
-    out: wp.array(dtype=Any),
-):
-    r = wp.tid()
-    for k in range(indptr[r], indptr[r + 1]):
-        wp.atomic_add(out, indices[k], data[k] * v[r])
-
-
 @wp.kernel
 def csr_matmat_t_kernel(
     data: wp.array(dtype=Any),
@@ -124,29 +96,38 @@ def csr_matmat_t_kernel(
         wp.atomic_add(out, indices[t], j, data[t] * b[r, j])
 
 
-def _product_kg(plain: Any, transposed: Any) -> Callable[..., Any]:
-    # A kernel generator of csr_matvec or csr_matmat. A @ x: the bare kernel,
-    # launched over the output. A.T @ x: one thread per row of A (and column
-    # of B), with zeros as the output's starting value (outputs start
-    # uninitialized); the backend adapter passes no aliases, so that op is
-    # wrapped here.
+def _product_kg(*, vector: bool) -> Callable[..., Any]:
+    # The kernel generator of csr_matvec (vector=True) or csr_matmat. The Warp
+    # kernels take matrices: csr_matvec's vector is the one column of a
+    # matrix (a reshape, which XLA does without a copy). A.T @ B runs one
+    # thread per row of A (and column of B) over zeros as the output's
+    # starting value (outputs start uninitialized); the backend adapter passes
+    # no aliases, so each op is wrapped here.
     def kg(outs: Any, *, shape: tuple[int, int], transpose: bool) -> Any:
-        if not transpose:
-            return plain
-        op = warp_ffi.warp_kernel(
-            transposed,
-            outs,
-            launch_dims=(shape[0], *outs.shape[1:]),
-            input_output_aliases={4: 0},
-        )
+        columns = jax.ShapeDtypeStruct((outs.shape[0], 1), outs.dtype) if vector else outs
+        if transpose:
+            op = warp_ffi.warp_kernel(
+                csr_matmat_t_kernel,
+                columns,
+                launch_dims=(shape[0], columns.shape[1]),
+                input_output_aliases={4: 0},
+            )
 
-        def call(data: Any, indices: Any, indptr: Any, x: Any) -> Any:
-            return op(data, indices, indptr, x, jnp.zeros(outs.shape, outs.dtype))
+            def product(data: Any, indices: Any, indptr: Any, b: Any) -> Any:
+                return op(data, indices, indptr, b, jnp.zeros(columns.shape, columns.dtype))
+
+        else:
+            product = warp_ffi.warp_kernel(csr_matmat_kernel, columns)
+        if not vector:
+            return product
+
+        def call(data: Any, indices: Any, indptr: Any, v: Any) -> Any:
+            return product(data, indices, indptr, v[:, None]).reshape(outs.shape)
 
         return call
 
     return kg
 
 
-csr_matvec_kg = _product_kg(csr_matvec_kernel, csr_matvec_t_kernel)
-csr_matmat_kg = _product_kg(csr_matmat_kernel, csr_matmat_t_kernel)
+csr_matvec_kg = _product_kg(vector=True)
+csr_matmat_kg = _product_kg(vector=False)
