@@ -4,6 +4,7 @@ error without kernel-bench (the measuring is tested with kernel-bench)."""
 from __future__ import annotations
 
 import ast
+import os
 import pathlib
 import re
 import subprocess
@@ -223,3 +224,38 @@ def test_the_package_never_imports_kernel_bench():
             elif isinstance(node, ast.ImportFrom):
                 names = [node.module or ""]
             assert not any(n.split(".")[0] == "kernel_bench" for n in names), path.name
+
+
+_WITHOUT_IMPORTING_KERNEL_BENCH = textwrap.dedent(
+    """
+    import sys
+    import jax, jax.numpy as jnp
+    import xla_custom_kernel as xck
+
+    k = xck.XLACustomKernel("auto_by_entry_point")
+    k.def_jax_kernel(lambda outs: lambda x: 2 * x, platform="cpu")
+    k.def_kernel("sum", "cpu", lambda outs: lambda x: x + x)
+    before = "kernel_bench" in sys.modules
+    y = k(jnp.ones(2), outs=jax.ShapeDtypeStruct((2,), jnp.float32), backend="auto")
+    print(before, "kernel_bench.autotune" in sys.modules, repr(xck.registered_chooser()))
+    print(y.tolist())
+    """
+)
+
+
+def test_auto_finds_kernel_bench_by_its_entry_point(tmp_path):
+    # The user never imports kernel_bench: the chooser comes from the entry point.
+    pytest.importorskip("kernel_bench")
+    env = {**os.environ, "KERNEL_BENCH_AUTOTUNE_DIR": str(tmp_path / "autotune")}
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_IMPORTING_KERNEL_BENCH],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "False True kernel_bench.autotune.CHOOSER",
+        "[2.0, 2.0]",
+    ]
