@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ except ImportError as e:
     pytest.skip(f"NVRTC is not installed: {e}", allow_module_level=True)
 
 from ffi_core import CacheDirWarning
+from ffi_core.testing import whole_message
 
 AXPY = """\
 extern "C" __global__ void axpy(const float* x, const float* y, float* out, float a, int n) {
@@ -358,7 +358,7 @@ def test_a_bad_disk_cache_entry_is_a_miss_and_rewritten(
         f"cuda-source-ffi's NVRTC cache file {str(path)!r} {reason}; the source is compiled "
         "again and the file rewritten"
     )
-    with pytest.warns(NvrtcCacheWarning, match="^" + re.escape(message) + "$"):
+    with pytest.warns(NvrtcCacheWarning, match=whole_message(message)):
         again = compile_source(TWO, name="two.cu", kernels=["axpy"], arch=(8, 0))
     assert calls == ["two.cu"]
     assert again == first
@@ -379,7 +379,7 @@ def test_an_unreadable_entry_is_a_miss(cache_dir: Path, monkeypatch: pytest.Monk
         "decode byte 0xff in position 0: invalid start byte); the source is compiled again and "
         "the file rewritten"
     )
-    with pytest.warns(NvrtcCacheWarning, match="^" + re.escape(message) + "$"):
+    with pytest.warns(NvrtcCacheWarning, match=whole_message(message)):
         compile_source(AXPY, name="axpy.cu", kernels=["axpy"], arch=(8, 0))
 
 
@@ -412,7 +412,7 @@ def test_a_cache_directory_others_may_write_is_refused(
         "is refused because group or others may write into it (mode 0777). Use a directory "
         "that only you own and may write (mode 0700), or remove this one so it is created anew."
     )
-    with pytest.warns(CacheDirWarning, match="^" + re.escape(message) + "$"):
+    with pytest.warns(CacheDirWarning, match=whole_message(message)):
         compiled = compile_source(AXPY, name="axpy.cu", kernels=["axpy"], arch=(8, 0))
     assert compiled.cubin.startswith(ELF_MAGIC)
     assert not list(directory.iterdir())

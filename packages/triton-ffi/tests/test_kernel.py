@@ -4,8 +4,6 @@ each launch run by Triton's interpreter on the pointers the handler packed."""
 
 from __future__ import annotations
 
-import re
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,6 +12,7 @@ import pytest
 triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
 from ffi_core.cuda.testing import EMULATED_STREAM, EmulatedGPU, emulate  # noqa: E402
+from ffi_core.testing import raises_exactly  # noqa: E402
 from triton_ffi import triton_kernel  # noqa: E402
 from triton_ffi.testing import LOWERING, interpreted  # noqa: E402
 
@@ -114,35 +113,31 @@ def test_aliases(gpu):
     np.testing.assert_array_equal(jax.jit(lambda a, b: op(a, b, n=n))(x, y), x + y)
 
 
-def _message(exc_type, text):
-    return pytest.raises(exc_type, match="^" + re.escape(text) + "$")
-
-
 def test_errors():
     spec = S((4,), jnp.float32)
-    with _message(
+    with raises_exactly(
         TypeError, "`kernel` must be a @triton.jit function (triton.JITFunction), got function"
     ):
         triton_kernel(lambda x: x, spec, grid=1)
-    with _message(
+    with raises_exactly(
         TypeError,
         "triton kernel 'add': missing the value of tl.constexpr parameter(s) ['BLOCK']; pass "
         "them as keywords of triton_kernel, e.g. BLOCK=...",
     ):
         triton_kernel(add, spec, grid=1)
-    with _message(
+    with raises_exactly(
         TypeError,
         "triton kernel 'add': 'SIZE' is not a tl.constexpr parameter of the kernel; its "
         "tl.constexpr parameters are ['BLOCK']",
     ):
         triton_kernel(add, spec, grid=1, BLOCK=4, SIZE=3)
-    with _message(
+    with raises_exactly(
         TypeError,
         "triton kernel 'add': `grid` must be an int or a tuple of 1 to 3 ints (or `grid` a "
         "callable of the meta-parameters returning one), got 'big'",
     ):
         triton_kernel(add, spec, grid="big", BLOCK=4)
-    with _message(
+    with raises_exactly(
         TypeError,
         "triton kernel 'add': `grid` must be an int or a tuple of 1 to 3 ints (or `grid` a "
         "callable of the meta-parameters returning one), got (1, 1, 1, 1)",
@@ -150,32 +145,32 @@ def test_errors():
         triton_kernel(add, spec, grid=(1, 1, 1, 1), BLOCK=4)
     op = triton_kernel(add, spec, grid=1, BLOCK=4)
     x = np.zeros(4, np.float32)
-    with _message(
+    with raises_exactly(
         TypeError,
         "triton kernel 'add': missing scalar parameter(s) ['n']; pass them as keywords of "
         "the call, e.g. op(..., n=...)",
     ):
         op(x, x)
-    with _message(
+    with raises_exactly(
         TypeError,
         "triton kernel 'add' takes 4 parameters that are not tl.constexpr (x_ptr, y_ptr, "
         "out_ptr, n), but got 4 inputs and 1 outputs, 5 pointers",
     ):
         op(x, x, x, x, n=4)
-    with _message(
+    with raises_exactly(
         TypeError,
         "triton kernel 'add': unexpected keyword(s) ['m']; its scalar parameters (after 3 "
         "pointers) are ['n']",
     ):
         op(x, x, n=4, m=2)
-    with _message(
+    with raises_exactly(
         TypeError,
         "triton kernel 'add': scalar parameter 'n' must be an int, a float, a bool or a NumPy "
         "scalar, got str",
     ):
         op(x, x, n="4")
     for big in (2**63, -(2**63) - 1):
-        with _message(
+        with raises_exactly(
             OverflowError,
             f"triton kernel 'add': scalar parameter 'n' is {big}, outside the int64 range that "
             "Triton passes a Python int as; pass a NumPy scalar of the kernel's type (e.g. "
@@ -191,7 +186,7 @@ def test_gpu_op_on_a_machine_without_gpu():
         pytest.skip("this machine has a GPU")
     op = triton_kernel(add, S((4,), jnp.float32), grid=1, BLOCK=4)
     x = np.zeros(4, np.float32)
-    with _message(
+    with raises_exactly(
         RuntimeError,
         "triton kernel 'add' runs on NVIDIA GPUs, but JAX has no CUDA device here; install a "
         'CUDA build of JAX (`uv add "jax[cuda13]"`) on a machine with an NVIDIA GPU and driver',
@@ -256,7 +251,7 @@ def test_a_global_changed_after_the_kernel_was_read_is_refused(tmp_path):
     module = _kernels(tmp_path, "changed")
     triton_kernel(module.scaled, S((4,), jnp.float32), grid=1, BLOCK=4)
     module.SCALE = tl.constexpr(5)
-    with _message(
+    with raises_exactly(
         RuntimeError,
         "triton kernel 'scaled': global 'SCALE' was constexpr[2] when Triton first read the "
         "kernel and is now constexpr[5]; Triton compiles a kernel against the values it read "
@@ -276,7 +271,7 @@ def calls_plain_python(x_ptr):
 
 
 def test_a_kernel_triton_cannot_read_is_refused():
-    with _message(
+    with raises_exactly(
         TypeError,
         "triton kernel 'calls_plain_python': Triton cannot tell what the kernel depends on: "
         f"RuntimeError: Unsupported function referenced: {_plain!r}",
