@@ -1,0 +1,299 @@
+"""The one handler template of CPU kernels: what XLA calls, as Python source.
+
+The handler is a Numba ``cfunc`` that XLA calls directly, with no Python on
+the success path. The template writes what every CPU bridge needs, the same
+way each time: the metadata handshake, the buffers' count, dtypes and ranks
+and the attributes' count and dtypes checked (a wrong one is an FFI error
+naming the kernel), the buffers bound to names, and the batch loop of a
+vmapped call (inline, or across threads once a call holds enough work). A
+bridge fills in only what its language needs: a :class:`HandlerBody` (how
+to call its kernel once, and once per batch row).
+
+Generated code names the C API's constants by their ``ffi_core._capi``
+enums (``ErrorCode.INVALID_ARGUMENT``, ``AttrType.SCALAR``,
+``DataType.F32``): Numba folds them into constants, and a reader of the
+source sees what each one means.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .._capi import AttrType, DataType, ErrorCode, HandlerTraits
+from .._dtypes import code_from_dtype
+from .._spec import ArraySig
+
+__all__ = [
+    "AttrSig",
+    "HandlerBody",
+    "HandlerSpec",
+    "build_handler",
+    "handler_globals",
+    "handler_source",
+]
+
+# The template's native vocabulary, imported by every generated module.
+_NATIVE = (
+    "answer_metadata",
+    "arg_buffer",
+    "attr_array_data",
+    "attr_array_size",
+    "attr_scalar_dtype",
+    "attr_scalar_value",
+    "attr_type",
+    "buffer_data",
+    "buffer_dim",
+    "buffer_dtype",
+    "buffer_rank",
+    "cstring",
+    "error_create",
+    "first_error",
+    "frame_api",
+    "is_metadata_query",
+    "num_args",
+    "num_attrs",
+    "num_rets",
+    "ret_buffer",
+    "voidptr",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class AttrSig:
+    """One attribute of the call: its name (for messages), dtype and form.
+
+    ``length`` None: a scalar; an int: an array of that many elements. The
+    handler binds attribute ``j`` as ``attr_<j>``, the address of its value
+    (a scalar) or of its first element (an array).
+    """
+
+    name: str
+    dtype: str
+    length: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class HandlerSpec:
+    """The buffers and attributes one handler checks.
+
+    ``inputs`` and ``outputs`` are the call frame's buffers (ranks include a
+    batch axis); ``extra_inputs`` more inputs that the handler ignores and
+    does not check (the cost hint of large calls, ``ffi_core.hint_source``);
+    ``batched`` as in ``ffi_core.CallSig``; ``attrs`` None: attributes are
+    not checked (the call has none).
+    """
+
+    label: str
+    inputs: tuple[ArraySig, ...]
+    outputs: tuple[ArraySig, ...]
+    batched: tuple[bool, ...] | None = None
+    extra_inputs: int = 0
+    attrs: tuple[AttrSig, ...] | None = None
+
+    @property
+    def arrays(self) -> tuple[ArraySig, ...]:
+        return self.inputs + self.outputs
+
+
+@dataclasses.dataclass(frozen=True)
+class HandlerBody:
+    """What a bridge's handler does once the template's checks have passed.
+
+    Each field is lines of Python source (no indentation) run inside the
+    ``cfunc``, where ``frame``, ``api`` and ``name`` (the label as a C
+    string) are defined, buffer ``k`` (the inputs, then the outputs) is
+    ``b_<k>``, with ``views`` also ``v_<k>`` (a NumPy array over it, shaped
+    from the frame), attribute ``j`` is ``attr_<j>``, and with ``threads``
+    set ``work`` is the size of the largest view.
+
+    Attributes:
+        imports: import lines the body needs.
+        setup: statements run once per call after the checks (may ``return``
+            an error early).
+        call: an unbatched call: statements ending in ``return <error>``
+            (0: success).
+        row: one row ``b`` of a batched call: statements that set ``error``
+            (0: success). The template loops over the first output's leading
+            axis and returns the first error.
+        threaded_row: the row when the rows run across threads (default
+            ``row``).
+        heavy_row: the row when the call holds ``threads`` elements of work
+            but the batch is a single row (default ``row``).
+        row_args: the handler's variables that rows read (the loop runs in a
+            function of its own when ``threads`` is set).
+        threads: the least ``work`` for which rows run across threads; None:
+            the rows run one by one inside the handler.
+        views: bind every buffer as an array ``v_<k>``.
+    """
+
+    call: tuple[str, ...]
+    row: tuple[str, ...] = ()
+    threaded_row: tuple[str, ...] | None = None
+    heavy_row: tuple[str, ...] | None = None
+    row_args: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()
+    setup: tuple[str, ...] = ()
+    threads: int | None = None
+    views: bool = False
+
+
+def _literal(text: str) -> str:
+    # A JSON string is a valid Python literal: quotes and backslashes in kernel
+    # names or error contexts cannot break the generated source.
+    return json.dumps(text)
+
+
+def _data_type(dtype: str) -> str:
+    return f"DataType.{DataType(code_from_dtype(dtype)).name}"
+
+
+def _indent(lines: tuple[str, ...] | list[str], depth: int) -> list[str]:
+    return [" " * (4 * depth) + line for line in lines]
+
+
+def _attr_lines(attrs: tuple[AttrSig, ...], fail: Any) -> list[str]:
+    expected = ", ".join(a.name for a in attrs) or "none"
+    lines = [
+        f"    if num_attrs(frame) != {len(attrs)}:",
+        fail(f"called with a wrong number of attributes; expected {expected}"),
+    ]
+    for j, attr in enumerate(attrs):
+        if attr.length is None:
+            lines += [
+                f"    if attr_type(frame, {j}) != AttrType.{AttrType.SCALAR.name} "
+                f"or attr_scalar_dtype(frame, {j}) != {_data_type(attr.dtype)}:",
+                fail(f"attribute {attr.name} is not a {attr.dtype} scalar"),
+                f"    attr_{j} = attr_scalar_value(frame, {j})",
+            ]
+        else:
+            lines += [
+                f"    if attr_type(frame, {j}) != AttrType.{AttrType.ARRAY.name} "
+                f"or attr_scalar_dtype(frame, {j}) != {_data_type(attr.dtype)} "
+                f"or attr_array_size(frame, {j}) != {attr.length}:",
+                fail(f"attribute {attr.name} is not {attr.length} {attr.dtype}"),
+                f"    attr_{j} = attr_array_data(frame, {j})",
+            ]
+    return lines
+
+
+def _batch_lines(spec: HandlerSpec, body: HandlerBody) -> tuple[list[str], list[str]]:
+    """The batch loop: ``(helper function lines, handler lines)``."""
+    n_in = len(spec.inputs)
+    if body.threads is None:
+        # One row after the other, inside the handler.
+        return [], [
+            f"    for b in range(buffer_dim(b_{n_in}, 0)):",
+            *_indent(body.row, 2),
+            "        if error != 0:",
+            "            return error",
+            "    return 0",
+        ]
+
+    def rows(loop: str, row: tuple[str, ...]) -> list[str]:
+        return [f"        for b in {loop}(n):", *_indent(row, 3), "            errors[b] = error"]
+
+    # Threads pay only with enough work (serial below the threshold); every
+    # row then runs the threaded row (a kernel waking threads per row would
+    # wake them n times). The loop is a function of its own: prange needs it.
+    args = ", ".join(body.row_args)
+    helper = [
+        # Only the handler calls it: no Python or C wrapper.
+        "@compile_loop(parallel=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)",
+        f"def batch_loop(api, name, work, n, {args}):",
+        "    errors = np.empty(n, np.uintp)",
+        f"    if work >= {body.threads} and n > 1:",
+        *rows("prange", body.threaded_row or body.row),
+    ]
+    if body.heavy_row is not None:
+        helper += [f"    elif work >= {body.threads}:", *rows("range", body.heavy_row)]
+    helper += ["    else:", *rows("range", body.row), "    return first_error(api, errors)", ""]
+    call = [f"    return batch_loop(api, name, work, buffer_dim(b_{n_in}, 0), {args})"]
+    return helper, call
+
+
+def handler_source(spec: HandlerSpec, body: HandlerBody) -> str:
+    """Python source of the handler of ``spec`` running ``body``.
+
+    The module defines ``handler``, decorated with ``compile_handler`` (and
+    the batch loop with ``compile_loop``); :func:`handler_globals` gives
+    them and the other globals it reads.
+    """
+    n_in, n_out = len(spec.inputs), len(spec.outputs)
+
+    def fail(message: str) -> str:
+        text = _literal(f"{spec.label}: {message}")
+        return f"        return error_create(api, cstring({text}), ErrorCode.{ErrorCode.INVALID_ARGUMENT.name})"
+
+    lines = [
+        f"# Generated by ffi_core.cpu: the FFI handler of {spec.label}.",
+        "import numpy as np",
+        "from numba import carray, prange, types",
+        "from ffi_core._capi import AttrType, DataType, ErrorCode",
+        f"from ffi_core.native import {', '.join(_NATIVE)}",
+        *body.imports,
+        "",
+    ]
+    batched = spec.batched is not None
+    helper, tail = _batch_lines(spec, body) if batched else ([], _indent(body.call, 1))
+    lines += helper
+    lines += [
+        "@compile_handler(types.uintp(types.uintp))",
+        "def handler(frame):",
+        "    if is_metadata_query(frame):",
+        f"        return answer_metadata(frame, {int(HandlerTraits.NONE)})  # HandlerTraits.NONE",
+        "    api = frame_api(frame)",
+        f"    name = cstring({_literal(spec.label)})",
+        f"    if num_args(frame) != {n_in + spec.extra_inputs} or num_rets(frame) != {n_out}:",
+        fail(f"called with a wrong number of buffers; expected {n_in} inputs and {n_out} outputs"),
+    ]
+    if spec.attrs is not None:
+        lines += _attr_lines(spec.attrs, fail)
+    for k, arr in enumerate(spec.arrays):
+        getter = f"arg_buffer(frame, {k})" if k < n_in else f"ret_buffer(frame, {k - n_in})"
+        lines += [
+            f"    b_{k} = {getter}",
+            f"    if buffer_dtype(b_{k}) != {_data_type(arr.dtype)} or buffer_rank(b_{k}) != {arr.rank}:",
+            fail(f"buffer {k} is not {arr.dtype} of rank {arr.rank}"),
+        ]
+        if body.views:
+            dims = ", ".join(f"buffer_dim(b_{k}, {d})" for d in range(arr.rank))
+            shape = f"({dims},)" if arr.rank else "()"
+            lines.append(f"    v_{k} = carray(voidptr(buffer_data(b_{k})), {shape}, dtype_{k})")
+    lines += _indent(body.setup, 1)
+    if body.threads is not None:
+        # The work of a call, which decides on threads: its largest buffer.
+        lines.append("    work = 0")
+        lines += [f"    work = max(work, v_{k}.size)" for k in range(len(spec.arrays))]
+    lines += tail
+    return "\n".join(lines) + "\n"
+
+
+def handler_globals(spec: HandlerSpec) -> dict[str, Any]:
+    """The globals the template's source reads besides its imports: each
+    view's dtype, and the default (uncached) compilers."""
+    import numba
+
+    namespace: dict[str, Any] = {
+        "compile_handler": functools.partial(numba.cfunc, cache=False),
+        "compile_loop": functools.partial(numba.njit, cache=False),
+    }
+    for k, arr in enumerate(spec.arrays):
+        namespace[f"dtype_{k}"] = np.dtype(arr.dtype).type
+    return namespace
+
+
+def build_handler(
+    spec: HandlerSpec, body: HandlerBody, namespace: Mapping[str, Any] | None = None
+) -> Any:
+    """Compile the handler of ``spec`` running ``body`` (a Numba ``cfunc``;
+    its ``address`` is what XLA calls), with ``namespace`` as more globals."""
+    source = handler_source(spec, body)
+    scope = handler_globals(spec) | dict(namespace or {})
+    exec(compile(source, f"<ffi_core.cpu handler of {spec.label}>", "exec"), scope)
+    return scope["handler"]

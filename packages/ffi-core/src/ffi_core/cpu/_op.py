@@ -1,0 +1,224 @@
+"""``cpu_call_p``: one JAX primitive for kernels any bridge runs natively on the CPU.
+
+The CPU twin of ``ffi_core.cuda.cuda_launch_p``. A bridge describes a kernel
+with a :class:`CpuPlanner`: given the call frame's buffers it names the
+target and says how to build its handler (from the one template,
+``ffi_core.cpu.handler_source``) and how an exported call makes it again.
+The primitive does the rest the same way for every bridge: abstract
+evaluation, lowering to an FFI call of the handler (with the cost hint of
+large calls, and scalar parameters as the call's attributes), ``vmap`` (one
+native call looping over the batch by default, or the ``jax.ffi``
+methods), and JVP and transpose rules that name the kernel and the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import jax
+import numpy as np
+from jax.extend.core import Primitive
+from jax.interpreters import batching, mlir
+
+from .._autodiff import raise_on_differentiation
+from .._batching import batch_call
+from .._cost_hint import hint_source, lower_with_hint
+from .._export import record_recipe
+from .._jax_compat import def_eager_impl
+from .._recipe import Unexportable
+from .._registry import register_target, target_name
+from .._spec import ArraySig, array_sig, check_vmap_method
+
+__all__ = [
+    "CpuPlan",
+    "CpuPlanner",
+    "cpu_call",
+    "cpu_call_p",
+    "ensure_target",
+    "lower_cpu_call",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuPlan:
+    """One kernel's target for one signature.
+
+    Attributes:
+        prefix: the start of the target's name (``"numba_cpu.add"``).
+        parts: the rest of the name: they identify the kernel's code and all
+            else the handler depends on, so a changed kernel gets another target.
+        content: what the registry compares when a name is registered again
+            (the same name with other content is refused).
+        build: compiles the handler (a Numba ``cfunc``), called once per
+            process and target.
+        recipe: how ``ffi_core.deserialize`` makes the target again (a JSON
+            step its bridge registered a rebuilder for), an ``Unexportable``
+            saying why it cannot, or None (not recorded).
+    """
+
+    prefix: str
+    parts: tuple[str, ...]
+    content: str
+    build: Callable[[], Any] = dataclasses.field(compare=False)
+    recipe: dict[str, Any] | Unexportable | None = dataclasses.field(default=None, compare=False)
+
+
+class CpuPlanner(Protocol):
+    """What a bridge tells the primitive about one kernel (hashable)."""
+
+    label: str
+
+    def plan(
+        self,
+        inputs: tuple[ArraySig, ...],
+        outputs: tuple[ArraySig, ...],
+        batched: tuple[bool, ...] | None,
+        hint: bool,
+    ) -> CpuPlan:
+        """The target of the kernel for a call frame of these buffers
+        (ranks include the batch axis of a batched call); ``hint``: the call
+        carries one more input, the cost hint, that the handler ignores."""
+        ...
+
+
+_lock = threading.Lock()
+_handlers: dict[tuple[str, tuple[str, ...]], tuple[str, Any]] = {}
+
+
+def ensure_target(plan: CpuPlan) -> str:
+    """Build (once per process) and register ``plan``'s handler and record its
+    recipe; returns the target name."""
+    key = (plan.prefix, plan.parts)
+    with _lock:
+        entry = _handlers.get(key)
+        if entry is None:
+            entry = (target_name(plan.prefix, *plan.parts), plan.build())
+            _handlers[key] = entry
+    name, handler = entry
+    register_target(name, handler, content=plan.content, platform="cpu")
+    if plan.recipe is not None:
+        record_recipe(name, plan.recipe)
+    return name
+
+
+def _attribute_value(dtype: str, value: Any) -> Any:
+    # XLA has no float16 attributes: a float16 travels as its bits.
+    scalar = np.asarray(value, dtype=dtype)
+    if scalar.dtype == np.float16:
+        scalar = scalar.view(np.uint16)
+    return scalar[()]
+
+
+def lower_cpu_call(
+    ctx: Any,
+    operands: Sequence[Any],
+    planner: CpuPlanner,
+    *,
+    batched: tuple[bool, ...] | None = None,
+    aliases: dict[int, int] | None = None,
+    attrs: dict[str, Any] | None = None,
+) -> Any:
+    """Lower one call of ``planner``'s kernel as an FFI call of its handler.
+
+    For bridges with a primitive of their own (Warp's, which carries its
+    gradient): ``operands`` of ``ctx.avals_in``, ``batched`` as in
+    ``ffi_core.CallSig``, ``aliases`` maps operands to outputs, ``attrs``
+    are the call's attributes, values as XLA takes them. A large call gets
+    the cost hint (one more input) where ``ffi_core.hint_source`` finds one.
+    """
+    source = hint_source(ctx.avals_in, ctx.avals_out)
+    plan = planner.plan(
+        tuple(array_sig(a) for a in ctx.avals_in),
+        tuple(array_sig(a) for a in ctx.avals_out),
+        batched,
+        source is not None,
+    )
+    name = ensure_target(plan)
+    lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=aliases or None)
+    if source is None:
+        return lowering(ctx, *operands, **(attrs or {}))
+    return lower_with_hint(lowering, ctx, operands, source, **(attrs or {}))
+
+
+cpu_call_p = Primitive("cpu_call")
+cpu_call_p.multiple_results = True
+
+
+def _cpu_call_abstract_eval(*avals, planner, out_avals, aliases, vmap_method, batched, attrs):
+    del avals, planner, aliases, vmap_method, batched, attrs
+    return list(out_avals)
+
+
+def _cpu_call_lowering(ctx, *operands, planner, out_avals, aliases, vmap_method, batched, attrs):
+    del out_avals, vmap_method
+    return lower_cpu_call(
+        ctx,
+        operands,
+        planner,
+        batched=batched,
+        aliases=dict(aliases),
+        attrs={n: _attribute_value(dtype, v) for n, dtype, v in attrs},
+    )
+
+
+def _cpu_call_batching(args, dims, *, planner, out_avals, aliases, vmap_method, batched, attrs):
+    bind = functools.partial(
+        cpu_call_p.bind, planner=planner, aliases=aliases, vmap_method=vmap_method, attrs=attrs
+    )
+    return batch_call(
+        bind,
+        args,
+        dims,
+        out_avals=out_avals,
+        batched=batched,
+        vmap_method=vmap_method,
+        aliased={i for i, _ in aliases},
+    )
+
+
+def _accelerator_lowering(ctx, *operands, planner, **params):
+    del ctx, operands, params
+    raise NotImplementedError(
+        f"{planner.label} runs on the CPU only, but this computation is placed on an "
+        "accelerator; put its inputs on the CPU (jax.device_put(x, jax.devices('cpu')[0]))"
+    )
+
+
+def cpu_call(
+    planner: CpuPlanner,
+    args: Sequence[Any],
+    out_avals: tuple[Any, ...],
+    *,
+    aliases: tuple[tuple[int, int], ...] = (),
+    vmap_method: str | None = None,
+    attrs: tuple[tuple[str, str, Any], ...] = (),
+) -> list[Any]:
+    """Run ``planner``'s kernel on ``args``; its outputs of ``out_avals``.
+
+    ``attrs`` are scalar parameters as ``(name, dtype, value)``; checked
+    arguments are the caller's job (the bridge knows its kernel's rules).
+    """
+    check_vmap_method(vmap_method)
+    return cpu_call_p.bind(
+        *args,
+        planner=planner,
+        out_avals=tuple(out_avals),
+        aliases=tuple(aliases),
+        vmap_method=vmap_method,
+        batched=None,
+        attrs=tuple(sorted(attrs)),
+    )
+
+
+# The rules of cpu_call_p, in one place.
+def_eager_impl(cpu_call_p)
+cpu_call_p.def_abstract_eval(_cpu_call_abstract_eval)
+mlir.register_lowering(cpu_call_p, _cpu_call_lowering, platform="cpu")
+mlir.register_lowering(cpu_call_p, _accelerator_lowering, platform="cuda")
+mlir.register_lowering(cpu_call_p, _accelerator_lowering, platform="rocm")
+batching.primitive_batchers[cpu_call_p] = _cpu_call_batching
+raise_on_differentiation(cpu_call_p, describe=lambda params: params["planner"].label)

@@ -1,0 +1,111 @@
+"""ffi_core.cpu: the one CPU handler template and cpu_call_p, with a planner
+of a negation written in the body's few lines."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+pytest.importorskip("numba", reason="ffi_core.cpu builds handlers with numba (ffi-core[native])")
+
+import ffi_core
+from ffi_core import ArraySig
+from ffi_core.cpu import (
+    AttrSig,
+    CpuPlan,
+    HandlerBody,
+    HandlerSpec,
+    build_handler,
+    cpu_call,
+    handler_source,
+)
+from ffi_core.testing import differentiation_refused_message, raises_exactly
+
+F32 = ArraySig("float32", 1)
+NEG = HandlerBody(
+    call=("for i in range(v_0.size):", "    v_1[i] = -v_0[i]", "return 0"),
+    row=("for i in range(v_0.shape[1]):", "    v_1[b, i] = -v_0[b, i]", "error = 0"),
+    views=True,
+)
+BUILDS: list[HandlerSpec] = []
+
+
+@dataclasses.dataclass(frozen=True)
+class NegPlanner:
+    label: str = "test kernel 'neg'"
+
+    def plan(self, inputs, outputs, batched, hint) -> CpuPlan:
+        spec = HandlerSpec(self.label, inputs, outputs, batched, int(hint))
+
+        def build():
+            BUILDS.append(spec)
+            return build_handler(spec, NEG)
+
+        return CpuPlan("test_cpu.neg", (repr(spec),), repr(spec), build)
+
+
+def neg(x):
+    return cpu_call(NegPlanner(), [x], (jax.core.ShapedArray(x.shape, x.dtype),))[0]
+
+
+def test_cpu_call_runs_eager_jit_and_vmap() -> None:
+    x = jnp.arange(4, dtype=jnp.float32)
+    np.testing.assert_array_equal(neg(x), -x)
+    np.testing.assert_array_equal(jax.jit(neg)(x + 1), -(x + 1))
+    xs = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
+    np.testing.assert_array_equal(jax.jit(jax.vmap(neg))(xs), -xs)
+
+
+def test_a_handler_is_built_once_per_signature() -> None:
+    x = jnp.arange(3, dtype=jnp.int32)
+    before = len(BUILDS)
+    jax.jit(neg)(x)
+    jax.jit(lambda x: neg(x) + 1)(x)
+    assert len(BUILDS) == before + 1
+
+
+@pytest.mark.parametrize("transform", ["grad", "jvp"])
+def test_differentiation_names_the_kernel(transform: str) -> None:
+    x = jnp.arange(3, dtype=jnp.float32)
+    with raises_exactly(
+        NotImplementedError, differentiation_refused_message("test kernel 'neg'", transform)
+    ):
+        if transform == "grad":
+            jax.grad(lambda x: neg(x).sum())(x)
+        else:
+            jax.jvp(neg, (x,), (x,))
+
+
+def test_a_wrong_buffer_is_an_ffi_error_naming_the_kernel() -> None:
+    # The handler of float32 vectors, called by hand with an int32 vector.
+    spec = HandlerSpec("test kernel 'neg'", (F32,), (F32,))
+    name = "test_cpu.neg_by_hand"
+    ffi_core.register_target(name, build_handler(spec, NEG), content=repr(spec), platform="cpu")
+    call = jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((3,), jnp.int32))
+    message = "test kernel 'neg': buffer 0 is not float32 of rank 1"
+    with pytest.raises(Exception, match=re.escape(message)):
+        jax.block_until_ready(call(jnp.arange(3, dtype=jnp.int32)))
+
+
+def test_the_template_names_the_c_api_constants() -> None:
+    spec = HandlerSpec(
+        "test kernel 'k'",
+        (F32,),
+        (F32,),
+        attrs=(AttrSig("alpha", "float32"), AttrSig("dims", "int64", 3)),
+    )
+    source = handler_source(spec, NEG)
+    assert "ErrorCode.INVALID_ARGUMENT" in source
+    assert "AttrType.SCALAR" in source and "AttrType.ARRAY" in source
+    assert "DataType.F32" in source and "DataType.S64" in source
+    assert not re.search(r"error_create\([^\n]*, \d+\)", source)
+    assert not re.search(r"(attr_type|attr_scalar_dtype|buffer_dtype)\([^)]*\) != \d", source)
+    assert (
+        "return error_create(api, cstring(\"test kernel 'k': attribute dims is not 3 int64\"), "
+        "ErrorCode.INVALID_ARGUMENT)" in source
+    )
