@@ -18,7 +18,7 @@ from ffi_core import (
 )
 
 from ._catalog import kernel_info
-from ._primitive import numba_kernel_call_p
+from ._primitive import NumbaPlanner, numba_kernel_call_p
 from ._spec import DTYPES
 
 __all__ = ["numba_kernel"]
@@ -91,11 +91,11 @@ def numba_kernel(
     bound = BoundPrimitive(
         numba_kernel_call_p,
         (
-            ("info", info),
+            ("planner", NumbaPlanner(info, error_context or "")),
             ("aliases", aliases),
             ("vmap_method", vmap_method),
             ("batched", None),
-            ("context", error_context or ""),
+            ("attrs", ()),
         ),
     )
 
