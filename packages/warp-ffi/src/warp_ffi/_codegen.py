@@ -5,24 +5,26 @@ Warp compiles a kernel's Python module to machine code once (kept in Warp's
 kernel cache on disk, so later processes load it) and exposes each kernel as C
 entry points ``<name>_cpu_forward(bounds*, args*)`` and
 ``<name>_cpu_backward(bounds*, args*, adj_args*)``. The handler XLA calls is a
-Numba ``cfunc`` generated here: it checks the buffers, fills Warp's
-launch-bounds and argument structs on its stack from the call frame (array
-data, shape, strides; scalars from the call's attributes) and calls the entry
-point directly. No Python and no GIL per call; one registration serves every
-shape.
+Numba ``cfunc`` from ffi-core's one CPU template (``ffi_core.cpu``: the
+handshake, the buffer and attribute checks, the errors, the batch loop); what
+is Warp's here (``handler_body``) fills Warp's launch-bounds and argument
+structs on its stack from the call frame (array data, shape, strides; scalars
+from the call's attributes) and calls the entry point directly. No Python and
+no GIL per call; one registration serves every shape.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
-import json
 import threading
 from typing import Any, cast
 
+import ffi_core.cpu
 import numpy as np
 from ffi_core import KernelCompileError as _KernelCompileError
-from ffi_core import Unexportable, code_from_dtype, record_recipe, register_target, target_name
+from ffi_core import Unexportable
+from ffi_core.cpu import AttrSig, CpuPlan, HandlerBody, HandlerSpec, build_handler
 
 from ._native import ARRAY_T, bounds_layout
 from ._spec import (
@@ -35,7 +37,15 @@ from ._spec import (
 )
 from ._warp import runtime, wp
 
-__all__ = ["KernelCompileError", "Loaded", "ensure_target", "load_kernel"]
+__all__ = [
+    "KernelCompileError",
+    "Loaded",
+    "ensure_target",
+    "handler_body",
+    "handler_spec",
+    "load_kernel",
+    "plan",
+]
 
 
 class KernelCompileError(_KernelCompileError):
@@ -167,7 +177,9 @@ def handler_body(info: KernelInfo, sig: CallSig, loaded: Loaded) -> HandlerBody:
                 ]
             else:  # folded: threads sharing a coordinate, as wp.launch does
                 lines.append(f"mult *= buffer_dim({grid}, {k + lead})")
-        lines += [f"store(bounds + {bshape + 4 * k}, 1, types.uint32)" for k in range(first_ndim, kd)]
+        lines += [
+            f"store(bounds + {bshape + 4 * k}, 1, types.uint32)" for k in range(first_ndim, kd)
+        ]
     else:
         dims = f"attr_{order.index(DIMS_ATTR)}"
         for k in range(kd):
@@ -204,7 +216,7 @@ def handler_body(info: KernelInfo, sig: CallSig, loaded: Loaded) -> HandlerBody:
     stores = []
     for m, (struct, pname, index, zeroed) in enumerate(slots):
         p = next(q for q in info.arrays if q.name == pname)
-        itemsize = np.dtype(sig.arrays[index].dtype).itemsize
+        itemsize = np.dtype((sig.inputs + sig.outputs)[index].dtype).itemsize
         batched = sig.batched is not None and (index >= n_call_in or sig.batched[index])
         lines.append(
             f"r{m} = fill_array({struct} + {offsets[pname]}, b_{index}, {itemsize}, {p.ndim}, {int(batched)})"

@@ -1,29 +1,27 @@
 """``warp_kernel_call_p``: the JAX primitive behind every Warp kernel call.
 
-One primitive for all kernels, forward and backward; its parameters name the
-kernel, the output avals, the aliases, the scalar values, the launch grid, the
-batching form and the direction. Lowering compiles (or loads) the Warp module
-and generates the native handler for the exact dtypes and ranks it sees.
+One primitive for all kernels, forward and backward (it carries Warp's
+gradient, so it stays Warp's own); its parameters name the kernel, the output
+avals, the aliases, the scalar values, the launch grid, the batching form and
+the direction. On the CPU, lowering plans into ffi-core's CPU call
+(``ffi_core.cpu.lower_cpu_call`` with a ``WarpCpuPlanner``): the handler comes
+from ffi-core's one template, for the exact dtypes and ranks it sees.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from typing import Any
 
-import jax
 import numpy as np
-from ffi_core import (
-    array_sig,
-    batch_call,
-    def_eager_impl,
-    hint_source,
-    lower_with_hint,
-)
+from ffi_core import batch_call, def_eager_impl
+from ffi_core.cpu import ensure_target, lower_cpu_call
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
 from . import _gpu
-from ._codegen import ensure_target, load_kernel
+from ._codegen import load_kernel, plan
 from ._spec import DIMS_ATTR, CallSig, attribute_value, backward_counts, bounds, launch_shape
 
 __all__ = ["warp_kernel_call_p"]
@@ -86,29 +84,45 @@ def _backward_aliases(info, n_in, aliases, backward):
     return {n_in + k: len(info.arrays) + k for k in range(n_out)}
 
 
+@dataclasses.dataclass(frozen=True)
+class WarpCpuPlanner:
+    """A Warp kernel's call on the CPU as ``ffi_core.cpu`` plans it: the
+    forward or the adjoint kernel, the grid read from the first output or
+    from an attribute."""
+
+    info: Any
+    backward: bool
+    grid_from_output: bool
+
+    @property
+    def label(self) -> str:
+        return f"warp kernel '{self.info.name}'"
+
+    def plan(self, inputs, outputs, batched, hint):
+        sig = CallSig(inputs, outputs, batched, self.backward, hint, self.grid_from_output)
+        loaded = load_kernel(self.info, sig.primal_dtypes())
+        if sig.backward and loaded.backward is None:
+            raise NotImplementedError(backward_unavailable(self.info))
+        return plan(self.info, sig, loaded)
+
+
 def _lowering(
     ctx, *operands, info, out_avals, aliases, scalars, launch, vmap_method, batched, backward
 ):
     del out_avals, vmap_method
-    n_in, in_rows, out_rows, _ = _call_rows(ctx, info, batched, backward)
-    source = hint_source(ctx.avals_in, ctx.avals_out)
-    sig = CallSig(
-        tuple(array_sig(a) for a in ctx.avals_in),
-        tuple(array_sig(a) for a in ctx.avals_out),
-        batched,
-        backward,
-        source is not None,
-        launch is None,
-    )
-    name, loaded = make_target(info, sig)
-    grid, mult = bounds(launch_shape(launch, in_rows, out_rows), loaded.kernel_dim)  # checks it
-    op_aliases = _backward_aliases(info, n_in, aliases, backward)
-    lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=op_aliases or None)
+    n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward)
+    kernel_dim = load_kernel(info, dtypes).kernel_dim
+    grid, mult = bounds(launch_shape(launch, in_rows, out_rows), kernel_dim)  # checks it
     attrs = {} if launch is None else {DIMS_ATTR: np.array([*grid, mult], np.int64)}
     attrs.update((name, attribute_value(v)) for name, v in scalars)
-    if source is None:
-        return lowering(ctx, *operands, **attrs)
-    return lower_with_hint(lowering, ctx, operands, source, **attrs)
+    return lower_cpu_call(
+        ctx,
+        operands,
+        WarpCpuPlanner(info, backward, launch is None),
+        batched=batched,
+        aliases=_backward_aliases(info, n_in, aliases, backward),
+        attrs=attrs,
+    )
 
 
 def _cuda_lowering(
@@ -135,11 +149,9 @@ def _cuda_lowering(
 
 
 def make_target(info, sig):
-    """Load the kernel for ``sig`` and register its handler: ``(name, loaded)``."""
-    loaded = load_kernel(info, sig.primal_dtypes())
-    if sig.backward and loaded.backward is None:
-        raise NotImplementedError(backward_unavailable(info))
-    return ensure_target(info, sig, loaded), loaded
+    """Load the kernel for ``sig`` and register its handler: the target name."""
+    planner = WarpCpuPlanner(info, sig.backward, sig.grid_from_output)
+    return ensure_target(planner.plan(sig.inputs, sig.outputs, sig.batched, sig.hint))
 
 
 def backward_unavailable(info) -> str:
