@@ -15,7 +15,7 @@ from cuda_source_ffi import compile_source, load_cuda_file, load_cuda_inline
 from cuda_source_ffi._nvrtc import _library
 from ffi_core.cuda import _op as op_module
 from ffi_core.cuda import cuda_launch_p
-from ffi_core.cuda.testing import EmulatedGPU, emulate
+from ffi_core.cuda.testing import EmulatedGPU, emulated_gpu_fixture
 from ffi_core.testing import raises_exactly
 
 try:
@@ -64,10 +64,7 @@ _GPU.define("axpy", (8, 8, 8, 4, 4), _axpy_stand_in)
 _GPU.add_stand_ins(_scale_stand_in)
 
 
-@pytest.fixture
-def gpu():
-    with emulate(_GPU, [LOWERING]) as emulated:
-        yield emulated
+gpu = emulated_gpu_fixture(_GPU, [LOWERING])
 
 
 def _rand(*shape, seed=0):

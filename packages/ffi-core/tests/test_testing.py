@@ -29,6 +29,8 @@ _test_cache = cache_dir_fixture(
     name="test_cache",
 )
 gpu = emulated_gpu_fixture(devices=2)
+_SHARED = EmulatedGPU()
+shared_gpu = emulated_gpu_fixture(_SHARED, name="shared_gpu")
 
 # A primitive refusing differentiation as a bridge's does, for the checks below.
 _double_p = Primitive("ffi_core_tests_testing_double")
@@ -141,3 +143,16 @@ def test_differentiation_refused_message():
         ValueError, "`transform` must be one of grad, jvp, vjp, linear_transpose, got 'jacfwd'"
     ):
         differentiation_refused_message("k", "jacfwd")
+
+
+def test_emulated_gpu_fixture_shares_a_given_gpu(shared_gpu):
+    assert shared_gpu is _SHARED
+
+
+def test_emulated_gpu_fixture_takes_a_gpu_or_options():
+    with raises_exactly(
+        ValueError,
+        "pass `gpu` or EmulatedGPU's options ['devices'], not both: the options are for a "
+        "fresh GPU per test",
+    ):
+        emulated_gpu_fixture(_SHARED, devices=2)

@@ -11,7 +11,7 @@ import pytest
 
 triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
-from ffi_core.cuda.testing import EMULATED_STREAM, EmulatedGPU, emulate  # noqa: E402
+from ffi_core.cuda.testing import EMULATED_STREAM, EmulatedGPU, emulated_gpu_fixture  # noqa: E402
 from ffi_core.testing import raises_exactly  # noqa: E402
 from triton_ffi import triton_kernel  # noqa: E402
 from triton_ffi.testing import LOWERING, interpreted  # noqa: E402
@@ -51,10 +51,7 @@ def _grid(meta):
 _GPU = interpreted(EmulatedGPU())
 
 
-@pytest.fixture
-def gpu():
-    with emulate(_GPU, [LOWERING]) as emulated:
-        yield emulated
+gpu = emulated_gpu_fixture(_GPU, [LOWERING])
 
 
 def _rand(*shape, seed=0):

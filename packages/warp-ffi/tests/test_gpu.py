@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import warp as wp
 from ffi_core.cuda import ptx_params
-from ffi_core.cuda.testing import EMULATED_STREAM, EmulatedGPU, emulate
+from ffi_core.cuda.testing import EMULATED_STREAM, EmulatedGPU, emulated_gpu_fixture
 from jax.test_util import check_grads
 from warp_ffi import _gpu, warp_kernel
 from warp_ffi._catalog import kernel_info
@@ -114,10 +114,7 @@ def no_adjoint(x: wp.array(dtype=f64), out: wp.array(dtype=f64)):
 _GPU = on_cpu(EmulatedGPU(compute_capability=(9, 0)))
 
 
-@pytest.fixture
-def gpu():
-    with emulate(_GPU, [LOWERING]) as emulated:
-        yield emulated
+gpu = emulated_gpu_fixture(_GPU, [LOWERING])
 
 
 @pytest.fixture

@@ -246,25 +246,46 @@ def emulate(
         raise gpu.errors[0]
 
 
-def emulated_gpu_fixture(*, name: str = "gpu", **gpu_options: Any) -> Any:
-    """A pytest fixture that runs its test inside :func:`emulate` with a fresh
-    :class:`EmulatedGPU` (``gpu_options`` go to it), and gives the test that GPU.
+def emulated_gpu_fixture(
+    gpu: EmulatedGPU | None = None,
+    lowerings: Sequence[tuple[Any, Callable[..., Any], Callable[..., Any]]] = (),
+    *,
+    name: str = "gpu",
+    **gpu_options: Any,
+) -> Any:
+    """A pytest fixture that runs its test inside ``emulate(gpu, lowerings)``
+    and gives the test the GPU.
 
+    Without ``gpu``, each test gets a fresh :class:`EmulatedGPU`
+    (``gpu_options`` go to it): enough for tests that only trace. Tests that
+    lower and run kernels share one ``gpu`` per process (a registered target
+    keeps the handler built against the driver it was first lowered with).
     Assign it to a name in a test module or ``conftest.py``::
 
-        from ffi_core.cuda.testing import emulated_gpu_fixture
+        from ffi_core.cuda.testing import EmulatedGPU, emulated_gpu_fixture
 
-        gpu = emulated_gpu_fixture()
+        gpu = emulated_gpu_fixture(EmulatedGPU(), [LOWERING])
 
     Args:
+        gpu: the GPU every test shares, or None for a fresh one per test.
+        lowerings: as for :func:`emulate`.
         name: the fixture's name.
         gpu_options: :class:`EmulatedGPU`'s options (``compute_capability``,
-            ``devices``).
+            ``devices``) for a fresh one per test.
+
+    Raises:
+        ValueError: both ``gpu`` and ``gpu_options`` are given.
     """
     import pytest  # a test dependency: imported only when a test asks for it
 
+    if gpu is not None and gpu_options:
+        raise ValueError(
+            f"pass `gpu` or EmulatedGPU's options {sorted(gpu_options)}, not both: "
+            "the options are for a fresh GPU per test"
+        )
+
     def emulated_gpu() -> Iterator[EmulatedGPU]:
-        with emulate(EmulatedGPU(**gpu_options)) as gpu:
-            yield gpu
+        with emulate(gpu if gpu is not None else EmulatedGPU(**gpu_options), lowerings) as used:
+            yield used
 
     return pytest.fixture(name=name)(emulated_gpu)
