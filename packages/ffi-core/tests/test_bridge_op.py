@@ -384,3 +384,37 @@ def test_sharding_rule_still_runs_on_one_device():
     op = toy_kernel(add, F32, sharding_rule=ShardingRule("i, i -> i"))
     np.testing.assert_array_equal(jax.jit(op)(x, x), 2 * np.arange(4.0))
     assert re.search("partitioned_call", str(jax.make_jaxpr(op)(x, x)))
+
+
+# -- bridge_primitive -------------------------------------------------------------
+
+
+def _double(*args, out_avals, aliases, vmap_method, batched, name):
+    return [2 * args[0]]
+
+
+double_p = ffi_core.bridge.bridge_primitive(
+    "ffi_core_test_double", describe=lambda params: f"toy kernel {params['name']!r}"
+)
+mlir.register_lowering(double_p, mlir.lower_fun(_double, multiple_results=True))
+
+
+def _double_op(x):
+    (out,) = double_p.bind(
+        x,
+        out_avals=(jax.core.ShapedArray(x.shape, x.dtype),),
+        aliases=(),
+        vmap_method=None,
+        batched=None,
+        name="double",
+    )
+    return out
+
+
+def test_bridge_primitive_has_the_shared_rules():
+    x = jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3)
+    assert double_p.multiple_results
+    np.testing.assert_array_equal(_double_op(x), 2 * x)
+    np.testing.assert_array_equal(jax.vmap(_double_op)(x), 2 * x)
+    np.testing.assert_array_equal(jax.vmap(_double_op, in_axes=1, out_axes=1)(x), 2 * x)
+    check_differentiation_refused(_double_op, x, kernel="toy kernel 'double'", transform="grad")

@@ -8,16 +8,15 @@ kernel and the two ways to give it a derivative.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from ._jax_compat import def_eager_impl
+from ._sharding import VmappedCall
 
 __all__ = ["nondifferentiable_call", "nondifferentiable_call_p", "raise_on_differentiation"]
 
@@ -124,19 +123,6 @@ def nondifferentiable_call(
     return nondifferentiable_call_p.bind(*args, call=call, out_avals=tuple(out_avals), label=label)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Vmapped:
-    # ``call`` under jax.vmap: the batch is the leading axis of the inputs
-    # ``in_batched`` marks and of every output.
-    call: Callable[..., Sequence[Any]]
-    in_batched: tuple[bool, ...]
-
-    def __call__(self, out_avals: tuple[Any, ...], *args: Any) -> list[Any]:
-        inner = tuple(a.update(shape=a.shape[1:]) for a in out_avals)
-        in_axes = tuple(0 if b else None for b in self.in_batched)
-        return list(jax.vmap(lambda *a: tuple(self.call(inner, *a)), in_axes=in_axes)(*args))
-
-
 def _nondifferentiable_call_abstract_eval(*avals, call, out_avals, label):
     del avals, call, label
     return list(out_avals)
@@ -154,7 +140,7 @@ def _nondifferentiable_call_batching(args, dims, *, call, out_avals, label):
     moved = [x if d is None else jnp.moveaxis(x, d, 0) for x, d in zip(args, dims, strict=True)]
     outs = nondifferentiable_call_p.bind(
         *moved,
-        call=_Vmapped(call, tuple(d is not None for d in dims)),
+        call=VmappedCall(call, tuple(d is not None for d in dims)),
         out_avals=tuple(a.update(shape=(size, *a.shape)) for a in out_avals),
         label=label,
     )

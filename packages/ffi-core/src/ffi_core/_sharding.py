@@ -101,9 +101,12 @@ def shaped_values(values: dict[str, Any], args: Sequence[Any]) -> dict[str, Any]
 
 
 @dataclasses.dataclass(frozen=True)
-class _VmappedCall:
-    # ``call`` under jax.vmap: the batch is the leading axis of the inputs
-    # ``in_batched`` marks and of every output.
+class VmappedCall:
+    """``call`` (a bridge's call for given output avals) under ``jax.vmap``:
+    the batch is the leading axis of the inputs ``in_batched`` marks and of
+    every output. What the batching rule of a higher-order primitive whose
+    parameter is such a call binds it with."""
+
     call: Callable[..., Sequence[Any]]
     in_batched: tuple[bool, ...]
 
@@ -271,7 +274,7 @@ def _partitioned_call_batching(args, dims, *, call, out_avals, rule: ShardingRul
     in_batched = tuple(d is not None for d in dims)
     outs = partitioned_call_p.bind(
         *moved,
-        call=_VmappedCall(call, in_batched),
+        call=VmappedCall(call, in_batched),
         out_avals=tuple(a.update(shape=(size, *a.shape)) for a in out_avals),
         rule=rule.batched(in_batched),
     )

@@ -8,8 +8,10 @@ primitive of its own). Everything on the JAX side is here, once:
 ``kernel_op`` builds the bridge's public function (outs, vmap method,
 aliases, arity, inputs, sharding rule, bind, naming), ``BridgeCatalog``
 remembers its kernels for ``ffi_core.deserialize`` and writes their recipe
-steps, ``CallSig`` carries the bridge's extra signature fields, and the
-dtype tables and vmap methods every bridge shares are declared once. See
+steps, ``CallSig`` carries the bridge's extra signature fields,
+``bridge_primitive`` makes a primitive with the rules every bridge primitive
+shares, and the dtype tables and vmap methods every bridge shares are
+declared once. See
 the "Writing a bridge" section of ffi-core's README.
 
 Changed only in minor releases, each change listed in the CHANGELOG.
@@ -18,6 +20,9 @@ Changed only in minor releases, each change listed in the CHANGELOG.
 from .._autodiff import nondifferentiable_call as nondifferentiable_call
 from .._autodiff import raise_on_differentiation as raise_on_differentiation
 from .._errors import KernelCompileError as KernelCompileError
+from .._rules import bridge_primitive as bridge_primitive
+from .._rules import bridge_primitive_abstract_eval as bridge_primitive_abstract_eval
+from .._rules import bridge_primitive_batching as bridge_primitive_batching
 from .._spec import BASIC_DTYPES as BASIC_DTYPES
 from .._spec import COMPLEX_DTYPES as COMPLEX_DTYPES
 from .._spec import VMAP_METHODS as VMAP_METHODS
@@ -47,6 +52,9 @@ __all__ = [
     "KernelInfo",
     "Launch",
     "array_sig",
+    "bridge_primitive",
+    "bridge_primitive_abstract_eval",
+    "bridge_primitive_batching",
     "kernel_digest",
     "kernel_op",
     "nondifferentiable_call",

@@ -18,24 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from .._spec import BASIC_DTYPES
+
 __all__ = ["CTYPES", "SOURCES", "Field", "LayoutBuilder", "ParamLayout"]
 
 #: The field types a layout may store, as numpy dtype names: also the scalar
-#: parameters a kernel can take as FFI attributes.
-CTYPES = (
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-)
+#: parameters a kernel can take as FFI attributes (``ffi_core.bridge.BASIC_DTYPES``).
+CTYPES: tuple[str, ...] = BASIC_DTYPES
 
 #: Where a field's value comes from:
 #:  ``data``: the device pointer of buffer ``buffer`` (this batch element's);

@@ -13,18 +13,14 @@ travel as the call's attributes, so one compiled handler serves every value),
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import jax
 import numpy as np
-from jax.extend.core import Primitive
-from jax.interpreters import batching, mlir
+from jax.interpreters import mlir
 
-from .._autodiff import raise_on_differentiation
-from .._batching import batch_call
-from .._jax_compat import def_eager_impl
+from .._rules import bridge_primitive
 from .._spec import VMAP_METHODS, ArraySig, array_sig, check_vmap_method
 from ._handler import LaunchSpec
 from ._launch import LaunchConfig
@@ -76,13 +72,10 @@ class LaunchPlanner(Protocol):
         ...
 
 
-cuda_launch_p = Primitive("cuda_launch")
-cuda_launch_p.multiple_results = True
-
-
-def _abstract_eval(*avals, planner, out_avals, aliases, vmap_method, batched, attrs):
-    del avals, planner, aliases, vmap_method, batched, attrs
-    return list(out_avals)
+# Abstract evaluation, eager calls, vmap and the refusal to differentiate
+# (naming the kernel and the fix) are every bridge primitive's; the lowerings
+# are registered at the end of this module.
+cuda_launch_p = bridge_primitive("cuda_launch", describe=lambda params: params["planner"].label)
 
 
 def _kernel_view(avals: Sequence[Any], lead: Sequence[bool]) -> tuple[Any, ...]:
@@ -160,21 +153,6 @@ def _cpu_lowering(ctx, *operands, planner, **params):
     )
 
 
-def _batching(args, dims, *, planner, out_avals, aliases, vmap_method, batched, attrs):
-    bind = functools.partial(
-        cuda_launch_p.bind, planner=planner, aliases=aliases, vmap_method=vmap_method, attrs=attrs
-    )
-    return batch_call(
-        bind,
-        args,
-        dims,
-        out_avals=out_avals,
-        batched=batched,
-        vmap_method=vmap_method,
-        aliased={i for i, _ in aliases},
-    )
-
-
 def cuda_launch(
     planner: LaunchPlanner,
     args: Sequence[Any],
@@ -202,9 +180,6 @@ def cuda_launch(
     )
 
 
-def_eager_impl(cuda_launch_p)
-cuda_launch_p.def_abstract_eval(_abstract_eval)
+# The lowerings of cuda_launch_p (its other rules: bridge_primitive above).
 mlir.register_lowering(cuda_launch_p, _lowering, platform="cuda")
 mlir.register_lowering(cuda_launch_p, _cpu_lowering, platform="cpu")
-batching.primitive_batchers[cuda_launch_p] = _batching
-raise_on_differentiation(cuda_launch_p, describe=lambda params: params["planner"].label)

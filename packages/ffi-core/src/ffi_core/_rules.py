@@ -1,0 +1,88 @@
+"""The rules every bridge primitive shares, written once.
+
+A bridge primitive (``cuda_launch_p``, numba-cuda-ffi's, the CPU call's)
+binds the kernel's inputs with four parameters of the same meaning:
+``out_avals`` (the outputs), ``aliases`` (``(input, output)`` pairs),
+``vmap_method`` and ``batched`` (None, or which inputs carry a leading batch
+axis); the rest are the bridge's. Its abstract evaluation, its eager
+implementation, its ``vmap`` rule and its refusal to be differentiated are
+the same for every such primitive: ``bridge_primitive`` makes one with them.
+Its lowerings are the bridge's.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from jax.extend.core import Primitive
+from jax.interpreters import batching
+
+from ._autodiff import raise_on_differentiation
+from ._batching import batch_call
+from ._jax_compat import def_eager_impl
+
+__all__ = ["bridge_primitive", "bridge_primitive_abstract_eval", "bridge_primitive_batching"]
+
+
+def bridge_primitive_abstract_eval(*avals: Any, out_avals: Any, **params: Any) -> list[Any]:
+    """The outputs of a bridge primitive: its ``out_avals``."""
+    del avals, params
+    return list(out_avals)
+
+
+def bridge_primitive_batching(
+    primitive: Primitive,
+    args: Any,
+    dims: Any,
+    *,
+    out_avals: Any,
+    aliases: Any,
+    vmap_method: str | None,
+    batched: Any,
+    **params: Any,
+) -> tuple[Any, Any]:
+    """The ``vmap`` rule of a bridge primitive: ``ffi_core.batch_call`` binding
+    ``primitive`` again (one native call over the batch by default, or the
+    ``jax.ffi`` methods). Bridges with a method of their own (numba-cuda-ffi's
+    ``"fold"``) handle it and call this for the rest."""
+    bind = functools.partial(primitive.bind, aliases=aliases, vmap_method=vmap_method, **params)
+    return batch_call(
+        bind,
+        args,
+        dims,
+        out_avals=out_avals,
+        batched=batched,
+        vmap_method=vmap_method,
+        aliased={i for i, _ in aliases},
+    )
+
+
+def bridge_primitive(
+    name: str,
+    *,
+    describe: Callable[[Mapping[str, Any]], str],
+    batching_rule: Callable[..., Any] | None = None,
+) -> Primitive:
+    """A bridge primitive with its shared rules: several results, abstract
+    evaluation from ``out_avals``, eager calls compiled once per parameters
+    (``def_eager_impl``), ``vmap`` (``batching_rule``, default
+    ``bridge_primitive_batching``), and JVP and transpose rules raising
+    NotImplementedError naming the kernel (``describe(params)``) and the fix.
+    The bridge registers its lowerings.
+
+    Example:
+        >>> p = bridge_primitive("ffi_core_doc_kernel", describe=lambda params: "kernel 'k'")
+        >>> p.multiple_results
+        True
+    """
+    primitive = Primitive(name)
+    primitive.multiple_results = True
+    def_eager_impl(primitive)
+    primitive.def_abstract_eval(bridge_primitive_abstract_eval)
+    batching.primitive_batchers[primitive] = batching_rule or functools.partial(
+        bridge_primitive_batching, primitive
+    )
+    raise_on_differentiation(primitive, describe=describe)
+    return primitive
