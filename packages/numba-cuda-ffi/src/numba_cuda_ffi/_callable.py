@@ -15,7 +15,7 @@ import dataclasses
 import hashlib
 import inspect
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -177,13 +177,7 @@ class _Launch:
     def __init__(self, func: Callable[..., Any]) -> None:
         self.func = func
 
-    def __call__(
-        self,
-        call: KernelCall,
-        out_avals: tuple[Any, ...],
-        args: Sequence[Any],
-        scalars: Mapping[str, Any],
-    ) -> Sequence[Any]:
+    def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Any:
         del scalars  # the function takes arrays only
         ffi = _FfiCall(
             _target(self.func, call.info.name), call.vmap_method or "sequential", call.aliases

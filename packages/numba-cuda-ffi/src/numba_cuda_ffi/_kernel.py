@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from ffi_core.bridge import BridgeCatalog, KernelCall, kernel_op
@@ -32,13 +32,7 @@ class _Launch:
 
     config: LaunchConfig
 
-    def __call__(
-        self,
-        call: KernelCall,
-        out_avals: tuple[Any, ...],
-        args: Sequence[Any],
-        scalars: Mapping[str, Any],
-    ) -> Sequence[Any]:
+    def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Any:
         from ._primitive import numba_cuda_call_p
 
         del scalars  # a numba CUDA kernel takes arrays only

@@ -8,31 +8,35 @@ native handler.
 
 from __future__ import annotations
 
-import functools
-
 import jax
-from ffi_core import (
-    array_sig,
-    batch_call,
-    batch_to_front,
-    def_eager_impl,
-    raise_on_differentiation,
-)
-from jax.extend.core import Primitive
-from jax.interpreters import batching, mlir
+from ffi_core import array_sig, batch_to_front
+from ffi_core.bridge import bridge_primitive, bridge_primitive_batching
+from jax.interpreters import mlir
 
 from ._spec import CallSig, KernelInfo
 from ._target import ensure_target
 
 __all__ = ["numba_cuda_call_p"]
 
-numba_cuda_call_p = Primitive("numba_cuda_call")
-numba_cuda_call_p.multiple_results = True
+
+def _numba_cuda_call_batching(args, dims, **params):
+    if params["vmap_method"] == "fold":
+        outs = _fold(args, dims, **params)
+        return outs, [0] * len(outs)
+    # expand_dims / broadcast_all: the kernel handles the extra leading axis
+    # itself and the launch stays as given; default: one native call launching
+    # once per batch element.
+    return bridge_primitive_batching(numba_cuda_call_p, args, dims, **params)
 
 
-def _numba_cuda_call_abstract_eval(*avals, info, out_avals, aliases, vmap_method, batched, launch):
-    del avals, info, aliases, vmap_method, batched, launch
-    return list(out_avals)
+# Abstract evaluation, eager calls and the refusal to differentiate (naming
+# the kernel and the fix) are every bridge primitive's; vmap is too, but for
+# "fold". The lowerings are registered at the end of this module.
+numba_cuda_call_p = bridge_primitive(
+    "numba_cuda_call",
+    describe=lambda params: params["info"].label,
+    batching_rule=_numba_cuda_call_batching,
+)
 
 
 def _numba_cuda_call_lowering(
@@ -57,9 +61,10 @@ def _numba_cuda_call_cpu_lowering(ctx, *operands, info: KernelInfo, **params):
     )
 
 
-def _fold(args, dims, size, *, info, out_avals, aliases, vmap_method, batched, launch):
+def _fold(args, dims, *, info, out_avals, aliases, vmap_method, batched, launch):
     # The caller declared the kernel row-independent along axis 0: fold the
     # batch into axis 0 of every array and scale launch axis x with it.
+    size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
     for what, shapes in (
         ("input", [x.shape for x in args]),
         ("output", [a.shape for a in out_avals]),
@@ -85,47 +90,6 @@ def _fold(args, dims, size, *, info, out_avals, aliases, vmap_method, batched, l
     return [o.reshape((size, *a.shape)) for o, a in zip(outs, out_avals, strict=True)]
 
 
-def _numba_cuda_call_batching(
-    args, dims, *, info, out_avals, aliases, vmap_method, batched, launch
-):
-    if vmap_method == "fold":
-        size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
-        outs = _fold(
-            args,
-            dims,
-            size,
-            info=info,
-            out_avals=out_avals,
-            aliases=aliases,
-            vmap_method=vmap_method,
-            batched=batched,
-            launch=launch,
-        )
-        return outs, [0] * len(outs)
-    # expand_dims / broadcast_all: the kernel handles the extra leading axis
-    # itself and the launch stays as given; default: one native call launching
-    # once per batch element.
-    bind = functools.partial(
-        numba_cuda_call_p.bind,
-        info=info,
-        aliases=aliases,
-        vmap_method=vmap_method,
-        launch=launch,
-    )
-    return batch_call(
-        bind,
-        args,
-        dims,
-        out_avals=out_avals,
-        batched=batched,
-        vmap_method=vmap_method,
-        aliased={i for i, _ in aliases},
-    )
-
-
-def_eager_impl(numba_cuda_call_p)
-numba_cuda_call_p.def_abstract_eval(_numba_cuda_call_abstract_eval)
+# The lowerings of numba_cuda_call_p (its other rules: bridge_primitive above).
 mlir.register_lowering(numba_cuda_call_p, _numba_cuda_call_lowering, platform="cuda")
 mlir.register_lowering(numba_cuda_call_p, _numba_cuda_call_cpu_lowering, platform="cpu")
-batching.primitive_batchers[numba_cuda_call_p] = _numba_cuda_call_batching
-raise_on_differentiation(numba_cuda_call_p, describe=lambda params: params["info"].label)
