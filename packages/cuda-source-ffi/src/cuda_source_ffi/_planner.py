@@ -10,7 +10,6 @@ launches it on XLA's stream.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ffi_core.bridge import KernelCall
@@ -107,13 +106,7 @@ class SourceLaunch:
     threads_per_block: int
     shared_mem: int
 
-    def __call__(
-        self,
-        call: KernelCall,
-        out_avals: tuple[Any, ...],
-        args: Sequence[Any],
-        scalars: Mapping[str, Any],
-    ) -> list[Any]:
+    def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Any:
         label = call.info.label
         declared = {n: kind for kind, n in self.params if n}
         checked = {n: scalar_value(label, n, dtype, scalars[n]) for n, dtype in declared.items()}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -235,13 +235,7 @@ class _Launch:
     runtime: tuple[str, ...]  # the parameters that are not tl.constexpr
     grid: Any
 
-    def __call__(
-        self,
-        call: KernelCall,
-        out_avals: tuple[Any, ...],
-        args: Sequence[Any],
-        scalars: Mapping[str, Any],
-    ) -> list[Any]:
+    def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Any:
         info = call.info
         n_ptr = len(args) + len(out_avals)
         typed = tuple((s, _scalar_dtype(s, scalars[s], info.label)) for s in self.runtime[n_ptr:])
