@@ -46,6 +46,7 @@ registered backends (``xla_custom_kernel.CallSite``). It comes, in order, from:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -137,4 +138,5 @@ def explain(
 # before stays (replace it with xla_custom_kernel.register_chooser(...,
 # replace=True)).
 if xla_custom_kernel.registered_chooser() is None:
-    xla_custom_kernel.register_chooser(CHOOSER)
+    with contextlib.suppress(ValueError):  # another one registered meanwhile stays
+        xla_custom_kernel.register_chooser(CHOOSER)

@@ -147,14 +147,17 @@ def get_chooser() -> Chooser:
         ImportError: no chooser is registered or installed; the message says
             how to install kernel-bench's.
     """
+    global _chooser
     with _lock:
         if _chooser is not None:
             return _chooser
-        found, problem = _from_entry_points()
-        if found is None:
-            raise ImportError(NO_CHOOSER) from problem
-        # Loading the entry point may have registered it (kernel-bench does so
-        # when imported): keep that one.
+    # Loaded without holding the lock: loading imports the provider, which may
+    # register itself (kernel-bench does) from another thread's import too.
+    found, problem = _from_entry_points()
+    if found is None:
+        raise ImportError(NO_CHOOSER) from problem
+    with _lock:
+        # A chooser registered meanwhile (by the import above, say) stays.
         if _chooser is None:
-            register_chooser(found)
-        return _chooser if _chooser is not None else found
+            _chooser = found
+        return _chooser
