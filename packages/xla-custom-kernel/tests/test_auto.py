@@ -76,7 +76,7 @@ def test_auto_without_kernel_bench_says_how_to_install_it():
 
 
 class _First:
-    """A chooser that picks the first registered backend and remembers what it saw."""
+    """A chooser that picks the last registered backend and remembers what it saw."""
 
     def __init__(self):
         self.sites = []
