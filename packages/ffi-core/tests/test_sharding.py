@@ -9,9 +9,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from ffi_core import BoundPrimitive, ShardingRule, partitioned_call
+from ffi_core.testing import device_mesh
 from jax.extend.core import Primitive
 from jax.interpreters import mlir
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 # A "kernel" with a matvec's signature: out[i] = sum_k a[i, k] * v[k], and the
@@ -45,7 +46,7 @@ def matvec(a, v, rule):
 
 @pytest.fixture
 def mesh():
-    return Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("r", "c"))
+    return device_mesh((2, 2), ("r", "c"))
 
 
 def _operands(mesh):

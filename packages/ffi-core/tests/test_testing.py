@@ -15,6 +15,8 @@ from ffi_core.testing import (
     DIFFERENTIATION_TRANSFORMS,
     cache_dir_fixture,
     check_differentiation_refused,
+    custom_calls,
+    device_mesh,
     differentiation_refused_message,
     raises_exactly,
     whole_message,
@@ -156,3 +158,28 @@ def test_emulated_gpu_fixture_takes_a_gpu_or_options():
         "fresh GPU per test",
     ):
         emulated_gpu_fixture(_SHARED, devices=2)
+
+
+def test_device_mesh():
+    count = len(jax.devices())
+    mesh = device_mesh((count,), ("d",))
+    assert mesh.devices.tolist() == jax.devices() and mesh.axis_names == ("d",)
+    with raises_exactly(
+        ValueError,
+        f"a mesh of shape ({count + 1},) needs {count + 1} devices, but JAX has {count}; "
+        f"run with XLA_FLAGS=--xla_force_host_platform_device_count={count + 1}",
+    ):
+        device_mesh((count + 1,), ("d",))
+
+
+def test_custom_calls():
+    hlo = "\n".join(
+        [
+            'a = f32[4] custom-call(x), custom_call_target="numba_cpu.add_0"',
+            'b = f32[4] custom-call(a), custom_call_target="warp.add_1"',
+            "c = f32[4] add(a, b)",
+        ]
+    )
+    assert custom_calls(hlo, "numba_cpu.") == [hlo.splitlines()[0]]
+    assert custom_calls(hlo, "warp") == [hlo.splitlines()[1]]
+    assert custom_calls(hlo, "triton") == []

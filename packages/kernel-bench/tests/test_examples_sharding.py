@@ -5,18 +5,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import Mesh, NamedSharding
+from ffi_core.testing import custom_calls, device_mesh
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from kernel_bench.examples import axpy, csr_matvec, exp_trace, lif_step
 
 
 @pytest.fixture
 def mesh():
-    return Mesh(np.array(jax.devices()[:4]), ("d",))
+    return device_mesh((4,), ("d",))
 
 
 def _numba_calls(hlo):
-    return [line for line in hlo.splitlines() if 'custom_call_target="numba_cpu.' in line]
+    return custom_calls(hlo, "numba_cpu.")
 
 
 @pytest.mark.parametrize(

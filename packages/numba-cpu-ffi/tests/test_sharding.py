@@ -9,7 +9,8 @@ import numba
 import numpy as np
 import pytest
 from ffi_core import ShardingRule
-from jax.sharding import Mesh, NamedSharding
+from ffi_core.testing import custom_calls, device_mesh
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from numba_cpu_ffi import numba_kernel
 
@@ -41,16 +42,16 @@ N = 1024
 
 @pytest.fixture
 def line():
-    return Mesh(np.array(jax.devices()[:4]), ("d",))
+    return device_mesh((4,), ("d",))
 
 
 @pytest.fixture
 def grid():
-    return Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("r", "c"))
+    return device_mesh((2, 2), ("r", "c"))
 
 
 def _custom_calls(hlo: str) -> list[str]:
-    return [line for line in hlo.splitlines() if 'custom_call_target="numba_cpu.' in line]
+    return custom_calls(hlo, "numba_cpu.")
 
 
 def test_without_a_rule_operands_are_gathered(line):

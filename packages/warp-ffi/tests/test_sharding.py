@@ -8,7 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from ffi_core import ShardingRule
-from jax.sharding import Mesh, NamedSharding
+from ffi_core.testing import custom_calls, device_mesh
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 wp = pytest.importorskip("warp")
@@ -42,16 +43,16 @@ def matvec(
 
 @pytest.fixture
 def line():
-    return Mesh(np.array(jax.devices()[:4]), ("d",))
+    return device_mesh((4,), ("d",))
 
 
 @pytest.fixture
 def grid():
-    return Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("r", "c"))
+    return device_mesh((2, 2), ("r", "c"))
 
 
 def _custom_calls(hlo: str) -> list[str]:
-    return [line for line in hlo.splitlines() if 'custom_call_target="warp' in line]
+    return custom_calls(hlo, "warp")
 
 
 def _outs():

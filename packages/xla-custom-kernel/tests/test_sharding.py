@@ -8,8 +8,9 @@ import numba
 import numpy as np
 import pytest
 from ffi_core import ShardingRule
+from ffi_core.testing import custom_calls, device_mesh
 from jax.interpreters import ad
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from xla_custom_kernel import XLACustomKernel
 
@@ -53,7 +54,7 @@ def _mul_op(name):
 
 @pytest.fixture
 def line():
-    return Mesh(np.array(jax.devices()[:4]), ("d",))
+    return device_mesh((4,), ("d",))
 
 
 def _sharded(mesh, *arrays):
@@ -61,7 +62,7 @@ def _sharded(mesh, *arrays):
 
 
 def _calls(hlo: str) -> list[str]:
-    return [line for line in hlo.splitlines() if 'custom_call_target="numba_cpu.' in line]
+    return custom_calls(hlo, "numba_cpu.")
 
 
 def test_def_sharding_rule_runs_each_shard(line):
@@ -110,7 +111,7 @@ def test_vmap_adds_a_batch_factor(line):
 
 
 def test_per_call_rule_with_a_reduction_factor():
-    mesh = Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("r", "c"))
+    mesh = device_mesh((2, 2), ("r", "c"))
     k = XLACustomKernel("sharding_matvec")
     k.def_numba_kernel(lambda outs: _matvec)
     a = jnp.arange(64 * 32, dtype=jnp.float32).reshape(64, 32) / 100

@@ -8,6 +8,8 @@ of what each package's tests would otherwise carry.
 - :func:`check_docstring_examples`, :func:`package_modules`,
   :func:`readme_python_blocks`: the examples in docstrings and READMEs run.
 - :func:`cache_dir_fixture`: caches in temporary folders during tests.
+- :func:`device_mesh`, :func:`custom_calls`: a mesh over several devices, and
+  the FFI calls a compiled sharded function makes.
 
 The emulated GPU and its fixture are in :mod:`ffi_core.cuda.testing`.
 pytest is imported only by the helpers that use it, so importing this
@@ -28,12 +30,16 @@ from ._messages import check_differentiation_refused as check_differentiation_re
 from ._messages import differentiation_refused_message as differentiation_refused_message
 from ._messages import raises_exactly as raises_exactly
 from ._messages import whole_message as whole_message
+from ._sharding import custom_calls as custom_calls
+from ._sharding import device_mesh as device_mesh
 
 __all__ = [
     "DIFFERENTIATION_TRANSFORMS",
     "cache_dir_fixture",
     "check_differentiation_refused",
     "check_docstring_examples",
+    "custom_calls",
+    "device_mesh",
     "differentiation_refused_message",
     "package_modules",
     "raises_exactly",
