@@ -17,7 +17,7 @@ from ._config import PLATFORMS, BenchmarkConfig
 from ._program import decision_data, decisions_of, with_program_times
 from ._record import BenchmarkRecord
 from ._result import BenchmarkResult
-from ._timing import benchmark_function, check_count
+from ._timing import Timing, benchmark_function, chained, check_count
 from ._version import __version__
 
 __all__ = ["AUTO", "PLATFORMS", "ResultMismatchError", "benchmark_kernel", "default_platform"]
@@ -223,11 +223,12 @@ def benchmark_kernel(
         args = jax.device_put(cfg.args, device)
         reference: tuple[str, Any] | None = None
         first = len(records)
+        runs: dict[str, Any] = {}
         for backend in chosen:
             if progress is not None:
                 progress(step, total, f"{label} {backend}")
             step += 1
-            record, output = _run_one(
+            record, output, run = _run_one(
                 kernel,
                 cfg,
                 args,
@@ -253,6 +254,8 @@ def benchmark_kernel(
                             )
                         record = _failed(record, message)
             records.append(record)
+            if run is not None:
+                runs[backend] = run
             if verbose:
                 _report(record)
         if measure_in_program:
@@ -260,7 +263,7 @@ def benchmark_kernel(
                 progress(step, total, f"{label} in program")
             step += 1
             records[first:] = with_program_times(
-                kernel, cfg, args, records[first:], n_runs=n_runs, seconds=seconds_per_run
+                runs, args, records[first:], n_runs=n_runs, seconds=seconds_per_run
             )
     if progress is not None:
         progress(total, total, "done")
@@ -303,7 +306,7 @@ def _run_one(
     n_runs: int,
     n_batch_per_run: int,
     catch_errors: bool,
-) -> tuple[BenchmarkRecord, Any]:
+) -> tuple[BenchmarkRecord, Any, Any]:
     common = {
         "platform": platform,
         "backend": backend,
@@ -311,13 +314,18 @@ def _run_one(
         "kernel_kwargs": cfg.kernel_kwargs,
         "data_kwargs": cfg.data_kwargs,
     }
-    fn = jax.jit(functools.partial(kernel.call, backend=backend, **cfg.kernel_kwargs))
+    # One compiled program serves both measurements: `run(count, *args)` chains
+    # `count` calls (a run-time value), so a dispatch is `run(n_batch_per_run)`
+    # and the in-program rounds reuse it with longer chains, compiling nothing new.
+    run = chained(functools.partial(kernel.call, backend=backend, **cfg.kernel_kwargs))
+    count = jax.numpy.asarray(n_batch_per_run, dtype=jax.numpy.int32)
     decision = None
     try:
         with decisions_of(backend == AUTO) as found:
             timing = benchmark_function(
-                fn, n_warmup=n_warmup, n_runs=n_runs, n_batch_per_run=n_batch_per_run, data=args
+                lambda *data: run(count, *data), n_warmup=n_warmup, n_runs=n_runs, data=args
             )
+        timing = Timing(tuple(t / n_batch_per_run for t in timing.times_ms), timing.output)
         decision = decision_data(found, kernel.name)
         output = jax.device_get(timing.output)
     except Exception as exc:
@@ -336,7 +344,7 @@ def _run_one(
             success=False,
             error=_describe(exc),
         )
-        return failed, None
+        return failed, None, None
     mean, spread = timing.mean_ms, timing.spread
     record = BenchmarkRecord(
         **common,
@@ -350,4 +358,4 @@ def _run_one(
         q75_ms=spread.q75,
         autotune=decision,
     )
-    return record, output
+    return record, output, run

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import math
 from collections.abc import Sequence
 from typing import Any
 
-from ._config import BenchmarkConfig
 from ._record import BenchmarkRecord
 from ._timing import REFERENCE_OP, Spread, in_program
 
@@ -62,23 +60,21 @@ def decision_data(found: Sequence[Any], op: str) -> dict[str, Any] | None:
 
 
 def with_program_times(
-    kernel: Any,
-    cfg: BenchmarkConfig,
+    runs: dict[str, Any],
     args: tuple[Any, ...],
     records: list[BenchmarkRecord],
     *,
     n_runs: int,
     seconds: float,
 ) -> list[BenchmarkRecord]:
-    """``records`` of one case with their in-program times, where the backend ran."""
-    fns = {
-        r.backend: functools.partial(kernel.call, backend=r.backend, **cfg.kernel_kwargs)
-        for r in records
-        if r.mean_ms is not None
+    """``records`` of one case with their in-program times, where the backend ran
+    (``runs``: its program made by ``_timing.chained``)."""
+    timed = {
+        r.backend: runs[r.backend] for r in records if r.mean_ms is not None and r.backend in runs
     }
-    if not fns:
+    if not timed:
         return records
-    times, counts, _failed = in_program(fns, args, rounds=n_runs, seconds_per_run=seconds)
+    times, counts, _failed = in_program(timed, args, rounds=n_runs, seconds_per_run=seconds)
     reference = times.get(REFERENCE_OP)
     noise = Spread.of(reference).relative_iqr if reference else None
     out = []

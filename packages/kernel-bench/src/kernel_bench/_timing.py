@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import operator
 import statistics
@@ -210,38 +211,44 @@ def interleaved(
 
 
 def in_program(
-    fns: Mapping[str, Callable[..., Any]],
+    runs: Mapping[str, Callable[..., Any]],
     data: Sequence[Any],
     *,
     rounds: int,
     seconds_per_run: float,
 ) -> tuple[dict[str, list[float]], dict[str, int], dict[str, BaseException]]:
-    """Microseconds per call of each of ``fns`` inside one compiled program: each
-    a chain of calls (:func:`chained`) lasting about ``seconds_per_run``, all
-    run once a round, interleaved, for ``rounds`` rounds. A tiny reference
-    operation (an elementwise op on 64 floats, with no data of its own to
-    wait for) runs in the same rounds under :data:`REFERENCE_OP`: its spread
-    is the machine's noise while the others were measured.
+    """Microseconds per call of each of ``runs`` (programs made by
+    :func:`chained`, called with ``data``) inside one compiled program: each
+    run a chain of calls lasting about ``seconds_per_run``, all run once a
+    round, interleaved, for ``rounds`` rounds. A tiny reference operation (an
+    elementwise op on 64 floats) runs in the same rounds under
+    :data:`REFERENCE_OP`: its spread is the machine's noise while the others
+    were measured.
 
     Returns:
         The times per name (the reference op's included), the calls chained
-        per run, and the exception of each function that could not be run.
+        per run, and the exception of each run that could not be timed.
     """
-    runs: dict[str, Callable[..., Any]] = {}
+    chains = {name: (run, tuple(data)) for name, run in runs.items()}
+    chains[REFERENCE_OP] = (_reference_run(), (jnp.linspace(0.0, 1.0, 64, dtype=jnp.float32),))
+    timed: dict[str, Callable[..., Any]] = {}
     counts: dict[str, int] = {}
     failed: dict[str, BaseException] = {}
-    probe = jnp.linspace(0.0, 1.0, 64, dtype=jnp.float32)
-    chains = {name: (chained(fn), tuple(data)) for name, fn in fns.items()}
-    chains[REFERENCE_OP] = (chained(lambda x: x * 0.5 + 1.0), (probe,))
     for name, (run, args) in chains.items():
         try:
             counts[name] = calls_per_run(run, args, seconds_per_run)
         except Exception as exc:
             failed[name] = exc
             continue
-        runs[name] = lambda count, *_, run=run, args=args: run(count, *args)
-    times = interleaved(runs, counts, (), rounds=rounds)
+        timed[name] = lambda count, *_, run=run, args=args: run(count, *args)
+    times = interleaved(timed, counts, (), rounds=rounds)
     return times, counts, failed
+
+
+@functools.cache
+def _reference_run() -> Callable[..., Any]:
+    # One program for the whole process: the reference op is compiled once.
+    return chained(lambda x: x * 0.5 + 1.0)
 
 
 def _chained(fn: Callable[..., Any], n: int) -> Callable[..., Any]:
