@@ -210,6 +210,7 @@ def test_a_derivative_gets_the_bound_call():
         bound.call.info, (jax.core.ShapedArray((4,), jnp.float32),), (), None
     )
     assert hash(bound) == hash(dataclasses.replace(bound))
+    assert bound.call.options == {"aliases": (), "vmap_method": None}
 
 
 @pytest.mark.parametrize("transform", ffi_core.testing.DIFFERENTIATION_TRANSFORMS)

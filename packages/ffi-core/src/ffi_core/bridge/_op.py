@@ -48,6 +48,13 @@ class KernelCall:
     aliases: tuple[tuple[int, int], ...]
     vmap_method: str | None
 
+    @property
+    def options(self) -> dict[str, Any]:
+        """What the call fixes of a launch, as the keywords of
+        ``ffi_core.cuda.cuda_launch`` and ``ffi_core.cpu.cpu_call``:
+        ``aliases`` and ``vmap_method``."""
+        return {"aliases": self.aliases, "vmap_method": self.vmap_method}
+
 
 class Launch(Protocol):
     """A bridge's launch: ``launch(call, out_avals, args, scalars)`` binds the
