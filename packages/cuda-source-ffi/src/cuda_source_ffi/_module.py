@@ -180,15 +180,18 @@ class CudaModule:
         return kernel_op(
             info,
             outs,
+            # The module's part: its dtypes, launch and checks of the
+            # declared parameters.
             dtypes=_DTYPES,
             launch=launch,
+            check_outs=check_outs,
+            arity=arity,
+            scalars=check_scalars,
+            check_call=check_call,
+            # The user's options, checked by the kit.
             vmap_method=vmap_method,
             input_output_aliases=input_output_aliases,
             sharding_rule=sharding_rule,
-            arity=arity,
-            scalars=check_scalars,
-            check_outs=check_outs,
-            check_call=check_call,
         )
 
 

@@ -130,11 +130,4 @@ class SourceLaunch:
             label,
         )
         attrs = tuple((n, declared[n], checked[n]) for n in declared)
-        return cuda_launch(
-            planner,
-            args,
-            out_avals,
-            aliases=call.aliases,
-            vmap_method=call.vmap_method,
-            attrs=attrs,
-        )
+        return cuda_launch(planner, args, out_avals, attrs=attrs, **call.options)

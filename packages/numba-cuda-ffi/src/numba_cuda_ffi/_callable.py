@@ -259,12 +259,15 @@ def numba_cuda_callable(
     return kernel_op(
         info,
         outs,
+        # The callable's part: its dtypes, vmap methods, arity (with the
+        # stream), launch through jax.ffi, a GPU.
         dtypes=DTYPES,
-        launch=_Launch(func),
-        vmap_method=vmap_method,
         vmap_methods=CALLABLE_VMAP_METHODS,
+        arity=arity,
+        launch=_Launch(func),
+        check_call=lambda args, scalars: cuda_devices(info.label),
+        # The user's options, checked by the kit.
+        vmap_method=vmap_method,
         input_output_aliases=input_output_aliases,
         sharding_rule=sharding_rule,
-        arity=arity,
-        check_call=lambda args, scalars: cuda_devices(info.label),
     )

@@ -104,10 +104,11 @@ def numba_cuda_kernel(
         A function taking the input arrays and returning the outputs.
 
     Limitations:
-        No derivative: ``jax.grad``, ``jax.jvp``, ``jax.vjp`` and
-        ``jax.linear_transpose`` raise NotImplementedError naming the kernel;
-        define one with ``XLACustomKernel.def_jvp_rule`` or wrap the
-        operation in ``jax.custom_vjp``/``jax.custom_jvp``.
+        No derivative (``jax.grad`` and the other transforms name the kernel
+        and the fix: ``XLACustomKernel.def_jvp_rule``, or ``jax.custom_vjp``).
+        Not loaded: kernels linking external code (``link=``; launch them
+        from ``numba_cuda_callable``) and cooperative launches. NVIDIA GPUs
+        only: a call placed on the CPU is a RuntimeError.
 
     Example (on a GPU):
         >>> from numba import cuda
@@ -124,20 +125,19 @@ def numba_cuda_kernel(
     """
     info = _catalog.info(kernel)
     launch = launch_config(
-        grid=grid,
-        block=block,
-        launch_dims=launch_dims,
-        threads_per_block=threads_per_block,
-        shared_mem=shared_mem,
-    )
+        grid=grid, block=block, launch_dims=launch_dims,
+        threads_per_block=threads_per_block, shared_mem=shared_mem,
+    )  # fmt: skip
     return kernel_op(
         info,
         outs,
+        # numba-cuda's part: its dtypes and vmap methods, the launch, a GPU.
         dtypes=DTYPES,
-        launch=_Launch(launch),
-        vmap_method=vmap_method,
         vmap_methods=VMAP_METHODS,
+        launch=_Launch(launch),
+        check_call=lambda args, scalars: cuda_devices(info.label),
+        # The user's options, checked by the kit.
+        vmap_method=vmap_method,
         input_output_aliases=input_output_aliases,
         sharding_rule=sharding_rule,
-        check_call=lambda args, scalars: cuda_devices(info.label),
     )

@@ -75,10 +75,11 @@ def triton_kernel(
         shapes (``n=lambda shapes: shapes[0][0]``).
 
     Limitations:
-        No derivative: ``jax.grad``, ``jax.jvp``, ``jax.vjp`` and
-        ``jax.linear_transpose`` raise NotImplementedError naming the kernel;
-        define one with ``XLACustomKernel.def_jvp_rule`` or wrap the
-        operation in ``jax.custom_vjp``/``jax.custom_jvp``.
+        No derivative (``jax.grad`` and the other transforms name the kernel
+        and the fix: ``XLACustomKernel.def_jvp_rule``, or ``jax.custom_vjp``).
+        Kernels that need Triton's global or profile scratch memory (tensor
+        descriptors) are refused, as are machines whose GPUs compile the
+        kernel to different block or shared-memory sizes.
 
     Example (on a GPU):
         >>> add_op = triton_kernel(
@@ -161,12 +162,14 @@ def triton_kernel(
     return kernel_op(
         info,
         outs,
+        # Triton's part: its dtypes, launch and checks of a call.
         dtypes=_DTYPES,
         launch=launch,
-        vmap_method=vmap_method,
-        input_output_aliases=input_output_aliases,
-        sharding_rule=sharding_rule,
         arity=arity,
         scalars=scalars,
         check_call=check_call,
+        # The user's options, checked by the kit.
+        vmap_method=vmap_method,
+        input_output_aliases=input_output_aliases,
+        sharding_rule=sharding_rule,
     )

@@ -253,11 +253,4 @@ class _Launch:
             info.label,
         )
         attrs = tuple((s, d, scalars[s]) for s, d in typed)
-        return cuda_launch(
-            planner,
-            args,
-            out_avals,
-            aliases=call.aliases,
-            vmap_method=call.vmap_method,
-            attrs=attrs,
-        )
+        return cuda_launch(planner, args, out_avals, attrs=attrs, **call.options)
