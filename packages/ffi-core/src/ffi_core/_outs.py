@@ -78,14 +78,14 @@ def normalize_outs(
                 raise TypeError(f"`outs[{i}]` must be {_OUTPUT_SPEC}, got {type(leaf)!r}")
         return tuple(_as_struct(leaf, f"`outs[{i}]`") for i, leaf in enumerate(leaves)), tuple
     if isinstance(outs, dict) or dataclasses.is_dataclass(outs):
-        leaves, treedef = jax.tree.flatten(outs, is_leaf=is_output_spec)
-        for leaf in leaves:
+        tree_leaves, treedef = jax.tree.flatten(outs, is_leaf=is_output_spec)
+        for leaf in tree_leaves:
             if not is_output_spec(leaf):
                 raise TypeError(
                     f"`outs` must be {_OUTPUT_SPEC} or a sequence or pytree of them, "
                     f"got a leaf of {type(leaf)!r}"
                 )
-        structs = tuple(_as_struct(leaf, "a leaf of `outs`") for leaf in leaves)
+        structs = tuple(_as_struct(leaf, "a leaf of `outs`") for leaf in tree_leaves)
         return structs, lambda results: jax.tree.unflatten(treedef, results)
     raise TypeError(
         f"`outs` must be {_OUTPUT_SPEC} or a sequence or pytree of them, got {type(outs)!r}"

@@ -136,10 +136,10 @@ def kernel_op(
     vmap_methods: Sequence[str | None] = VMAP_METHODS,
     input_output_aliases: dict[int, int] | None = None,
     sharding_rule: Any = None,
-    arity: Callable[[int, int], None] | None = None,
+    arity: Callable[[int, int], object] | None = None,
     scalars: Callable[[Sequence[Any], Mapping[str, Any]], Mapping[str, Any]] | None = None,
-    check_outs: Callable[[tuple[Any, ...]], None] | None = None,
-    check_call: Callable[[Sequence[Any], Mapping[str, Any]], None] | None = None,
+    check_outs: Callable[[tuple[Any, ...]], object] | None = None,
+    check_call: Callable[[Sequence[Any], Mapping[str, Any]], object] | None = None,
     derivative: Callable[..., Sequence[Any]] | None = None,
 ) -> Callable[..., Any]:
     """The JAX operation ``op(*inputs, **scalars)`` of a bridge's kernel.
