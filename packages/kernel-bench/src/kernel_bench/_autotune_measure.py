@@ -16,7 +16,6 @@ rounds and whether that noise says the machine was busy.
 from __future__ import annotations
 
 import math
-import statistics
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,9 +26,9 @@ from ffi_core.checking import TOLERANCES
 
 from ._autotune_record import BUSY_NOISE, AutotuneWarning, Candidate, Decision
 from ._kernel import max_difference
-from ._timing import calls_per_run, chained, interleaved
+from ._timing import Spread, calls_per_run, chained, interleaved
 
-__all__ = ["fallback", "measure", "spread"]
+__all__ = ["fallback", "measure"]
 
 MAX_ROUNDS = 5
 MIN_ROUNDS = 3
@@ -150,18 +149,6 @@ def _checked_runs(site: Any, data: Sequence[Any]) -> tuple[dict[str, Any], dict[
 # ------------------------------------------------------------------ statistics
 
 
-def spread(times: Sequence[float]) -> float:
-    """The relative spread of ``times``: interquartile range over median (0.0
-    for fewer than two, or a median of 0)."""
-    if len(times) < 2:
-        return 0.0
-    median = statistics.median(times)
-    if median <= 0:
-        return 0.0
-    q1, _, q3 = statistics.quantiles(times, n=4, method="inclusive")
-    return (q3 - q1) / median
-
-
 def _margin(winner: float, runner_up: float | None) -> float:
     if runner_up is None:
         return math.inf
@@ -189,13 +176,15 @@ def measure(site: Any, device: Any, budget: float) -> Decision:
             candidates.append(left_out[backend])
         else:
             t = tuple(times[backend])
-            medians[backend] = statistics.median(t)
+            medians[backend] = Spread.of(t).median
             candidates.append(Candidate(backend, "ok", medians[backend], t))
     # Stable: of equal medians, the earlier registered wins.
     ranked = sorted(medians, key=medians.__getitem__)
     best = ranked[0]
     runner_up = medians[ranked[1]] if len(ranked) > 1 else None
-    noise = spread(times[best])
+    # The suite's statistics (_timing.Spread), so that its verdict and this
+    # choice are made from the same figures.
+    noise = Spread.of(times[best]).relative_iqr
     return Decision(
         site.op,
         site.platform,
@@ -236,8 +225,9 @@ def _time(
 
     rounds(list(runs), budget * 2 / 3)
     if len(runs) > 2:
-        best, second = sorted(runs, key=lambda b: statistics.median(times[b]))[:2]
-        if statistics.median(times[second]) < _CLOSE * statistics.median(times[best]):
+        median = {b: Spread.of(times[b]).median for b in runs}
+        best, second = sorted(runs, key=median.__getitem__)[:2]
+        if median[second] < _CLOSE * median[best]:
             rounds([best, second], budget / 3)
     elif len(runs) == 2:
         rounds(list(runs), budget / 3)
