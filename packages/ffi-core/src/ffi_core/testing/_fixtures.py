@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ["cache_dir_fixture"]
 
 
 def cache_dir_fixture(
-    *env_vars: str, scope: str = "session", autouse: bool = True, name: str = "cache_dirs"
+    *env_vars: str,
+    scope: Literal["session", "package", "module", "class", "function"] = "session",
+    autouse: bool = True,
+    name: str = "cache_dirs",
 ) -> Any:
     """A pytest fixture pointing each environment variable in ``env_vars``
     at a fresh temporary folder of its own for the fixture's ``scope``.

@@ -215,9 +215,10 @@ def emulate(
     from .. import _target
 
     saved = (_target._jax_cuda_devices, _target._handlers, _target.driver, _target.register_target)
-    _target._jax_cuda_devices = lambda: gpu.devices
+    # The launcher's cached look-ups, swapped for the emulated GPU's until exit.
+    _target._jax_cuda_devices = lambda: gpu.devices  # type: ignore[assignment]
     _target._handlers = gpu.handlers
-    _target.driver = lambda: gpu
+    _target.driver = lambda: gpu  # type: ignore[assignment]
 
     def register(name, handler, *, traits=0, **kwargs):
         if int(traits) != int(C.HandlerTraits.COMMAND_BUFFER_COMPATIBLE):
