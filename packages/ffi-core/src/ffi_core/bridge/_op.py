@@ -183,6 +183,24 @@ def kernel_op(
     Raises:
         TypeError, ValueError: a user argument is not accepted (the message
             names it).
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> def launch(call, out_avals, args, scalars):
+        ...     x, y = args
+        ...     return [x + y]  # a bridge binds its primitive here
+        >>> info = KernelInfo(name="add", label="toy kernel 'add'", qualname="doc.add", digest="00")
+        >>> add = kernel_op(
+        ...     info,
+        ...     jax.ShapeDtypeStruct((3,), "float32"),
+        ...     dtypes=KernelDTypes(("float32",), "toy kernels"),
+        ...     launch=launch,
+        ... )
+        >>> add.__name__, add(jnp.ones(3, "float32"), jnp.ones(3, "float32"))
+        ('add', Array([2., 2., 2.], dtype=float32))
+        >>> add(jnp.ones(3, "int32"), jnp.ones(3, "float32"))
+        Traceback (most recent call last):
+        TypeError: input 0 of toy kernel 'add' has dtype int32, which toy kernels do not take; supported: float32
     """
     avals, rebuild = output_avals(outs, accepted=dtypes)
     check_vmap_method(vmap_method, accepted=vmap_methods)
