@@ -49,7 +49,13 @@ def plot_records(
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, LogFormatter
+
+    class _MinorLabels(LogFormatter):
+        # matplotlib labels a few minor ticks where an axis spans less than a
+        # decade or two; those labels in the same units as the major ones.
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return _format_ms(x) if super().__call__(x, pos) else ""
 
     panels: dict[str, dict[str, dict[str, BenchmarkRecord]]] = {}
     for r in records:
@@ -106,14 +112,15 @@ def plot_records(
         ax.set_xscale("log")
         ax.set_xlim(low / 3, high * 6 if timed else 10.0)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda ms, _: _format_ms(ms)))
+        ax.xaxis.set_minor_formatter(_MinorLabels(labelOnlyBase=False))
         ax.set_yticks(range(len(cases)), list(cases))
         ax.set_ylim(len(cases) - 0.5, -0.5)
         ax.set_title(name, loc="left", fontsize=11)
         ax.grid(axis="x", which="both", alpha=0.25)
         ax.set_axisbelow(True)
     axes[-1].set_xlabel(
-        "median time per call inside a compiled program (dispatch where not measured), "
-        "log scale; bars: 25th-75th percentile; bold: the fastest backend"
+        "median time per call inside a compiled program (dispatch where not measured), log scale\n"
+        "error bars: 25th to 75th percentile; bold: the fastest backend"
     )
     fig.legend(
         [Patch(color=colors[b]) for b in backends],
