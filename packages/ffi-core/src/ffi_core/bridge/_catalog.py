@@ -69,8 +69,9 @@ class BridgeCatalog:
         self._kernel_type = kernel_type
         self._known = KernelCatalog(language, wrapper, passed, captured)
         self._lock = threading.Lock()
-        # Kernel object -> its info; weak where the object allows, so a
-        # kernel defined in a loop does not live for ever through its info.
+        # Kernel object -> its info, by identity: weak keys where the object
+        # allows (no id reused by another object), else kept with its info.
+        # Infos stay remembered by digest either way (export needs them).
         self._weak: weakref.WeakKeyDictionary[Any, KernelInfo] = weakref.WeakKeyDictionary()
         self._strong: dict[int, tuple[Any, KernelInfo]] = {}
 
