@@ -252,3 +252,20 @@ def test_csv_round_trips_the_new_fields(tmp_path):
     assert BenchmarkResult.load(result.save(tmp_path / "r.csv")).records == [record]
     assert BenchmarkResult.load(result.save(tmp_path / "r.json")).records == [record]
     assert record.time_ms == 1.2
+
+
+def test_plot_bars_are_medians_with_quartiles():
+    from kernel_bench._plot import _bar
+
+    program = BenchmarkRecord(
+        "cpu", "numba", "k/n=1", 5.0, 9.0, 0.1, 200.0, True,
+        median_ms=0.4, q25_ms=0.3, q75_ms=0.5,
+        program_median_ms=0.2, program_q25_ms=0.15, program_q75_ms=0.25,
+    )  # fmt: skip
+    dispatch = BenchmarkRecord(
+        "cpu", "numba", "k/n=1", 5.0, 9.0, 0.1, 200.0, True, median_ms=0.4, q25_ms=0.3, q75_ms=0.5
+    )
+    older = BenchmarkRecord("cpu", "numba", "k/n=1", 5.0, 9.0, 0.1, 200.0, True)
+    assert _bar(program) == (0.2, 0.15, 0.25)
+    assert _bar(dispatch) == (0.4, 0.3, 0.5)
+    assert _bar(older) == (5.0, None, None)  # a file of an earlier version: no error bar

@@ -111,3 +111,42 @@ def test_bad_arguments(kwargs, error, message):
 def test_fn_must_be_callable():
     with pytest.raises(TypeError, match=whole_message("`fn` must be callable, got <class 'int'>")):
         benchmark_function(3, n_warmup=0, n_runs=1)
+
+
+def test_spread_is_robust_to_an_outlier():
+    from kernel_bench._timing import Spread
+
+    calm = Spread.of([1.0, 1.1, 0.9, 1.0, 1.05])
+    stormy = Spread.of([1.0, 1.1, 0.9, 1.0, 100.0])
+    assert (calm.median, stormy.median) == (1.0, 1.0)
+    assert (stormy.min, stormy.q25, stormy.q75, stormy.n) == (0.9, 1.0, 1.1, 5)
+    assert stormy.relative_iqr == pytest.approx(0.1)
+    assert Timing((3.0, 1.0, 2.0), None).spread == Spread(2.0, 1.0, 1.5, 2.5, 3)
+    with pytest.raises(
+        ValueError, match=whole_message("`values` must hold at least one measurement, got none")
+    ):
+        Spread.of([])
+
+
+def test_in_program_times_with_a_fake_clock(monkeypatch):
+    from jax.experimental import io_callback
+    from kernel_bench import _timing
+
+    now = [0.0]
+
+    def costing(seconds):
+        def tick():
+            now[0] += seconds
+            return np.zeros((), np.float32)
+
+        return lambda x: x + io_callback(tick, jax.ShapeDtypeStruct((), jnp.float32))
+
+    monkeypatch.setattr(_timing, "_clock", lambda: now[0])
+    runs = {"a": _timing.chained(costing(1e-4)), "b": _timing.chained(costing(3e-4))}
+    times, counts, failed = _timing.in_program(runs, (jnp.ones(4),), rounds=4, seconds_per_run=3e-3)
+    assert failed == {}
+    assert counts["a"] == 30 and counts["b"] == 10
+    assert times["a"] == pytest.approx([100.0] * 4) and times["b"] == pytest.approx([300.0] * 4)
+    # The reference op costs nothing on this clock: the most calls a run may chain.
+    assert times[_timing.REFERENCE_OP] == [0.0] * 4
+    assert counts[_timing.REFERENCE_OP] == 1_000_000
