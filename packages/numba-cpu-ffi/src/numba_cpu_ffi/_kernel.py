@@ -2,26 +2,39 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ffi_core import (
-    BoundPrimitive,
-    check_aliases,
-    check_arity,
-    check_inputs,
-    check_sharding_rule,
-    check_vmap_method,
-    output_avals,
-    partitioned_call,
-    resolve_sharding_rule,
-)
+from ffi_core.bridge import KernelCall, kernel_op
+from ffi_core.cpu import cpu_call
 
 from ._catalog import kernel_info
-from ._primitive import NumbaPlanner, numba_kernel_call_p
+from ._primitive import NumbaPlanner
 from ._spec import DTYPES
 
 __all__ = ["numba_kernel"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Launch:
+    """How a wrapped kernel runs: ``cpu_call`` with its planner. Equal for
+    equal ``context``, so eager calls hit JAX's cache."""
+
+    context: str
+
+    def __call__(
+        self,
+        call: KernelCall,
+        out_avals: tuple[Any, ...],
+        args: Sequence[Any],
+        scalars: Mapping[str, Any],
+    ) -> Sequence[Any]:
+        del scalars  # numba kernels take arrays only
+        planner = NumbaPlanner(call.info, self.context)
+        return cpu_call(
+            planner, args, out_avals, aliases=call.aliases, vmap_method=call.vmap_method
+        )
 
 
 def numba_kernel(
@@ -81,32 +94,14 @@ def numba_kernel(
         Array([0., 2., 4., 6.], dtype=float32)
     """
     info = kernel_info(kernel)
-    out_avals, rebuild = output_avals(outs, accepted=DTYPES)
-    check_vmap_method(vmap_method)
-    aliases = check_aliases(input_output_aliases, len(out_avals))
     if error_context is not None and not isinstance(error_context, str):
         raise TypeError(f"`error_context` must be a str or None, got {type(error_context)!r}")
-    rule = check_sharding_rule(sharding_rule)
-    name = f"kernel '{info.name}'"
-    bound = BoundPrimitive(
-        numba_kernel_call_p,
-        (
-            ("planner", NumbaPlanner(info, error_context or "")),
-            ("aliases", aliases),
-            ("vmap_method", vmap_method),
-            ("batched", None),
-            ("attrs", ()),
-        ),
+    return kernel_op(
+        info,
+        outs,
+        dtypes=DTYPES,
+        launch=_Launch(error_context or ""),
+        vmap_method=vmap_method,
+        input_output_aliases=input_output_aliases,
+        sharding_rule=sharding_rule,
     )
-
-    def call(*args: Any) -> Any:
-        check_arity(info.n_params, len(args), len(out_avals), name=name)
-        check_inputs(args, out_avals, aliases, name=name, accepted=DTYPES)
-        resolved = resolve_sharding_rule(rule, args, out_avals, name=name, aliases=aliases)
-        results = partitioned_call(bound, args, out_avals, resolved)
-        return rebuild(tuple(results))
-
-    call.__name__ = info.name
-    call.__qualname__ = info.name
-    call.__doc__ = f"numba kernel '{info.name}' as a JAX operation."
-    return call

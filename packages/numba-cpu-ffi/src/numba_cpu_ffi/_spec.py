@@ -8,12 +8,13 @@ is traced or bound.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
 import ffi_core
 from ffi_core import ArraySig
+from ffi_core.bridge import KernelInfo as KernelInfoBase
+from ffi_core.bridge import kernel_digest
 from numba.core.registry import CPUDispatcher
 
 __all__ = ["DTYPES", "KIND", "SUPPORTED_DTYPES", "VMAP_METHODS", "CallSig", "KernelInfo"]
@@ -93,13 +94,13 @@ class CallSig(ffi_core.CallSig):
         )
 
 
-class KernelInfo:
+class KernelInfo(KernelInfoBase):
     """A validated ``@numba.njit`` kernel and a digest of its code.
 
     The digest (module, qualified name, bytecode, constants, closure values,
-    globals the code reads; see ``ffi_core.function_digest``)
-    names its FFI targets and on-disk handlers, so they are the same in every
-    process.
+    globals the code reads; see ``ffi_core.bridge.kernel_digest``, with the
+    target options) names its FFI targets and on-disk handlers, so they are
+    the same in every process.
     """
 
     def __init__(self, kernel: object) -> None:
@@ -113,12 +114,15 @@ class KernelInfo:
             )
         self.kernel = kernel
         py_func = kernel.py_func
-        self.name: str = py_func.__name__
-        self.qualname = f"{py_func.__module__}.{py_func.__qualname__}"
+        name = py_func.__name__
+        super().__init__(
+            name=name,
+            label=f"numba kernel '{name}'",
+            qualname=f"{py_func.__module__}.{py_func.__qualname__}",
+            digest=kernel_digest(py_func, kernel.targetoptions),
+            n_params=ffi_core.positional_count(py_func),
+            called=f"kernel '{name}'",
+        )
         self.parallel: bool = bool(kernel.targetoptions.get("parallel", False))
-        h = hashlib.sha256(ffi_core.function_digest(py_func).encode())
-        h.update(repr(sorted((k, repr(v)) for k, v in kernel.targetoptions.items())).encode())
-        self.digest = h.hexdigest()[:24]
         #: captured values that make the digest differ per process (no export)
         self.address_bound = ffi_core.address_bound_values(py_func)
-        self.n_params = ffi_core.positional_count(py_func)
