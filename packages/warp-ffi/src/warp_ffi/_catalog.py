@@ -1,19 +1,19 @@
 """The Warp kernels this process knows, by digest, and how a target is made again.
 
 Every kernel wrapped with ``warp_kernel`` is remembered by the digest of its
-code, so that ``ffi_core.deserialize`` can make the handlers of an exported
-function again in a new process: each target's recipe names the kernel's
-digest and the signature, and the rebuilder here loads and registers that pair.
+code (ffi-core's ``BridgeCatalog``), so that ``ffi_core.deserialize`` can
+make the handlers of an exported function again in a new process: each
+target's recipe names the kernel's digest and the signature, and the
+rebuilder here loads and registers that pair.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
 import ffi_core
+from ffi_core.bridge import BridgeCatalog
 
 from ._codegen import load_kernel
 from ._primitive import make_target
@@ -22,26 +22,25 @@ from ._warp import wp
 
 __all__ = ["kernel_info"]
 
-_lock = threading.Lock()
-_infos: weakref.WeakKeyDictionary[Any, KernelInfo] = weakref.WeakKeyDictionary()
-_catalog = ffi_core.KernelCatalog("warp kernel", "warp_kernel", "the @wp.kernel", "reads")
+_catalog = BridgeCatalog(
+    KernelInfo,
+    kernel_type=wp.Kernel,
+    language="warp kernel",
+    wrapper="warp_kernel",
+    passed="the @wp.kernel",
+    captured="reads",
+)
 
 
 def kernel_info(kernel: Any) -> KernelInfo:
     """The validated ``KernelInfo`` of ``kernel``, made once per kernel and
     remembered by digest."""
-    with _lock:
-        info = _infos.get(kernel) if isinstance(kernel, wp.Kernel) else None
-    if info is None:
-        info = KernelInfo(kernel)
-        with _lock:
-            info = _infos.setdefault(kernel, info)
-        _catalog.remember(info)
-    return info
+    return _catalog.info(kernel)  # type: ignore[return-value]
 
 
-def _rebuild(step: Mapping[str, Any]) -> None:
-    info = _catalog.find(step)
+def _rebuild(info: Any, sig: Any, step: Mapping[str, Any]) -> None:
+    # warp-ffi's own CallSig, which knows the kernel's arrays of a backward call.
+    del sig
     sig = CallSig.from_step(step)
     loaded = load_kernel(info, sig.primal_dtypes())
     if loaded.code_hash != step["code"]:
@@ -52,24 +51,16 @@ def _rebuild(step: Mapping[str, Any]) -> None:
     make_target(info, sig)
 
 
-def _accept(obj: object) -> bool:
-    if not isinstance(obj, wp.Kernel):
-        return False
-    kernel_info(obj)
-    return True
-
-
-#: What each field of a "warp_cpu" step holds (``_codegen._recipe``), checked
-#: by ``ffi_core.deserialize`` before ``_rebuild`` sees a step.
-_FIELDS = {
-    "kernel": ffi_core.StepField.text(),
-    "digest": ffi_core.StepField.digest(),
-    "code": ffi_core.StepField.digest(),
-    **ffi_core.CALL_SIG_FIELDS,
-    "backward": ffi_core.StepField.flag(),
-    "hint": ffi_core.StepField.flag(),
-    "grid_from_output": ffi_core.StepField.flag(),
-}
-
-ffi_core.register_rebuilder("warp_cpu", _rebuild, fields=_FIELDS)
-ffi_core.register_kernel_acceptor(_accept)
+#: What each "warp_cpu" step holds beyond the kernel and the signature
+#: (``_codegen._recipe``), checked by ``ffi_core.deserialize`` before
+#: ``_rebuild`` sees a step.
+_catalog.register(
+    "warp_cpu",
+    _rebuild,
+    extras={
+        "backward": ffi_core.StepField.flag(),
+        "hint": ffi_core.StepField.flag(),
+        "grid_from_output": ffi_core.StepField.flag(),
+    },
+    fields={"code": ffi_core.StepField.digest()},
+)

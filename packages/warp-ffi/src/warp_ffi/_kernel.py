@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import ffi_core
 import jax
 import jax.numpy as jnp
 import numpy as np
-from ffi_core import (
-    BoundPrimitive,
-    ShardingRule,
-    check_aliases,
-    check_inputs,
-    check_sharding_rule,
-    check_vmap_method,
-    output_avals,
-    partitioned_call,
-    resolve_sharding_rule,
-)
+from ffi_core import ShardingRule
+from ffi_core.bridge import BoundCall, KernelCall, kernel_op
 
 from ._catalog import kernel_info
 from ._primitive import backward_unavailable, warp_kernel_call_p
@@ -36,35 +27,32 @@ VMAP_METHODS: tuple[str | None, ...] = ffi_core.VMAP_METHODS
 
 
 @dataclasses.dataclass(frozen=True)
-class _Call:
-    """Everything static about one call: the primitive's parameters."""
+class _Launch:
+    """How a wrapped Warp kernel runs: its primitive, with the launch grid
+    (``launch_dims``, checked), forward or the adjoint kernel."""
 
-    info: KernelInfo
-    out_avals: tuple[Any, ...]
-    aliases: tuple[tuple[int, int], ...]
-    scalars: tuple[tuple[str, Any], ...]
-    launch: Any
-    vmap_method: str | None
-    rule: ShardingRule | None = None
+    launch_dims: Any
+    backward: bool = False
 
-    def bind(self, *args: Any, out_avals: Any = None, backward: bool = False) -> list[Any]:
-        bound = BoundPrimitive(
-            warp_kernel_call_p,
-            (
-                ("info", self.info),
-                ("aliases", () if backward else self.aliases),
-                ("scalars", self.scalars),
-                ("launch", self.launch),
-                ("vmap_method", self.vmap_method),
-                ("batched", None),
-                ("backward", backward),
-            ),
+    def __call__(
+        self,
+        call: KernelCall,
+        out_avals: tuple[Any, ...],
+        args: Sequence[Any],
+        scalars: Mapping[str, Any],
+    ) -> list[Any]:
+        info: KernelInfo = call.info
+        return warp_kernel_call_p.bind(
+            *args,
+            info=info,
+            out_avals=tuple(out_avals),
+            aliases=() if self.backward else call.aliases,
+            scalars=tuple((p.name, scalars[p.name]) for p in info.scalars),
+            launch=self.launch_dims,
+            vmap_method=call.vmap_method,
+            batched=None,
+            backward=self.backward,
         )
-        avals = self.out_avals if out_avals is None else tuple(out_avals)
-        rule = self.rule
-        if backward:
-            rule = _adjoint_rule(rule, len(args), len(avals))
-        return partitioned_call(bound, args, avals, rule)
 
 
 def _adjoint_rule(rule: ShardingRule | None, n_in: int, n_out: int) -> ShardingRule | None:
@@ -80,15 +68,16 @@ def _adjoint_rule(rule: ShardingRule | None, n_in: int, n_out: int) -> ShardingR
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _call(call: _Call, *args: Any) -> tuple[Any, ...]:
-    return tuple(call.bind(*args))
+def _call(bound: BoundCall, *args: Any) -> tuple[Any, ...]:
+    return tuple(bound(*args))
 
 
-def _call_fwd(call: _Call, *args: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    return _call(call, *args), args
+def _call_fwd(bound: BoundCall, *args: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    return _call(bound, *args), args
 
 
-def _call_bwd(call: _Call, args: tuple[Any, ...], cts: tuple[Any, ...]) -> tuple[Any, ...]:
+def _call_bwd(bound: BoundCall, args: tuple[Any, ...], cts: tuple[Any, ...]) -> tuple[Any, ...]:
+    call = bound.call
     info = call.info
     if call.aliases:
         raise NotImplementedError(
@@ -106,7 +95,12 @@ def _call_bwd(call: _Call, args: tuple[Any, ...], cts: tuple[Any, ...]) -> tuple
     )
     grads_avals = tuple(jax.core.ShapedArray(np.shape(x), x.dtype) for x in args)
     out_avals = grads_avals + call.out_avals + call.out_avals
-    results = call.bind(*args, *cts, out_avals=out_avals, backward=True)
+    backward = dataclasses.replace(
+        bound,
+        launch=dataclasses.replace(bound.launch, backward=True),
+        rule=_adjoint_rule(bound.rule, len(args) + len(cts), len(out_avals)),
+    )
+    results = backward(*args, *cts, out_avals=out_avals)
     return tuple(g if jnp.issubdtype(g.dtype, jnp.inexact) else None for g in results[: len(args)])
 
 
@@ -178,52 +172,66 @@ def warp_kernel(
         Array([0., 3., 6., 9.], dtype=float32)
     """
     info = kernel_info(kernel)
-    out_avals, rebuild = output_avals(outs, accepted=DTYPES)
-    check_vmap_method(vmap_method)
-    aliases = check_aliases(input_output_aliases, len(out_avals))
     launch = check_launch_dims(launch_dims)
-    rule = check_sharding_rule(sharding_rule)
-    if rule is not None and isinstance(launch, tuple):
-        raise ValueError(
-            f"`launch_dims` is fixed ({launch_dims!r}), but with `sharding_rule` the kernel "
-            "runs on shards whose shapes differ from the whole arrays; pass launch_dims=None "
-            "(the first output's shape) or a callable of the input shapes"
-        )
-    n_out = len(out_avals)
-    if n_out > len(info.arrays):
-        raise TypeError(
-            f"`outs` holds {n_out} outputs, but warp kernel '{info.name}' has "
-            f"{len(info.arrays)} array parameters"
-        )
     # With "expand_dims"/"broadcast_all" the kernel declares the batched
     # ranks: those are checked when a call is lowered.
     batched_ranks = vmap_method in ("expand_dims", "broadcast_all")
-    for j, (p, aval) in enumerate(zip(info.arrays[-n_out:], out_avals, strict=True)):
-        dtype = np.dtype(aval.dtype).name
-        if (p.dtype is not None and p.dtype != dtype) or (
-            p.ndim != len(aval.shape) and not batched_ranks
-        ):
-            raise TypeError(
-                f"`outs` entry {j} is {dtype}{list(aval.shape)}, but warp kernel "
-                f"'{info.name}' declares its output parameter '{p.name}' as "
-                f"wp.array({p.dtype or 'any dtype'}, {p.ndim}-d)"
-            )
-    name = f"warp kernel '{info.name}'"
 
-    def call(*args: Any, **scalars: Any) -> Any:
-        check_inputs(args, out_avals, aliases, name=name, accepted=DTYPES)
+    def check_outs(out_avals: tuple[Any, ...]) -> None:
+        if sharding_rule is not None and isinstance(launch, tuple):
+            raise ValueError(
+                f"`launch_dims` is fixed ({launch_dims!r}), but with `sharding_rule` the kernel "
+                "runs on shards whose shapes differ from the whole arrays; pass "
+                "launch_dims=None (the first output's shape) or a callable of the input shapes"
+            )
+        n_out = len(out_avals)
+        if n_out > len(info.arrays):
+            raise TypeError(
+                f"`outs` holds {n_out} outputs, but warp kernel '{info.name}' has "
+                f"{len(info.arrays)} array parameters"
+            )
+        for j, (p, aval) in enumerate(zip(info.arrays[-n_out:], out_avals, strict=True)):
+            dtype = np.dtype(aval.dtype).name
+            if (p.dtype is not None and p.dtype != dtype) or (
+                p.ndim != len(aval.shape) and not batched_ranks
+            ):
+                raise TypeError(
+                    f"`outs` entry {j} is {dtype}{list(aval.shape)}, but warp kernel "
+                    f"'{info.name}' declares its output parameter '{p.name}' as "
+                    f"wp.array({p.dtype or 'any dtype'}, {p.ndim}-d)"
+                )
+
+    def scalars(args: Sequence[Any], given: Mapping[str, Any]) -> dict[str, Any]:
+        del args
+        return dict(info.scalar_values(dict(given)))
+
+    def check_call(args: Sequence[Any], values: Mapping[str, Any]) -> None:
+        del values
+        (out_avals,) = wrapped_outs
         dtypes = [np.dtype(x.dtype).name for x in args] + [
             np.dtype(a.dtype).name for a in out_avals
         ]
         ranks = [np.ndim(x) for x in args] + [len(a.shape) for a in out_avals]
         info.check_call(dtypes, None if batched_ranks else ranks, len(args))
-        resolved = resolve_sharding_rule(rule, args, out_avals, name=name, aliases=aliases)
-        spec = _Call(
-            info, out_avals, aliases, info.scalar_values(scalars), launch, vmap_method, resolved
-        )
-        return rebuild(_call(spec, *args))
 
-    call.__name__ = info.name
-    call.__qualname__ = info.name
-    call.__doc__ = f"warp kernel '{info.name}' as a JAX operation."
-    return call
+    # The outputs' avals as kernel_op made them, for check_call (which is
+    # given the inputs only).
+    wrapped_outs: list[tuple[Any, ...]] = []
+
+    def remember_outs(out_avals: tuple[Any, ...]) -> None:
+        check_outs(out_avals)
+        wrapped_outs.append(out_avals)
+
+    return kernel_op(
+        info,
+        outs,
+        dtypes=DTYPES,
+        launch=_Launch(launch),
+        vmap_method=vmap_method,
+        input_output_aliases=input_output_aliases,
+        sharding_rule=sharding_rule,
+        scalars=scalars,
+        check_outs=remember_outs,
+        check_call=check_call,
+        derivative=_call,
+    )

@@ -7,7 +7,6 @@ Everything here runs at wrap or trace time, before anything is bound.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import operator
 import threading
 import typing
@@ -17,6 +16,8 @@ from typing import Any
 import ffi_core
 import jax
 import numpy as np
+from ffi_core.bridge import KernelInfo as KernelInfoBase
+from ffi_core.bridge import kernel_digest
 
 from ._warp import SUPPORTED_DTYPES, dtype_name_of, wp, wp_types
 
@@ -90,12 +91,12 @@ def _param(kernel_name: str, arg: Any) -> Param:
     return Param(arg.label, name, None)
 
 
-class KernelInfo:
+class KernelInfo(KernelInfoBase):
     """A validated ``@wp.kernel``: its parameters and a digest of its code.
 
     The digest (the Python function's code, constants, closure values and
-    globals, see ``ffi_core.function_digest``, and the kernel's options) names
-    its FFI targets, so they are the same in every process.
+    globals, and the kernel's options; see ``ffi_core.bridge.kernel_digest``)
+    names its FFI targets, so they are the same in every process.
     """
 
     def __init__(self, kernel: object) -> None:
@@ -104,20 +105,19 @@ class KernelInfo:
                 f"`kernel` must be a @wp.kernel function (a warp Kernel), got {type(kernel)!r}"
             )
         self.kernel = kernel
-        self.name: str = kernel.key
-        self.qualname = f"{kernel.func.__module__}.{kernel.func.__qualname__}"
-        self.params: tuple[Param, ...] = tuple(_param(self.name, a) for a in kernel.adj.args)
+        name: str = kernel.key
+        super().__init__(
+            name=name,
+            label=f"warp kernel '{name}'",
+            qualname=f"{kernel.func.__module__}.{kernel.func.__qualname__}",
+            digest=kernel_digest(kernel.func, kernel.options),
+        )
+        self.params: tuple[Param, ...] = tuple(_param(name, a) for a in kernel.adj.args)
         self.arrays = tuple(p for p in self.params if p.is_array)
         self.scalars = tuple(p for p in self.params if not p.is_array)
-        h = hashlib.sha256(ffi_core.function_digest(kernel.func).encode())
-        h.update(repr(sorted((k, repr(v)) for k, v in kernel.options.items())).encode())
-        self.digest = h.hexdigest()[:24]
         self.address_bound = ffi_core.address_bound_values(kernel.func)
         self._lock = threading.Lock()
         self._overloads: dict[tuple[str, ...], Any] = {}
-
-    def __repr__(self) -> str:
-        return f"KernelInfo({self.qualname})"
 
     @property
     def generic(self) -> bool:
