@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -147,7 +147,7 @@ def partitioned_call(
 
 def _dim_axes(spec: Any, ndim: int) -> list[tuple[str, ...]]:
     entries = list(spec) + [None] * (ndim - len(spec))
-    out = []
+    out: list[tuple[str, ...]] = []
     for entry in entries[:ndim]:
         if entry is None or entry is P.UNCONSTRAINED:
             out.append(())
@@ -173,7 +173,9 @@ def _split(rule: ShardingRule, mesh: Mesh, arg_shapes: Sequence[Any]) -> dict[st
     split: dict[str, tuple[str, ...]] = {}
     used: set[str] = set()
     whole = rule.whole_factors
-    for factors, shape in zip(rule.inputs, arg_shapes, strict=True):
+    # Resolved: its inputs' factors are named (the cast: "elementwise" has them only then).
+    inputs = cast("tuple[tuple[str, ...], ...]", rule.inputs)
+    for factors, shape in zip(inputs, arg_shapes, strict=True):
         sharding = shape.sharding
         if not isinstance(sharding, NamedSharding):
             continue
@@ -197,7 +199,9 @@ def _mesh_of(mesh: Mesh, arg_shapes: Sequence[Any]) -> Mesh:
     return Mesh(np.array(devices), ("_ffi_core_devices",))
 
 
-def _partitioner(call: Callable[..., Sequence[Any]], rule: ShardingRule) -> Callable[..., Any]:
+def _partitioner(
+    call: Callable[..., Sequence[Any]], rule: ShardingRule
+) -> tuple[Callable[..., Any], Callable[..., Any]]:
     def partition(mesh, arg_shapes, result_shape):
         mesh = _mesh_of(mesh, arg_shapes)
         results = result_shape if isinstance(result_shape, tuple | list) else (result_shape,)
