@@ -70,7 +70,10 @@ class CpuPlan:
 class CpuPlanner(Protocol):
     """What a bridge tells the primitive about one kernel (hashable)."""
 
-    label: str
+    @property
+    def label(self) -> str:
+        """The kernel's name, as errors and the target name use it."""
+        ...
 
     def plan(
         self,
