@@ -49,8 +49,9 @@ examples:
   kernel-bench autotune clear            forget them"""
 
 
-def _timing_options() -> argparse.ArgumentParser:
-    parent = argparse.ArgumentParser(add_help=False)
+def _timing_options() -> LazyHelpParser:
+    # The subcommands' parsers are LazyHelpParsers, and so are the parents they take.
+    parent = LazyHelpParser(add_help=False)
     size = parent.add_mutually_exclusive_group()
     size.add_argument(
         "--quick",
