@@ -337,6 +337,7 @@ def _wide(
     keys = [k for k in GROUP_KEYS if k not in (group_by, compare_by)]
     values = list(dict.fromkeys(getattr(records[i], compare_by) for i in members))
     cells: dict[tuple[Any, ...], dict[Any, int]] = {}
+    i: int | None  # a record's index, or None where a cell has no record
     for i in members:
         r = records[i]
         cells.setdefault(tuple(getattr(r, k) for k in keys), {})[getattr(r, compare_by)] = i
