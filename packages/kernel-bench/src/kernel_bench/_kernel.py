@@ -307,7 +307,7 @@ def _run_one(
     n_batch_per_run: int,
     catch_errors: bool,
 ) -> tuple[BenchmarkRecord, Any, Any]:
-    common = {
+    common: dict[str, Any] = {
         "platform": platform,
         "backend": backend,
         "label": label,
