@@ -145,6 +145,17 @@ def test_set_backend_auto_applies_to_every_kernel():
     assert [d.backend for d in found] == ["fast"]
 
 
+def test_nested_recordings_each_collect_their_own_block():
+    op = _op({"slow": _doubling(), "fast": lambda x: 2 * x})
+    x = jnp.ones(4, jnp.float32)
+    with autotune.recording() as outer:
+        with autotune.recording() as inner:
+            op(x, outs=_out(x), backend="auto")
+        op(jnp.ones(5, jnp.float32), outs=_out(jnp.ones(5, jnp.float32)), backend="auto")
+    assert [d.signature for d in inner] == ["float32[4]"]
+    assert [d.signature for d in outer] == ["float32[4]", "float32[5]"]
+
+
 def test_decided_once_per_signature_and_the_batched_shape_is_the_key():
     op = _op({"slow": _doubling(), "fast": lambda x: 2 * x})
     f = jax.jit(lambda x: op(x, outs=_out(x), backend="auto"))

@@ -88,7 +88,8 @@ def recording() -> Iterator[list[Decision]]:
         yield found
     finally:
         with _lock:
-            _recorders.remove(found)
+            # By identity: two recorders' lists are often equal (both empty).
+            _recorders[:] = [r for r in _recorders if r is not found]
 
 
 def clear(op: str | None = None) -> int:
