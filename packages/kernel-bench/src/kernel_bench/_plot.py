@@ -71,18 +71,18 @@ def plot_records(
     axes = fig.subplots(len(panels), 1, squeeze=False, height_ratios=heights)[:, 0]
     bar = 0.8 / len(backends)
     for ax, (name, cases) in zip(axes, panels.items(), strict=True):
-        timed = [_bar(r)[0] for c in cases.values() for r in c.values() if _bar(r)[0]]
+        timed = [m for c in cases.values() for r in c.values() if (m := _bar(r)[0])]
         low, high = (min(timed), max(timed)) if timed else (1e-3, 1.0)
         for y, by_backend in enumerate(cases.values()):
             ok = [r for r in by_backend.values() if r.success and _bar(r)[0]]
             fastest = min(ok, key=lambda r: _bar(r)[0]) if ok else None  # type: ignore[arg-type,return-value]
             for k, backend in enumerate(backends):
-                r = by_backend.get(backend)
-                if r is None:
+                record = by_backend.get(backend)
+                if record is None:
                     continue
                 pos = y + (k - (len(backends) - 1) / 2) * bar
-                median, q25, q75 = _bar(r)
-                if not median or not r.success:
+                median, q25, q75 = _bar(record)
+                if not median or not record.success:
                     note = "failed" if not median else f"{_format_ms(median)} (wrong result)"
                     ax.text(low, pos, f" {backend}: {note}", va="center", fontsize=8, color="red")
                     continue
@@ -99,7 +99,7 @@ def plot_records(
                     xerr=quartiles,
                     error_kw={"elinewidth": 0.8, "capsize": 2},
                 )
-                best = r is fastest and len(ok) > 1
+                best = record is fastest and len(ok) > 1
                 right = max(median, q75 or 0.0)
                 ax.text(
                     right * 1.08,
