@@ -96,7 +96,7 @@ def numba_kernel(
     info = kernel_info(kernel)
     if error_context is not None and not isinstance(error_context, str):
         raise TypeError(f"`error_context` must be a str or None, got {type(error_context)!r}")
-    return kernel_op(
+    op = kernel_op(
         info,
         outs,
         dtypes=DTYPES,
@@ -105,3 +105,7 @@ def numba_kernel(
         input_output_aliases=input_output_aliases,
         sharding_rule=sharding_rule,
     )
+    # The op is defined here as far as its readers are concerned (check_kernel
+    # names its module, as before kernel_op made it).
+    op.__module__ = __name__
+    return op

@@ -222,7 +222,7 @@ def warp_kernel(
         check_outs(out_avals)
         wrapped_outs.append(out_avals)
 
-    return kernel_op(
+    op = kernel_op(
         info,
         outs,
         dtypes=DTYPES,
@@ -235,3 +235,7 @@ def warp_kernel(
         check_call=check_call,
         derivative=_call,
     )
+    # The op is defined here as far as its readers are concerned (check_kernel
+    # names its module, as before kernel_op made it).
+    op.__module__ = __name__
+    return op
