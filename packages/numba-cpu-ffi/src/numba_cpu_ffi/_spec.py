@@ -8,7 +8,7 @@ is traced or bound.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ffi_core
@@ -78,8 +78,10 @@ class CallSig(ffi_core.CallSig):
         }
 
     @classmethod
-    def from_step(cls, step: Mapping[str, Any]) -> CallSig:
-        """The signature :meth:`to_step` wrote."""
+    def from_step(cls, step: Mapping[str, Any], extras: Sequence[str] = ()) -> CallSig:
+        """The signature :meth:`to_step` wrote (its fields are this class's
+        own: ``extras`` is not read)."""
+        del extras
 
         def arrays(items: Any) -> tuple[ArraySig, ...]:
             return tuple(ArraySig(dtype, rank) for dtype, rank in items)

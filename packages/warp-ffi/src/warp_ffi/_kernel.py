@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import ffi_core
 import jax
@@ -97,7 +97,7 @@ def _call_bwd(bound: BoundCall, args: tuple[Any, ...], cts: tuple[Any, ...]) -> 
     out_avals = grads_avals + call.out_avals + call.out_avals
     backward = dataclasses.replace(
         bound,
-        launch=dataclasses.replace(bound.launch, backward=True),
+        launch=dataclasses.replace(cast(_Launch, bound.launch), backward=True),
         rule=_adjoint_rule(bound.rule, len(args) + len(cts), len(out_avals)),
     )
     results = backward(*args, *cts, out_avals=out_avals)
