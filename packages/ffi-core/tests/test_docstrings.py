@@ -39,6 +39,7 @@ WITH_EXAMPLES = {
     "ffi_core.bridge._catalog",
     "ffi_core.bridge._info",
     "ffi_core.bridge._op",
+    "ffi_core.cpu._handler",
     "ffi_core.cuda._launch",
     "ffi_core.cuda._layout",
     "ffi_core.cuda._ptx",

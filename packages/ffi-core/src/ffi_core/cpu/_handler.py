@@ -223,6 +223,13 @@ def handler_source(spec: HandlerSpec, body: HandlerBody) -> str:
     The module defines ``handler``, decorated with ``compile_handler`` (and
     the batch loop with ``compile_loop``); :func:`handler_globals` gives
     them and the other globals it reads.
+
+    Example:
+        >>> f32 = ArraySig("float32", 1)
+        >>> spec = HandlerSpec("toy kernel 'neg'", (f32,), (f32,))
+        >>> source = handler_source(spec, HandlerBody(call=("return 0",)))
+        >>> print(next(line for line in source.splitlines() if "buffer_dtype(b_0)" in line))
+            if buffer_dtype(b_0) != DataType.F32 or buffer_rank(b_0) != 1:
     """
     n_in, n_out = len(spec.inputs), len(spec.outputs)
 
