@@ -34,12 +34,8 @@ class BridgeCatalog:
             (a TypeError naming what is accepted for anything else).
         kernel_type: the type(s) of the bridge's kernel objects, which
             ``deserialize``'s ``kernels`` may hold.
-        language: how messages name the kernels (``"numba kernel"``).
-        wrapper: the bridge's public function (``"numba_kernel"``).
-        passed: what a user passes in ``deserialize``'s ``kernels``
-            (``"the @numba.njit function"``).
-        captured: what a kernel does with the values its digest covers
-            (``"captures"``, ``"reads"``).
+        language, wrapper, passed, captured: as for ``KernelCatalog``, which
+            holds the kernels by digest.
 
     Example:
         >>> class Toy:
