@@ -11,8 +11,7 @@ import functools
 import importlib
 from typing import Any
 
-from ._cli_common import SUITE_MODULE, resolve
-from ._config import PLATFORMS
+from ._cli_common import SUITE_MODULE, add_scale_and_platform, resolve
 
 __all__ = ["add_autotune_command", "run_autotune"]
 
@@ -61,27 +60,11 @@ def add_autotune_command(commands: Any) -> None:
         "and show each decision (measured, or read from the cache), with its margin over "
         "the runner-up, the noise of its rounds and whether the machine was busy.",
     )
-    size = tune_run.add_mutually_exclusive_group()
-    size.add_argument(
-        "--quick",
-        dest="scale",
-        action="store_const",
-        const="quick",
-        help="the bundled suite's small data",
-    )
-    size.add_argument(
-        "--full",
-        dest="scale",
-        action="store_const",
-        const="full",
-        help="the bundled suite's largest data",
-    )
-    tune_run.set_defaults(scale="default")
-    tune_run.add_argument(
-        "--platform",
-        choices=PLATFORMS,
-        default=None,
-        help="where to decide (default: JAX's default device)",
+    add_scale_and_platform(
+        tune_run,
+        quick="the bundled suite's small data",
+        full="the bundled suite's largest data",
+        platform="where to decide (default: JAX's default device)",
     )
     tune_run.add_argument(
         "targets",

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from ._autotune_cli import add_autotune_command, run_autotune
 from ._check_cli import add_check_command, run_check
-from ._cli_common import SUITE_MODULE, LazyHelpParser, import_module
+from ._cli_common import SUITE_MODULE, LazyHelpParser, add_scale_and_platform, import_module
 from ._config import PLATFORMS
 from ._result import FILE_FORMATS
 
@@ -52,27 +52,11 @@ examples:
 def _timing_options() -> LazyHelpParser:
     # The subcommands' parsers are LazyHelpParsers, and so are the parents they take.
     parent = LazyHelpParser(add_help=False)
-    size = parent.add_mutually_exclusive_group()
-    size.add_argument(
-        "--quick",
-        dest="scale",
-        action="store_const",
-        const="quick",
-        help="a short run: small data (bundled suite) and few timed runs",
-    )
-    size.add_argument(
-        "--full",
-        dest="scale",
-        action="store_const",
-        const="full",
-        help="a long run: the largest data (bundled suite) and more timed runs",
-    )
-    parent.set_defaults(scale="default")
-    parent.add_argument(
-        "--platform",
-        choices=PLATFORMS,
-        default=None,
-        help="where to run the kernels (default: JAX's default device)",
+    add_scale_and_platform(
+        parent,
+        quick="a short run: small data (bundled suite) and few timed runs",
+        full="a long run: the largest data (bundled suite) and more timed runs",
+        platform="where to run the kernels (default: JAX's default device)",
     )
     parent.add_argument(
         "--backends",

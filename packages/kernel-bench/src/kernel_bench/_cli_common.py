@@ -1,4 +1,5 @@
-"""What the ``kernel-bench`` subcommands share: naming kernels, and help text built on demand.
+"""What the ``kernel-bench`` subcommands share: naming kernels, common options, and help text
+built on demand.
 
 Nothing here imports JAX: ``kernel-bench --help`` answers before JAX starts.
 """
@@ -10,7 +11,9 @@ import importlib
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["SUITE_MODULE", "LazyHelpParser", "import_module", "resolve"]
+from ._config import PLATFORMS
+
+__all__ = ["SUITE_MODULE", "LazyHelpParser", "add_scale_and_platform", "import_module", "resolve"]
 
 # The bundled suite: a module whose example_kernels() reads its registry (the
 # operations, in run order) and whose set_scale sizes their data. Imported by
@@ -31,6 +34,18 @@ class LazyHelpParser(argparse.ArgumentParser):
             if callable(action.help):
                 action.help = action.help()
         return super().format_help()
+
+
+def add_scale_and_platform(
+    parser: argparse.ArgumentParser, *, quick: str, full: str, platform: str
+) -> None:
+    """``--quick``/``--full`` (``scale``: ``"quick"``, ``"full"``, else ``"default"``)
+    and ``--platform`` (None: JAX's default device), with the command's help for each."""
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", dest="scale", action="store_const", const="quick", help=quick)
+    size.add_argument("--full", dest="scale", action="store_const", const="full", help=full)
+    parser.set_defaults(scale="default")
+    parser.add_argument("--platform", choices=PLATFORMS, default=None, help=platform)
 
 
 def import_module(parser: argparse.ArgumentParser, module: str) -> Any:
