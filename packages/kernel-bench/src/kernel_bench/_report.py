@@ -265,29 +265,33 @@ def records_report(
     for i in order:
         groups.setdefault(None if group_by is None else getattr(records[i], group_by), []).append(i)
 
+    ranking = _Ranking(records, best, speedup, speedup_vs, measure)
     tables = []
     for value, members in groups.items():
         title = None if group_by is None else f"{group_by}: {value}"
         tables.append(
-            _long(records, members, group_by, best, speedup, speedup_vs, title, measure)
+            _long(ranking, members, group_by, title)
             if compare_by is None
-            else _wide(
-                records, members, group_by, compare_by, best, speedup, speedup_vs, title, measure
-            )
+            else _wide(ranking, members, group_by, compare_by, title)
         )
     return Report(tuple(tables), marks_best=bool(best))
 
 
-def _long(
-    records: Sequence[BenchmarkRecord],
-    members: list[int],
-    group_by: str | None,
-    best: set[int],
-    speedup: dict[int, float | None],
-    speedup_vs: str | None,
-    title: str | None,
-    measure: str,
-) -> Table:
+@dataclass(frozen=True)
+class _Ranking:
+    # What every table of one report shares: the records by index, the fastest
+    # of each case, each record's speedup over `speedup_vs`, the measure ranked by.
+    records: Sequence[BenchmarkRecord]
+    best: set[int]
+    speedup: dict[int, float | None]
+    speedup_vs: str | None
+    measure: str
+
+
+def _long(ranking: _Ranking, members: list[int], group_by: str | None, title: str | None) -> Table:
+    records, best, speedup, speedup_vs = (
+        ranking.records, ranking.best, ranking.speedup, ranking.speedup_vs
+    )  # fmt: skip
     keys = [k for k in GROUP_KEYS if k != group_by]
     program = any(records[i].program_median_ms is not None for i in members)
     marked = bool(best.intersection(members))
@@ -323,16 +327,12 @@ def _iqr(q25: float | None, q75: float | None) -> str:
 
 
 def _wide(
-    records: Sequence[BenchmarkRecord],
-    members: list[int],
-    group_by: str | None,
-    compare_by: str,
-    best: set[int],
-    speedup: dict[int, float | None],
-    speedup_vs: str | None,
-    title: str | None,
-    measure: str,
+    ranking: _Ranking, members: list[int], group_by: str | None, compare_by: str, title: str | None
 ) -> Table:
+    records, best, speedup, speedup_vs = (
+        ranking.records, ranking.best, ranking.speedup, ranking.speedup_vs
+    )  # fmt: skip
+    measure = ranking.measure
     get = _GETTERS[measure]
     keys = [k for k in GROUP_KEYS if k not in (group_by, compare_by)]
     values = list(dict.fromkeys(getattr(records[i], compare_by) for i in members))
