@@ -29,10 +29,11 @@ from ffi_core import (
     register_target,
     target_name,
 )
-from ffi_core.bridge import KernelCall, KernelInfo, kernel_op, nondifferentiable_call
+from ffi_core.bridge import KernelCall, KernelInfo, nondifferentiable_call
 
 from ._driver import driver
-from ._runtime import cuda_devices, numba_cuda
+from ._kernel import cuda_kernel_op
+from ._runtime import numba_cuda
 from ._spec import CALLABLE_VMAP_METHODS, DTYPES
 
 __all__ = ["numba_cuda_callable", "temporary"]
@@ -256,16 +257,14 @@ def numba_cuda_callable(
                 "func(in_1, ..., in_n, out_1, ..., out_m, stream)"
             )
 
-    return kernel_op(
+    return cuda_kernel_op(
         info,
         outs,
-        # The callable's part: its dtypes, vmap methods, arity (with the
-        # stream), launch through jax.ffi, a GPU.
-        dtypes=DTYPES,
+        # The callable's part: its vmap methods, arity (with the stream),
+        # launch through jax.ffi.
         vmap_methods=CALLABLE_VMAP_METHODS,
         arity=arity,
         launch=_Launch(func),
-        check_call=lambda args, scalars: cuda_devices(info.label),
         # The user's options, checked by the kit.
         vmap_method=vmap_method,
         input_output_aliases=input_output_aliases,

@@ -6,7 +6,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from ffi_core.bridge import BridgeCatalog, KernelCall, kernel_op
+from ffi_core import bridge
+from ffi_core.bridge import BridgeCatalog, KernelCall, Launch, kernel_op
 
 from ._launch import LaunchConfig, launch_config
 from ._runtime import cuda_devices
@@ -24,6 +25,22 @@ _catalog = BridgeCatalog(
     wrapper="numba_cuda_kernel",
     passed="the @numba.cuda.jit kernel",
 )
+
+
+def cuda_kernel_op(
+    info: bridge.KernelInfo, outs: Any, *, launch: Launch, **options: Any
+) -> Callable[..., Any]:
+    """``ffi_core.bridge.kernel_op`` with numba-cuda's part of every operation
+    (kernel or callable): its dtype table, and a GPU checked at each call.
+    ``options`` are ``kernel_op``'s others: the bridge's and the user's."""
+    return kernel_op(
+        info,
+        outs,
+        dtypes=DTYPES,
+        launch=launch,
+        check_call=lambda args, scalars: cuda_devices(info.label),
+        **options,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,14 +145,12 @@ def numba_cuda_kernel(
         grid=grid, block=block, launch_dims=launch_dims,
         threads_per_block=threads_per_block, shared_mem=shared_mem,
     )  # fmt: skip
-    return kernel_op(
+    return cuda_kernel_op(
         info,
         outs,
-        # numba-cuda's part: its dtypes and vmap methods, the launch, a GPU.
-        dtypes=DTYPES,
+        # The kernel's part: its vmap methods, the launch.
         vmap_methods=VMAP_METHODS,
         launch=_Launch(launch),
-        check_call=lambda args, scalars: cuda_devices(info.label),
         # The user's options, checked by the kit.
         vmap_method=vmap_method,
         input_output_aliases=input_output_aliases,
