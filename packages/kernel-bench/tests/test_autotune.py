@@ -499,7 +499,8 @@ def test_no_margin_where_nothing_was_measured():
     ("costs", "settled"),
     [
         ({"slow": 1000.0, "fast": 10.0}, True),  # margin 100x, no noise
-        ({"slow": 10.5, "fast": 10.0}, True),  # margin 1.05x, no noise: still settled
+        ({"slow": 10.6, "fast": 10.0}, True),  # margin 1.06x, no noise: settled
+        ({"slow": 10.4, "fast": 10.0}, False),  # margin 1.04x, no noise: a tie (TIE, 5 %)
         ({"slow": 10.5, "fast": [9.0, 10.0, 10.0, 11.0, 11.0]}, False),  # 1.05x within 10 %
         ({"slow": 1000.0, "fast": [5.0, 10.0, 10.0, 20.0, 20.0]}, False),  # busy
     ],

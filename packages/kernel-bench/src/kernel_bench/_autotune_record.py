@@ -22,6 +22,11 @@ PLATFORMS = ("cpu", "gpu", "tpu")
 #: A decision whose winner's rounds spread more than this (interquartile range
 #: over median) was measured while the machine was busy (``Decision.busy``).
 BUSY_NOISE = 0.2
+#: Two medians within this relative difference are a tie: a decision's margin
+#: must exceed it (and its noise) to be settled, and the suite's consistency
+#: check calls ``auto`` as fast as the best backend within it. One number, so
+#: the autotuner and the suite's report agree on what a close call is.
+TIE = 0.05
 SOURCES = ("measured", "disk", "process 0", "only backend", "fallback")
 STATUSES = ("ok", "failed", "disagrees")
 # Bounds on what is read back: a text from process 0, the strings and lists
@@ -102,13 +107,14 @@ class Decision:
     def settled(self) -> bool:
         """Whether the decision may be reused as it is in a later process: it
         was not measured while the machine was busy, and its margin exceeds its
-        noise (``margin > 1 + noise``). One that is not is measured again when
-        a later process reads it from the disk (once per process)."""
+        noise and a tie (``margin > 1 + max(noise, TIE)``). One that is not is
+        measured again when a later process reads it from the disk (once per
+        process)."""
         if self.busy:
             return False
         if self.margin is None or self.noise is None:
             return True
-        return self.margin > 1 + self.noise
+        return self.margin > 1 + max(self.noise, TIE)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -28,13 +28,14 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from ._autotune_record import TIE
 from ._record import BenchmarkRecord
 
 __all__ = ["AUTO", "MIN_TOLERANCE", "NOISY", "Disagreement", "check_consistency"]
 
 AUTO = "auto"
-#: The least relative difference counted as a difference.
-MIN_TOLERANCE = 0.05
+#: The least relative difference counted as a difference: the autotuner's tie.
+MIN_TOLERANCE = TIE
 #: A reference-op spread (interquartile range over median) above which the
 #: machine is called noisy.
 NOISY = 0.10

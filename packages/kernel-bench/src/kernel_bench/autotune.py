@@ -67,6 +67,7 @@ from ._autotune_decide import recording as recording
 from ._autotune_decide import set_budget as set_budget
 from ._autotune_decide import stats as stats
 from ._autotune_record import BUSY_NOISE as BUSY_NOISE
+from ._autotune_record import TIE as TIE
 from ._autotune_record import AutotuneWarning as AutotuneWarning
 from ._autotune_record import Candidate as Candidate
 from ._autotune_record import Decision as Decision
@@ -77,6 +78,7 @@ __all__ = [
     "CACHE_ENV",
     "CHOOSER",
     "DEFAULT_BUDGET_S",
+    "TIE",
     "TOLERANCES",
     "AutotuneChooser",
     "AutotuneWarning",
