@@ -13,28 +13,18 @@ from typing import Any
 
 import ffi_core
 from ffi_core import ArraySig
+from ffi_core.bridge import BASIC_DTYPES, COMPLEX_DTYPES, kernel_digest
 from ffi_core.bridge import KernelInfo as KernelInfoBase
-from ffi_core.bridge import kernel_digest
 from numba.core.registry import CPUDispatcher
 
 __all__ = ["DTYPES", "KIND", "SUPPORTED_DTYPES", "VMAP_METHODS", "CallSig", "KernelInfo"]
 
-#: Dtypes a numba CPU kernel can take, by name. Not float16: Numba has no
-#: float16 on CPU (any array of it fails inside Numba's lowering).
+#: Dtypes a numba CPU kernel can take, by name: ffi-core's ``BASIC_DTYPES`` and
+#: ``COMPLEX_DTYPES``, less float16: Numba has no float16 on CPU (any array of
+#: it fails inside Numba's lowering).
 SUPPORTED_DTYPES: tuple[str, ...] = (
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
+    *(name for name in BASIC_DTYPES if name != "float16"),
+    *COMPLEX_DTYPES,
 )
 
 #: The kernels, as dtype errors name them.

@@ -10,6 +10,7 @@ import functools
 from typing import Any
 
 import numpy as np
+from ffi_core.bridge import BASIC_DTYPES
 
 try:
     import warp as wp
@@ -32,21 +33,9 @@ __all__ = [
     "wp_types",
 ]
 
-#: dtypes a Warp array or scalar parameter can take here, by name.
-SUPPORTED_DTYPES: tuple[str, ...] = (
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-)
+#: dtypes a Warp array or scalar parameter can take here, by name: ffi-core's
+#: ``BASIC_DTYPES``.
+SUPPORTED_DTYPES: tuple[str, ...] = BASIC_DTYPES
 
 _WARP_TYPES: dict[str, Any] = {name: getattr(wp, name) for name in SUPPORTED_DTYPES}
 _NAMES: dict[Any, str] = {t: name for name, t in _WARP_TYPES.items()}
