@@ -14,23 +14,19 @@ methods), and JVP and transpose rules that name the kernel and the fix.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import jax
 import numpy as np
-from jax.extend.core import Primitive
-from jax.interpreters import batching, mlir
+from jax.interpreters import mlir
 
-from .._autodiff import raise_on_differentiation
-from .._batching import batch_call
 from .._cost_hint import hint_source, lower_with_hint
 from .._export import record_recipe
-from .._jax_compat import def_eager_impl
 from .._recipe import Unexportable
 from .._registry import register_target, target_name
+from .._rules import bridge_primitive
 from .._spec import ArraySig, array_sig, check_vmap_method
 
 __all__ = [
@@ -147,13 +143,7 @@ def lower_cpu_call(
     return lower_with_hint(lowering, ctx, operands, source, **(attrs or {}))
 
 
-cpu_call_p = Primitive("cpu_call")
-cpu_call_p.multiple_results = True
-
-
-def _cpu_call_abstract_eval(*avals, planner, out_avals, aliases, vmap_method, batched, attrs):
-    del avals, planner, aliases, vmap_method, batched, attrs
-    return list(out_avals)
+cpu_call_p = bridge_primitive("cpu_call", describe=lambda params: params["planner"].label)
 
 
 def _cpu_call_lowering(ctx, *operands, planner, out_avals, aliases, vmap_method, batched, attrs):
@@ -165,21 +155,6 @@ def _cpu_call_lowering(ctx, *operands, planner, out_avals, aliases, vmap_method,
         batched=batched,
         aliases=dict(aliases),
         attrs={n: _attribute_value(dtype, v) for n, dtype, v in attrs},
-    )
-
-
-def _cpu_call_batching(args, dims, *, planner, out_avals, aliases, vmap_method, batched, attrs):
-    bind = functools.partial(
-        cpu_call_p.bind, planner=planner, aliases=aliases, vmap_method=vmap_method, attrs=attrs
-    )
-    return batch_call(
-        bind,
-        args,
-        dims,
-        out_avals=out_avals,
-        batched=batched,
-        vmap_method=vmap_method,
-        aliased={i for i, _ in aliases},
     )
 
 
@@ -217,11 +192,7 @@ def cpu_call(
     )
 
 
-# The rules of cpu_call_p, in one place.
-def_eager_impl(cpu_call_p)
-cpu_call_p.def_abstract_eval(_cpu_call_abstract_eval)
+# The lowerings of cpu_call_p (its other rules: bridge_primitive above).
 mlir.register_lowering(cpu_call_p, _cpu_call_lowering, platform="cpu")
 mlir.register_lowering(cpu_call_p, _accelerator_lowering, platform="cuda")
 mlir.register_lowering(cpu_call_p, _accelerator_lowering, platform="rocm")
-batching.primitive_batchers[cpu_call_p] = _cpu_call_batching
-raise_on_differentiation(cpu_call_p, describe=lambda params: params["planner"].label)
