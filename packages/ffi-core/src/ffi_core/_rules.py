@@ -13,7 +13,7 @@ Its lowerings are the bridge's.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from jax.extend.core import Primitive
@@ -86,3 +86,27 @@ def bridge_primitive(
     )
     raise_on_differentiation(primitive, describe=describe)
     return primitive
+
+
+def bind_bridge_call(
+    primitive: Primitive,
+    planner: Any,
+    args: Sequence[Any],
+    out_avals: Sequence[Any],
+    *,
+    aliases: Sequence[tuple[int, int]],
+    vmap_method: str | None,
+    attrs: Sequence[tuple[str, str, Any]],
+) -> list[Any]:
+    """Bind a planner-driven bridge primitive (``cuda_launch_p``,
+    ``cpu_call_p``) for one unbatched call, its parameters normalized
+    (tuples, ``attrs`` sorted by name) so that equal calls bind equal ones."""
+    return primitive.bind(
+        *args,
+        planner=planner,
+        out_avals=tuple(out_avals),
+        aliases=tuple(aliases),
+        vmap_method=vmap_method,
+        batched=None,
+        attrs=tuple(sorted(attrs)),
+    )

@@ -26,7 +26,7 @@ from .._cost_hint import hint_source, lower_with_hint
 from .._export import record_recipe
 from .._recipe import Unexportable
 from .._registry import register_target, target_name
-from .._rules import bridge_primitive
+from .._rules import bind_bridge_call, bridge_primitive
 from .._spec import ArraySig, array_sig, check_vmap_method
 
 __all__ = [
@@ -181,14 +181,8 @@ def cpu_call(
     arguments are the caller's job (the bridge knows its kernel's rules).
     """
     check_vmap_method(vmap_method)
-    return cpu_call_p.bind(
-        *args,
-        planner=planner,
-        out_avals=tuple(out_avals),
-        aliases=tuple(aliases),
-        vmap_method=vmap_method,
-        batched=None,
-        attrs=tuple(sorted(attrs)),
+    return bind_bridge_call(
+        cpu_call_p, planner, args, out_avals, aliases=aliases, vmap_method=vmap_method, attrs=attrs
     )
 
 

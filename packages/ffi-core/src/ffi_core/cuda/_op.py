@@ -20,7 +20,7 @@ import jax
 import numpy as np
 from jax.interpreters import mlir
 
-from .._rules import bridge_primitive
+from .._rules import bind_bridge_call, bridge_primitive
 from .._spec import VMAP_METHODS, ArraySig, array_sig, check_vmap_method
 from ._handler import LaunchSpec
 from ._launch import LaunchConfig
@@ -169,14 +169,14 @@ def cuda_launch(
     """
     check_vmap_method(vmap_method)
     cuda_devices(planner.label)
-    return cuda_launch_p.bind(
-        *args,
-        planner=planner,
-        out_avals=tuple(out_avals),
-        aliases=tuple(aliases),
+    return bind_bridge_call(
+        cuda_launch_p,
+        planner,
+        args,
+        out_avals,
+        aliases=aliases,
         vmap_method=vmap_method,
-        batched=None,
-        attrs=tuple(sorted(attrs)),
+        attrs=attrs,
     )
 
 
