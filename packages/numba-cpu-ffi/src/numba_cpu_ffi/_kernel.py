@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from ffi_core.bridge import KernelCall, kernel_op
@@ -23,13 +23,7 @@ class _Launch:
 
     context: str
 
-    def __call__(
-        self,
-        call: KernelCall,
-        out_avals: tuple[Any, ...],
-        args: Sequence[Any],
-        scalars: Mapping[str, Any],
-    ) -> Sequence[Any]:
+    def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Any:
         del scalars  # numba kernels take arrays only
         planner = NumbaPlanner(call.info, self.context)
         return cpu_call(

@@ -11,8 +11,8 @@ numba-cpu-ffi had one of its own.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
-from ffi_core import ArraySig
 from ffi_core.cpu import CpuPlan, cpu_call_p
 
 from ._codegen import plan
@@ -36,11 +36,5 @@ class NumbaPlanner:
     def label(self) -> str:
         return f"numba kernel '{self.info.name}'"
 
-    def plan(
-        self,
-        inputs: tuple[ArraySig, ...],
-        outputs: tuple[ArraySig, ...],
-        batched: tuple[bool, ...] | None,
-        hint: bool,
-    ) -> CpuPlan:
+    def plan(self, inputs: Any, outputs: Any, batched: Any, hint: bool) -> CpuPlan:
         return plan(self.info, CallSig(inputs, outputs, batched, self.context, hint))

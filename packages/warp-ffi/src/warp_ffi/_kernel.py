@@ -34,13 +34,7 @@ class _Launch:
     launch_dims: Any
     backward: bool = False
 
-    def __call__(
-        self,
-        call: KernelCall,
-        out_avals: tuple[Any, ...],
-        args: Sequence[Any],
-        scalars: Mapping[str, Any],
-    ) -> list[Any]:
+    def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Any:
         info: KernelInfo = call.info
         return warp_kernel_call_p.bind(
             *args,
