@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ffi_core
-from ffi_core import ArraySig
 from ffi_core.bridge import BASIC_DTYPES, COMPLEX_DTYPES, kernel_digest
 from ffi_core.bridge import KernelInfo as KernelInfoBase
 from numba.core.registry import CPUDispatcher
@@ -72,18 +71,8 @@ class CallSig(ffi_core.CallSig):
         """The signature :meth:`to_step` wrote (its fields are this class's
         own: ``extras`` is not read)."""
         del extras
-
-        def arrays(items: Any) -> tuple[ArraySig, ...]:
-            return tuple(ArraySig(dtype, rank) for dtype, rank in items)
-
-        batched = step["batched"]
-        return cls(
-            arrays(step["inputs"]),
-            arrays(step["outputs"]),
-            None if batched is None else tuple(batched),
-            step["context"],
-            step["hint"],
-        )
+        base = ffi_core.CallSig.from_step(step)
+        return cls(base.inputs, base.outputs, base.batched, step["context"], step["hint"])
 
 
 class KernelInfo(KernelInfoBase):
