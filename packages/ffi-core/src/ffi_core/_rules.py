@@ -41,12 +41,15 @@ def bridge_primitive_batching(
     aliases: Any,
     vmap_method: str | None,
     batched: Any,
+    also_aliased: frozenset[int] = frozenset(),
     **params: Any,
 ) -> tuple[Any, Any]:
     """The ``vmap`` rule of a bridge primitive: ``ffi_core.batch_call`` binding
     ``primitive`` again (one native call over the batch by default, or the
     ``jax.ffi`` methods). Bridges with a method of their own (numba-cuda-ffi's
-    ``"fold"``) handle it and call this for the rest."""
+    ``"fold"``) handle it and call this for the rest; ``also_aliased`` names
+    inputs written in place besides those of ``aliases`` (Warp's adjoint
+    kernel's cotangents)."""
     bind = functools.partial(primitive.bind, aliases=aliases, vmap_method=vmap_method, **params)
     return batch_call(
         bind,
@@ -55,7 +58,7 @@ def bridge_primitive_batching(
         out_avals=out_avals,
         batched=batched,
         vmap_method=vmap_method,
-        aliased={i for i, _ in aliases},
+        aliased={i for i, _ in aliases} | also_aliased,
     )
 
 

@@ -11,11 +11,11 @@ from ffi-core's one template, for the exact dtypes and ranks it sees.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any
 
 import numpy as np
-from ffi_core import batch_call, def_eager_impl
+from ffi_core import def_eager_impl
+from ffi_core.bridge import bridge_primitive_batching
 from ffi_core.cpu import ensure_target, lower_cpu_call
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
@@ -169,24 +169,15 @@ def _rocm_lowering(ctx, *operands, info, **params):
     )
 
 
-def _batching(args, dims, *, out_avals, aliases, vmap_method, batched, **params):
-    aliased = {i for i, _ in aliases}
-    if params["backward"]:  # the cotangents (the last inputs) are aliased to outputs
-        n_in, _ = backward_counts(len(args), len(out_avals))
-        aliased |= set(range(n_in, len(args)))
+def _batching(args, dims, *, out_avals, **params):
     # Default: one native call launching the kernel once per batch row, on the
     # row's slices with the unbatched grid.
-    bind = functools.partial(
-        warp_kernel_call_p.bind, aliases=aliases, vmap_method=vmap_method, **params
-    )
-    return batch_call(
-        bind,
-        args,
-        dims,
-        out_avals=out_avals,
-        batched=batched,
-        vmap_method=vmap_method,
-        aliased=aliased,
+    also_aliased = frozenset()
+    if params["backward"]:  # the cotangents (the last inputs) are aliased to outputs
+        n_in, _ = backward_counts(len(args), len(out_avals))
+        also_aliased = frozenset(range(n_in, len(args)))
+    return bridge_primitive_batching(
+        warp_kernel_call_p, args, dims, out_avals=out_avals, also_aliased=also_aliased, **params
     )
 
 
