@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ffi_core
-from ffi_core.bridge import BASIC_DTYPES, COMPLEX_DTYPES, kernel_digest
+from ffi_core.bridge import BASIC_DTYPES, COMPLEX_DTYPES, function_kernel_fields
 from ffi_core.bridge import KernelInfo as KernelInfoBase
 from numba.core.registry import CPUDispatcher
 
@@ -95,15 +95,7 @@ class KernelInfo(KernelInfoBase):
             )
         self.kernel = kernel
         py_func = kernel.py_func
-        name = py_func.__name__
-        super().__init__(
-            name=name,
-            label=f"numba kernel '{name}'",
-            qualname=f"{py_func.__module__}.{py_func.__qualname__}",
-            digest=kernel_digest(py_func, kernel.targetoptions),
-            n_params=ffi_core.positional_count(py_func),
-            called=f"kernel '{name}'",
-        )
+        super().__init__(**function_kernel_fields(py_func, "numba kernel", kernel.targetoptions))
         self.parallel: bool = bool(kernel.targetoptions.get("parallel", False))
         #: captured values that make the digest differ per process (no export)
         self.address_bound = ffi_core.address_bound_values(py_func)

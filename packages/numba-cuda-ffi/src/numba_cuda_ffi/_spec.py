@@ -11,7 +11,13 @@ checked before anything is traced or bound.
 from __future__ import annotations
 
 import ffi_core
-from ffi_core.bridge import BASIC_DTYPES, COMPLEX_DTYPES, CallSig, KernelDTypes, kernel_digest
+from ffi_core.bridge import (
+    BASIC_DTYPES,
+    COMPLEX_DTYPES,
+    CallSig,
+    KernelDTypes,
+    function_kernel_fields,
+)
 from ffi_core.bridge import ArraySig as ArraySig
 from ffi_core.bridge import KernelInfo as _KernelInfo
 
@@ -87,13 +93,6 @@ class KernelInfo(_KernelInfo):
         self.kernel = kernel
         self.py_func = py_func
         self.options = {k: options.get(k) for k in _CODE_OPTIONS}
-        super().__init__(
-            name=name,
-            label=f"numba cuda kernel '{name}'",
-            qualname=f"{py_func.__module__}.{py_func.__qualname__}",
-            # Code and captured values (closures, globals): kernels from one
-            # factory must not share a target.
-            digest=kernel_digest(py_func, self.options),
-            n_params=ffi_core.positional_count(py_func),
-            called=f"kernel '{name}'",
-        )
+        # The digest covers code and captured values (closures, globals):
+        # kernels from one factory must not share a target.
+        super().__init__(**function_kernel_fields(py_func, "numba cuda kernel", self.options))

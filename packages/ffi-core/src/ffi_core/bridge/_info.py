@@ -12,9 +12,10 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from .._checks import positional_count
 from .._digest import function_digest
 
-__all__ = ["KernelInfo", "kernel_digest"]
+__all__ = ["KernelInfo", "function_kernel_fields", "kernel_digest"]
 
 
 class KernelInfo:
@@ -79,3 +80,26 @@ def kernel_digest(fn: Any, options: Mapping[str, Any] = {}) -> str:
     h = hashlib.sha256(function_digest(fn).encode())
     h.update(repr(sorted((k, repr(v)) for k, v in options.items())).encode())
     return h.hexdigest()[:24]
+
+
+def function_kernel_fields(fn: Any, kind: str, options: Mapping[str, Any] = {}) -> dict[str, Any]:
+    """``KernelInfo``'s fields for a kernel written as a Python function ``fn``
+    (Numba's): named after ``fn``, labelled ``"<kind> '<name>'"``, digested
+    with ``options`` (``kernel_digest``), every positional parameter an array.
+
+    Example:
+        >>> def add(x, y, out):
+        ...     out[:] = x + y
+        >>> info = KernelInfo(**function_kernel_fields(add, "toy kernel"))
+        >>> info.label, info.called, info.n_params
+        ("toy kernel 'add'", "kernel 'add'", 3)
+    """
+    name = fn.__name__
+    return {
+        "name": name,
+        "label": f"{kind} '{name}'",
+        "qualname": f"{fn.__module__}.{fn.__qualname__}",
+        "digest": kernel_digest(fn, options),
+        "n_params": positional_count(fn),
+        "called": f"kernel '{name}'",
+    }
