@@ -181,7 +181,8 @@ def test_a_workspace_kind_whose_bridge_is_absent_is_named(request, monkeypatch):
         MissingKernelError,
         match=re.escape(
             "cannot make: its kernel was made by 'ffi_core_tests_no_such_bridge', which is not "
-            "installed (No module named 'ffi_core_tests_no_such_bridge')"
+            "installed (no entry point 'ffi_core_tests.bridge' of the group "
+            "'ffi_core.rebuilders' is declared)"
         ),
     ):
         ffi_core.deserialize(blob)

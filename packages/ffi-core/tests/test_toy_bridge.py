@@ -20,6 +20,7 @@ README = HERE.parent / "README.md"
 pytestmark = pytest.mark.skipif(
     shutil.which("gcc") is None, reason="the toy bridge compiles C with gcc"
 )
+pytest.importorskip("numba", reason="ffi_core.cpu builds handlers with numba (ffi-core[native])")
 
 ADD = """
 #include <stdint.h>

@@ -259,8 +259,9 @@ def deserialize(blob: bytes | bytearray, *, kernels: Iterable[object] = ()) -> j
     The blob is checked before anything reads it: its format version, its
     lengths and its checksum, then the recipes against their schema (and each
     step against the fields its rebuilder declares). A step's rebuilder is
-    found by its kind among those registered, this workspace's bridges and the
-    entry points of the group ``ffi_core.rebuilders``; nothing in the blob
+    found by its kind among those registered and the entry points of the
+    group ``ffi_core.rebuilders`` (where this workspace's bridges declare
+    theirs); nothing in the blob
     names a module to import. Each kernel is then found by the digest of its
     code among those this process knows: wrapped (``numba_kernel(...)``, an
     ``XLACustomKernel``) in a module it imported, or passed in ``kernels``.

@@ -2,17 +2,16 @@
 
 A blob only ever names a step's ``kind``, and the kind is only a key: the
 rebuilder is one registered in this process (:func:`register_rebuilder`, by
-code the process imported), or else one of this workspace's bridges
-(:data:`WORKSPACE_REBUILDERS`, a fixed table of kind -> module), or else one
-an installed package declares in the entry-point group
-:data:`REBUILDER_ENTRY_POINTS` under the kind's name. Any other kind is refused
-before anything is imported; nothing the blob holds names a module.
+code the process imported), or else one an installed package declares in the
+entry-point group :data:`REBUILDER_ENTRY_POINTS` under the kind's name (this
+workspace's bridges declare theirs there too: ffi-core imports no package
+that depends on it). Any other kind is refused before anything is imported;
+nothing the blob holds names a module.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import importlib.metadata
 import re
 import threading
@@ -34,8 +33,9 @@ __all__ = [
 #: :func:`register_rebuilder` for that kind when imported.
 REBUILDER_ENTRY_POINTS = "ffi_core.rebuilders"
 
-#: The step kinds of this workspace's bridges, and the module that registers
-#: each one's rebuilder when imported.
+#: The step kinds of this workspace's bridges and the package that declares
+#: each one's rebuilder (as an entry point): only to name the package to
+#: install when a blob's kind is one of these and nothing declares it.
 WORKSPACE_REBUILDERS: Mapping[str, str] = {
     "numba_cpu": "numba_cpu_ffi",
     "warp_cpu": "warp_ffi",
@@ -67,10 +67,9 @@ def register_rebuilder(
     new process; it raises :class:`MissingKernelError` when the kernel is not
     known there. A bridge registers its rebuilder when it is imported.
 
-    ``deserialize`` finds the rebuilder of a kind among those registered, this
-    workspace's bridges and the entry points of the group
-    ``ffi_core.rebuilders`` (named by kind); it never imports a module a blob
-    names.
+    ``deserialize`` finds the rebuilder of a kind among those registered and
+    the entry points of the group ``ffi_core.rebuilders`` (named by kind); it
+    never imports a module a blob names.
 
     Args:
         kind: the ``"kind"`` of the steps (letters, digits, ``_`` and ``.``).
@@ -114,41 +113,37 @@ def _declared(kind: str) -> list[importlib.metadata.EntryPoint]:
 
 
 def rebuilder(kind: str) -> Rebuilder:
-    """The rebuilder of ``kind`` (a key only), importing the workspace module or
-    the entry point that declares it; MissingKernelError when there is none."""
+    """The rebuilder of ``kind`` (a key only), loading the entry point that
+    declares it; MissingKernelError when there is none."""
     found = _registered(kind)
     if found is not None:
         return found
-    module = WORKSPACE_REBUILDERS.get(kind)
-    if module is not None:
-        try:
-            importlib.import_module(module)  # registers its rebuilder
-        except ImportError as exc:
+    points = _declared(kind)
+    if not points:
+        package = WORKSPACE_REBUILDERS.get(kind)
+        if package is not None:
             raise MissingKernelError(
-                f"its kernel was made by {module!r}, which is not installed ({exc})"
-            ) from None
-        source = f"module {module!r}"
-    else:
-        points = _declared(kind)
-        if not points:
-            raise MissingKernelError(
-                f"no rebuilder for recipe steps of kind {kind!r}: this process knows "
-                f"{sorted({*WORKSPACE_REBUILDERS, *_rebuilders})}; a package adds one with "
-                f"ffi_core.register_rebuilder, or declares it as an entry point named {kind!r} "
-                f"in the group {REBUILDER_ENTRY_POINTS!r}"
+                f"its kernel was made by {package!r}, which is not installed (no entry point "
+                f"{kind!r} of the group {REBUILDER_ENTRY_POINTS!r} is declared)"
             )
-        for point in points:
-            try:
-                point.load()
-            except Exception as exc:
-                raise MissingKernelError(
-                    f"the entry point {point.name!r} = {point.value!r} of the group "
-                    f"{REBUILDER_ENTRY_POINTS!r} failed to load: {type(exc).__name__}: {exc}"
-                ) from exc
-        source = f"entry point {kind!r} of the group {REBUILDER_ENTRY_POINTS!r}"
+        raise MissingKernelError(
+            f"no rebuilder for recipe steps of kind {kind!r}: this process knows "
+            f"{sorted({*WORKSPACE_REBUILDERS, *_rebuilders})}; a package adds one with "
+            f"ffi_core.register_rebuilder, or declares it as an entry point named {kind!r} "
+            f"in the group {REBUILDER_ENTRY_POINTS!r}"
+        )
+    for point in points:
+        try:
+            point.load()
+        except Exception as exc:
+            raise MissingKernelError(
+                f"the entry point {point.name!r} = {point.value!r} of the group "
+                f"{REBUILDER_ENTRY_POINTS!r} failed to load: {type(exc).__name__}: {exc}"
+            ) from exc
     found = _registered(kind)
     if found is None:
         raise MissingKernelError(
-            f"no rebuilder for recipe steps of kind {kind!r}: the {source} did not register one"
+            f"no rebuilder for recipe steps of kind {kind!r}: the entry point {kind!r} of the "
+            f"group {REBUILDER_ENTRY_POINTS!r} did not register one"
         )
     return found
