@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.metadata
 import itertools
 import json
 import math
@@ -579,7 +580,7 @@ def test_kernel_bench_is_the_registered_chooser_and_is_handed_a_call_site(monkey
 def test_the_fingerprint_lists_every_installed_package_of_the_project(monkeypatch):
 
     versions = autotune.fingerprint("cpu")["versions"]
-    for name in (
+    project = (
         "ffi-core",
         "numba-cpu-ffi",
         "numba-cuda-ffi",
@@ -588,7 +589,17 @@ def test_the_fingerprint_lists_every_installed_package_of_the_project(monkeypatc
         "cuda-source-ffi",
         "xla-custom-kernel",
         "kernel-bench",
-    ):
+    )
+    installed = set()
+    for name in project:
+        try:
+            importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        installed.add(name)
+    # kernel-bench's own dependencies are always there; the bridges where installed.
+    assert {"ffi-core", "xla-custom-kernel", "kernel-bench"} <= installed
+    for name in installed:
         assert versions[name] is not None, name
 
     class Dist:

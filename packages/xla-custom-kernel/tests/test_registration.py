@@ -52,14 +52,16 @@ def test_def_jax_kernel_on_one_platform(name, platform):
 
 
 @pytest.mark.parametrize(
-    ("method", "backend", "batching"),
+    ("method", "backend", "batching", "bridge"),
     [
-        ("def_numba_cuda_kernel", "numba_cuda", "vmap"),
-        ("def_triton_kernel", "triton", "vmap"),
-        ("def_cuda_raw_kernel", "cuda_raw", "vmap"),
+        ("def_numba_cuda_kernel", "numba_cuda", "vmap", "numba_cuda_ffi"),
+        ("def_triton_kernel", "triton", "vmap", "triton_ffi"),
+        ("def_cuda_raw_kernel", "cuda_raw", "vmap", "cuda_source_ffi"),
     ],
 )
-def test_gpu_shorthands_record_gpu_entries(name, method, backend, batching):
+def test_gpu_shorthands_record_gpu_entries(name, method, backend, batching, bridge):
+    # Each method needs its bridge installed (else an ImportError naming the extra).
+    pytest.importorskip(bridge, reason=f"{method} needs {bridge} installed")
     k = XLACustomKernel(name)
     entry = getattr(k, method)(_kg)
     assert (entry.backend, entry.platform, entry.batching) == (backend, "gpu", batching)
@@ -69,6 +71,7 @@ def test_gpu_shorthands_record_gpu_entries(name, method, backend, batching):
 
 
 def test_def_warp_kernel_registers_cpu_and_gpu(name):
+    pytest.importorskip("warp_ffi", reason="def_warp_kernel needs warp-ffi installed")
     k = XLACustomKernel(name)
     entries = k.def_warp_kernel(_kg)
     assert [(e.backend, e.platform, e.batching) for e in entries] == [
