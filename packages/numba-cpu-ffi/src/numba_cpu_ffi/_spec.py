@@ -12,7 +12,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ffi_core
-from ffi_core.bridge import BASIC_DTYPES, COMPLEX_DTYPES, function_kernel_fields
+from ffi_core.bridge import (
+    BASIC_DTYPES,
+    COMPLEX_DTYPES,
+    check_kernel_type,
+    function_kernel_fields,
+)
 from ffi_core.bridge import KernelInfo as KernelInfoBase
 from numba.core.registry import CPUDispatcher
 
@@ -85,14 +90,12 @@ class KernelInfo(KernelInfoBase):
     """
 
     def __init__(self, kernel: object) -> None:
-        if not isinstance(kernel, CPUDispatcher):
-            hint = ""
-            if type(kernel).__name__ == "CUDADispatcher":
-                hint = "; for a numba.cuda.jit kernel use numba_cuda_ffi.numba_cuda_kernel"
-            raise TypeError(
-                "`kernel` must be a @numba.njit function (a numba CPU dispatcher), "
-                f"got {type(kernel)!r}{hint}"
-            )
+        kernel = check_kernel_type(
+            kernel,
+            CPUDispatcher,
+            "a @numba.njit function (a numba CPU dispatcher)",
+            {"CUDADispatcher": "a numba.cuda.jit kernel use numba_cuda_ffi.numba_cuda_kernel"},
+        )
         self.kernel = kernel
         py_func = kernel.py_func
         super().__init__(**function_kernel_fields(py_func, "numba kernel", kernel.targetoptions))

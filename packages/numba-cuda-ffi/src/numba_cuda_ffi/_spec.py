@@ -16,6 +16,7 @@ from ffi_core.bridge import (
     COMPLEX_DTYPES,
     CallSig,
     KernelDTypes,
+    check_kernel_type,
     function_kernel_fields,
 )
 from ffi_core.bridge import ArraySig as ArraySig
@@ -69,14 +70,12 @@ class KernelInfo(_KernelInfo):
         numba_cuda()
         from numba.cuda.dispatcher import CUDADispatcher
 
-        if not isinstance(kernel, CUDADispatcher):
-            hint = ""
-            if type(kernel).__name__ == "CPUDispatcher":
-                hint = "; for a @numba.njit kernel use numba_cpu_ffi.numba_kernel"
-            raise TypeError(
-                "`kernel` must be a @numba.cuda.jit kernel (a numba CUDA dispatcher), "
-                f"got {type(kernel)!r}{hint}"
-            )
+        kernel = check_kernel_type(
+            kernel,
+            CUDADispatcher,
+            "a @numba.cuda.jit kernel (a numba CUDA dispatcher)",
+            {"CPUDispatcher": "a @numba.njit kernel use numba_cpu_ffi.numba_kernel"},
+        )
         options = kernel.targetoptions
         py_func = kernel.py_func
         name = py_func.__name__

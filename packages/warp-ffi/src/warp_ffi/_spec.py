@@ -17,7 +17,7 @@ import ffi_core
 import jax
 import numpy as np
 from ffi_core.bridge import KernelInfo as KernelInfoBase
-from ffi_core.bridge import kernel_digest
+from ffi_core.bridge import check_kernel_type, kernel_digest
 
 from ._warp import SUPPORTED_DTYPES, dtype_name_of, wp, wp_types
 
@@ -100,10 +100,7 @@ class KernelInfo(KernelInfoBase):
     """
 
     def __init__(self, kernel: object) -> None:
-        if not isinstance(kernel, wp.Kernel):
-            raise TypeError(
-                f"`kernel` must be a @wp.kernel function (a warp Kernel), got {type(kernel)!r}"
-            )
+        kernel = check_kernel_type(kernel, wp.Kernel, "a @wp.kernel function (a warp Kernel)")
         self.kernel = kernel
         name: str = kernel.key
         super().__init__(

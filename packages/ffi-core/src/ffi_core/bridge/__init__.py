@@ -32,6 +32,7 @@ from .._spec import KernelDTypes as KernelDTypes
 from .._spec import array_sig as array_sig
 from ._catalog import BridgeCatalog as BridgeCatalog
 from ._info import KernelInfo as KernelInfo
+from ._info import check_kernel_type as check_kernel_type
 from ._info import function_kernel_fields as function_kernel_fields
 from ._info import kernel_digest as kernel_digest
 from ._op import BoundCall as BoundCall
@@ -56,6 +57,7 @@ __all__ = [
     "bridge_primitive",
     "bridge_primitive_abstract_eval",
     "bridge_primitive_batching",
+    "check_kernel_type",
     "function_kernel_fields",
     "kernel_digest",
     "kernel_op",

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from .._checks import positional_count
 from .._digest import function_digest
 
-__all__ = ["KernelInfo", "function_kernel_fields", "kernel_digest"]
+__all__ = ["KernelInfo", "check_kernel_type", "function_kernel_fields", "kernel_digest"]
 
 
 class KernelInfo:
@@ -103,3 +103,35 @@ def function_kernel_fields(fn: Any, kind: str, options: Mapping[str, Any] = {}) 
         "n_params": positional_count(fn),
         "called": f"kernel '{name}'",
     }
+
+
+_K = TypeVar("_K")
+
+
+def check_kernel_type(
+    kernel: object, accepted: type[_K], expected: str, elsewhere: Mapping[str, str] = {}
+) -> _K:
+    """``kernel``, if it is an ``accepted``; else a TypeError naming the argument.
+
+    Args:
+        kernel: the object a user passed as ``kernel``.
+        accepted: the bridge's kernel type.
+        expected: what the bridge takes, in words (``"a @numba.njit function
+            (a numba CPU dispatcher)"``).
+        elsewhere: type names of other languages' kernels, each with the
+            bridge that takes it (a kernel of the wrong bridge is a common
+            slip; the message says where it belongs).
+
+    Example:
+        >>> check_kernel_type("add", str, "a string")
+        'add'
+        >>> check_kernel_type(3, str, "a string", {"int": "an int use int_bridge.wrap"})
+        Traceback (most recent call last):
+        TypeError: `kernel` must be a string, got <class 'int'>; for an int use int_bridge.wrap
+    """
+    if isinstance(kernel, accepted):
+        return kernel
+    hint = elsewhere.get(type(kernel).__name__)
+    raise TypeError(
+        f"`kernel` must be {expected}, got {type(kernel)!r}" + (f"; for {hint}" if hint else "")
+    )
