@@ -38,31 +38,6 @@ __all__ = [
     "handler_source",
 ]
 
-# The template's native vocabulary, imported by every generated module.
-_NATIVE = (
-    "answer_metadata",
-    "arg_buffer",
-    "attr_array_data",
-    "attr_array_size",
-    "attr_scalar_dtype",
-    "attr_scalar_value",
-    "attr_type",
-    "buffer_data",
-    "buffer_dim",
-    "buffer_dtype",
-    "buffer_rank",
-    "cstring",
-    "error_create",
-    "first_error",
-    "frame_api",
-    "is_metadata_query",
-    "num_args",
-    "num_attrs",
-    "num_rets",
-    "ret_buffer",
-    "voidptr",
-)
-
 
 @dataclasses.dataclass(frozen=True)
 class AttrSig:
@@ -242,7 +217,8 @@ def handler_source(spec: HandlerSpec, body: HandlerBody) -> str:
         "import numpy as np",
         "from numba import carray, prange, types",
         "from ffi_core._capi import AttrType, DataType, ErrorCode",
-        f"from ffi_core.native import {', '.join(_NATIVE)}",
+        # The template's vocabulary: all of ffi_core.native (its __all__).
+        "from ffi_core.native import *",
         *body.imports,
         "",
     ]
