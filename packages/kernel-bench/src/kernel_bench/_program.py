@@ -29,20 +29,16 @@ def decision_data(found: Sequence[Any], op: str) -> dict[str, Any] | None:
     """The decision behind a run of backend "auto", as JSON data; None without one.
 
     ``margin`` is the runner-up's time over the winner's (None with one candidate
-    or none timed), ``noise`` the relative spread of the autotuner's measurement
-    and ``busy`` whether the machine was loaded then, where the decision says
-    (read with ``getattr``: decisions of older versions have neither)."""
+    or none timed; for a decision read from an older cache, which has none, it
+    is taken from the candidates' times), ``noise`` the relative spread of the
+    autotuner's measurement and ``busy`` whether the machine was loaded then."""
     mine = [d for d in found if d.op == op] or list(found)
     if not mine:
         return None
     d = mine[0]
-    timed = sorted(
-        (c.us_per_call, c.backend)
-        for c in getattr(d, "candidates", ())
-        if c.us_per_call is not None
-    )
+    timed = sorted((c.us_per_call, c.backend) for c in d.candidates if c.us_per_call is not None)
     runner_up = next((b for _, b in timed if b != d.backend), None)
-    margin = getattr(d, "margin", None)
+    margin = d.margin
     if margin is None and len(timed) > 1 and timed[0][0] > 0:
         margin = timed[1][0] / timed[0][0]
     if margin is not None and math.isinf(margin):
@@ -53,8 +49,8 @@ def decision_data(found: Sequence[Any], op: str) -> dict[str, Any] | None:
         "signature": d.signature,
         "margin": margin,
         "runner_up": runner_up,
-        "noise": getattr(d, "noise", None),
-        "busy": getattr(d, "busy", None),
+        "noise": d.noise,
+        "busy": d.busy,
         "left_out": [f"{c.backend} ({c.status})" for c in d.candidates if c.status != "ok"],
     }
 
