@@ -58,9 +58,10 @@ def test_cache_dir_follows_environment(tmp_path, monkeypatch):
     assert cache_dir() is None
 
 
-# Runs a serial kernel, a parallel (prange) kernel and a default vmap (a
-# parallel batch loop): the handlers of the last two crash a process that loads
-# them from Numba's cache unless the threading layer is started first.
+# Runs a serial kernel, a parallel (prange) kernel on a small and on a large
+# input (its serial and its parallel form) and a default vmap (a parallel batch
+# loop): the parallel code crashes a process that loads it from Numba's cache
+# unless the threading layer is started first.
 _SCRIPT = textwrap.dedent(
     """
     import jax, jax.numpy as jnp, numba, numpy as np
@@ -80,6 +81,9 @@ _SCRIPT = textwrap.dedent(
     s = jax.ShapeDtypeStruct(x.shape, x.dtype)
     np.testing.assert_array_equal(numba_kernel(cached_serial, s)(x), x + 1)
     np.testing.assert_array_equal(jax.jit(numba_kernel(cached_parallel, s))(x), x * 2)
+    big = jnp.arange(2**20, dtype=jnp.float32)
+    big_s = jax.ShapeDtypeStruct(big.shape, big.dtype)
+    np.testing.assert_array_equal(jax.jit(numba_kernel(cached_parallel, big_s))(big), big * 2)
     rows = jnp.stack([x, x + 1, x + 2])
     np.testing.assert_array_equal(jax.vmap(numba_kernel(cached_serial, s))(rows), rows + 1)
     print("ok")
@@ -113,10 +117,20 @@ def test_disk_cache_across_processes(tmp_path):
     _run(tmp_path)
     first = _files(tmp_path)
     names = {name for name, _, _ in first}
-    # One generated source per signature, and Numba's index and code for each
-    # compiled handler (the batched one has its batch loop too).
-    assert sum(name.endswith(".py") for name in names) == 3
-    assert sum(name.endswith(".nbi") for name in names) == 4
-    assert sum(name.endswith(".nbc") for name in names) == 4
+    # Numba's index and code of each kernel form: the serial kernel (its rows
+    # in the vmap too), the parallel kernel's serial form (the small call) and
+    # its parallel form (the large one).
+    kernels = {name for name in names if name.startswith("k_")}
+    assert sum(name.endswith(".nbi") for name in kernels) == 3
+    assert sum(name.endswith(".nbc") for name in kernels) == 3
+    # One generated source per call shape, shared by the kernels of that shape
+    # (serial and parallel kernels apart; the large call carries a cost hint),
+    # and the index and code of each handler (the batched one has its batch
+    # loop too).
+    handlers = {name for name in names if name.startswith("s_")}
+    assert sum(name.endswith(".py") for name in handlers) == 4
+    assert sum(name.endswith(".nbi") for name in handlers) == 5
+    assert sum(name.endswith(".nbc") for name in handlers) == 5
+    assert names == kernels | handlers
     _run(tmp_path)
     assert _files(tmp_path) == first, "the second process compiled instead of loading"

@@ -1,8 +1,10 @@
 """numba-cpu-ffi: Numba CPU kernels as native-speed JAX operations."""
 
-from ._codegen import KernelCompileError as KernelCompileError
-from ._codegen import cache_dir as cache_dir
+from ._cache import add_prebuilt_dir as add_prebuilt_dir
+from ._cache import cache_dir as cache_dir
+from ._cache import prebuilt_dirs as prebuilt_dirs
 from ._codegen import parallel_min_elements as parallel_min_elements
+from ._compile import KernelCompileError as KernelCompileError
 from ._disk_cache import HandlerCacheWarning as HandlerCacheWarning
 from ._kernel import numba_kernel as numba_kernel
 from ._primitive import numba_kernel_call_p as numba_kernel_call_p
@@ -17,9 +19,11 @@ __all__ = [
     "HandlerCacheWarning",
     "KernelCompileError",
     "__version__",
+    "add_prebuilt_dir",
     "cache_dir",
     "configure_threads",
     "numba_kernel",
     "numba_kernel_call_p",
     "parallel_min_elements",
+    "prebuilt_dirs",
 ]

@@ -1,15 +1,20 @@
-"""Generate, compile and cache the native handler for one (kernel, signature).
+"""The native handlers of numba kernels: one per call shape, shared by every
+kernel of that shape, and a target per (kernel, signature) bound to it.
 
-The handler is a Numba ``cfunc`` that XLA calls directly, from ffi-core's one
-CPU template (``ffi_core.cpu``): it answers the metadata handshake, checks the
-buffers' count, dtypes and ranks and wraps each buffer as an array whose shape
-comes from the call frame; what is numba's here (``handler_body``) is the call
-of the kernel through ``call_guarded``, so that a raised exception becomes an
-FFI error, and the choice of threads.
+A handler is a Numba ``cfunc`` that XLA calls directly, from ffi-core's one
+CPU template (``ffi_core.cpu``): it answers the metadata handshake, checks
+the buffers' count, dtypes and ranks and wraps each buffer as an array whose
+shape comes from the call frame. What is numba's here (``handler_body``) is
+the call of the kernel through ``call_guarded_at`` (a raised exception
+becomes an FFI error naming the kernel) and the choice of threads.
 
-Handlers are written to a source file named by a digest of the kernel and the
-signature and their machine code is kept in the same checked directory
-(``_disk_cache``), so a later process loads it instead of compiling again.
+The handler does not link the kernel in: it reads the kernel's compiled
+address from the target's record (``ffi_core.cpu.HandlerRecord``: word 0 the
+serial form, word 1 the parallel form of a ``parallel=True`` kernel once a
+call needs it), so one handler serves every kernel of the same dtypes,
+ranks, batching and cost hint, and a new kernel costs its own compile
+(``_compile``) and a two-instruction entry point (``ffi_core.cpu.bind_record``).
+Handlers are cached on disk by a digest of their source, like kernels.
 """
 
 from __future__ import annotations
@@ -17,104 +22,85 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import pathlib
 import sys
 import tempfile
 import threading
 import types as pytypes
 from typing import Any
 
-import ffi_core
 import ffi_core.cpu
-import jaxlib
 import numba
-from ffi_core import Unexportable, api_version, cache_root, checked_cache_dir, target_name
-from ffi_core.cpu import CpuPlan, HandlerBody, HandlerSpec, handler_globals, handler_source
-from numba.core.errors import NumbaError
+from ffi_core import ArraySig, Unexportable, api_version, target_name
+from ffi_core.cpu import (
+    BoundHandler,
+    CpuPlan,
+    HandlerBody,
+    HandlerRecord,
+    HandlerSpec,
+    bind_record,
+    handler_globals,
+    handler_source,
+)
 from numba.np.ufunc.parallel import _launch_threads
 
-from ._disk_cache import cached_cfunc, cached_njit
+from ._cache import cache_layers
+from ._compile import kernel_address, versions
+from ._disk_cache import Layers, cached_cfunc, cached_njit
 from ._spec import CallSig, KernelInfo
-from ._version import __version__
 
 __all__ = [
-    "KernelCompileError",
-    "cache_dir",
     "compiled_handler",
     "ensure_target",
     "handler_body",
-    "handler_spec",
+    "handler_label",
     "parallel_min_elements",
     "plan",
+    "shared_handler",
 ]
 
-_CACHE_ENV = "NUMBA_CPU_FFI_CACHE_DIR"
+#: The record's words: the serial kernel, then the parallel one (0 until built).
+_SERIAL, _PARALLEL = 0, 1
 
 
-class KernelCompileError(ffi_core.KernelCompileError):
-    """A kernel that Numba cannot compile for the dtypes and ranks it is given
-    (a TypeError, as every bridge's ``ffi_core.KernelCompileError``)."""
-
-
-def cache_dir() -> pathlib.Path | None:
-    """Where generated handlers and their compiled code are kept, or None when
-    there is no disk cache (handlers are then compiled in every process).
-
-    ``$NUMBA_CPU_FFI_CACHE_DIR`` wins (empty: no disk cache); otherwise
-    ``$XDG_CACHE_HOME/numba-cpu-ffi`` (``~/.cache/numba-cpu-ffi``). The
-    directory is created with mode 0700; one that is a symlink, is not owned
-    by the current user or may be written by group or others is refused with
-    an ``ffi_core.CacheDirWarning`` (None), since compiled code and pickles
-    are loaded from it.
-    """
-    explicit = os.environ.get(_CACHE_ENV)
-    if explicit == "":
-        return None
-    path = pathlib.Path(explicit) if explicit is not None else cache_root() / "numba-cpu-ffi"
-    return checked_cache_dir(path, purpose=f"numba-cpu-ffi's handler cache (${_CACHE_ENV})")
-
-
-def handler_spec(info: KernelInfo, sig: CallSig) -> HandlerSpec:
-    """The buffers the handler of ``info``'s kernel for ``sig`` checks."""
+def handler_label(info: KernelInfo, sig: CallSig) -> str:
+    """What the messages of ``info``'s handler for ``sig`` start with."""
     label = f"numba kernel '{info.name}'"
-    if sig.context:
-        label += f" ({sig.context})"
-    return HandlerSpec(label, sig.inputs, sig.outputs, sig.batched, int(sig.hint))
+    return f"{label} ({sig.context})" if sig.context else label
 
 
-def handler_body(info: KernelInfo, sig: CallSig) -> HandlerBody:
-    """How the handler calls the kernel, on the buffers' views: through
-    ``call_guarded``, so that a raised exception becomes an FFI error naming
-    the kernel. A parallel kernel wakes its threads only for enough work; the
-    rows of a batch run across threads, each with the serial kernel."""
+def handler_body(sig: CallSig, parallel: bool) -> HandlerBody:
+    """How the shared handler of ``sig``'s shape calls a kernel, on the
+    buffers' views, through ``call_guarded_at`` at the address in the
+    record: the serial form (``word_0``), or for a ``parallel`` kernel its
+    parallel form (``word_1``) when the call holds enough work to wake
+    threads and that form is built. The rows of a batch run across threads,
+    each with the serial form."""
     n_in, n_arrays = len(sig.inputs), len(sig.inputs) + len(sig.outputs)
     views = [f"v_{k}" for k in range(n_arrays)]
     threshold = parallel_min_elements()
-    imports = ("from ffi_core.native import call_guarded",)
+    serial, fast = f"word_{_SERIAL}", f"word_{_PARALLEL}"
     if sig.batched is not None:
         sliced = [f"{v}[b]" if k >= n_in or sig.batched[k] else v for k, v in enumerate(views)]
         args = f"api, name, ({', '.join(sliced)},))"
-        serial_row = (f"error = call_guarded(serial, {args}",)
         return HandlerBody(
             call=(),
-            row=serial_row,
-            # One row: the kernel's own threads.
-            heavy_row=(f"error = call_guarded(kernel, {args}",) if info.parallel else None,
-            row_args=tuple(views),
-            imports=imports,
+            row=(f"error = call_guarded_at({serial}, {args}",),
+            # One row with enough work: the kernel's own threads, once built.
+            heavy_row=(f"error = call_guarded_at(heavy, {args}",) if parallel else None,
+            setup=(f"heavy = {fast} if {fast} != 0 else {serial}",) if parallel else (),
+            row_args=(serial, *(("heavy",) if parallel else ()), *views),
             threads=threshold,
             views=True,
         )
-    call = f"call_guarded(kernel, api, name, ({', '.join(views)},))"
-    if not info.parallel:
-        return HandlerBody(call=(f"return {call}",), imports=imports, views=True)
+    call = f"call_guarded_at({serial}, api, name, ({', '.join(views)},))"
+    if not parallel:
+        return HandlerBody(call=(f"return {call}",), views=True)
     return HandlerBody(
         call=(
-            f"if work >= {threshold}:",
-            f"    return {call}",
-            f"return call_guarded(serial, api, name, ({', '.join(views)},))",
+            f"if work >= {threshold} and {fast} != 0:",
+            f"    return call_guarded_at({fast}, api, name, ({', '.join(views)},))",
+            f"return {call}",
         ),
-        imports=imports,
         threads=threshold,
         views=True,
     )
@@ -149,64 +135,31 @@ def parallel_min_elements() -> int:
     return int(_WAKE_S / (_ELEMENT_S * (1 - 1 / threads)))
 
 
-def _twins(kernel: Any) -> tuple[Any, Any]:
-    """The kernel and its serial form (``prange`` as ``range``) as the handler
-    calls them: private dispatchers of the kernel's function, with its options
-    and locals, that Numba compiles without the Python and C wrappers it adds
-    to a user's dispatcher. Those wrappers stay resident for the life of the
-    process and the handler never calls them: compiling the user's dispatcher
-    instead cost about 1 MB per kernel (``tools/bench_kernel_memory.py``)."""
-    options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
-    options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
-    twin = numba.njit(locals=dict(kernel.locals), **options)(kernel.py_func)
-    if not options.get("parallel"):
-        return twin, twin
-    options["parallel"] = False
-    return twin, numba.njit(locals=dict(kernel.locals), **options)(kernel.py_func)
-
-
-def _digest(info: KernelInfo, sig: CallSig) -> str:
-    h = hashlib.sha256()
-    for part in (
-        info.digest,
-        *sig.name_parts(),
-        repr(parallel_min_elements()),
-        numba.__version__,
-        jaxlib.__version__,
-        repr(api_version()),
-        __version__,
-        sys.version,
-    ):
-        h.update(part.encode())
-    return h.hexdigest()[:24]
-
-
-def _load_module(
-    name: str, source: str, namespace: dict[str, Any], *, cache: bool = True
-) -> pytypes.ModuleType:
+def _load_module(name: str, source: str, namespace: dict[str, Any], layers: Layers) -> Any:
     """Run ``source`` as module ``name`` with ``namespace`` preset; its
-    ``compile_handler``/``compile_loop`` decorators keep compiled code in the
-    cache directory when there is one."""
-    directory = cache_dir() if cache else None
+    ``compile_handler``/``compile_loop`` decorators keep compiled code in
+    ``layers``."""
     module = pytypes.ModuleType(f"numba_cpu_ffi_handlers.{name}")
     module.__dict__.update(
         namespace,
-        compile_handler=cached_cfunc(directory, source),
-        compile_loop=cached_njit(directory, source),
+        compile_handler=cached_cfunc(layers, f"{name}.handler"),
+        compile_loop=cached_njit(layers, f"{name}.batch_loop"),
     )
-    if directory is None:
-        exec(compile(source, f"<{name}>", "exec"), module.__dict__)
-        return module
-    path = directory / f"{name}.py"
-    if not path.is_file() or path.read_text() != source:
-        # The source beside its compiled code, for tracebacks and readers; it is
-        # never imported (the text run is the one in memory). Written once,
-        # atomically.
-        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)
-    module.__file__ = str(path)
+    filename = f"<{name}>"
+    if layers.write is not None:
+        path = layers.write / f"{name}.py"
+        filename = str(path)
+        # The source beside its compiled code, for tracebacks and readers; it
+        # is never imported (the text run is the one in memory).
+        try:
+            if not path.is_file() or path.read_text() != source:
+                fd, tmp = tempfile.mkstemp(dir=layers.write, suffix=".tmp")
+                with os.fdopen(fd, "w") as f:
+                    f.write(source)
+                os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only cache
+    module.__file__ = filename
     # A cfunc loaded from Numba's cache does not start the threading layer that
     # parallel code linked into it needs (Numba gathers the reload hooks before
     # the cfunc's library is linked), and its symbols must exist before the
@@ -216,7 +169,7 @@ def _load_module(
     # through sys.modules.
     sys.modules[module.__name__] = module
     try:
-        exec(compile(source, str(path), "exec"), module.__dict__)
+        exec(compile(source, filename, "exec"), module.__dict__)
     except BaseException:
         del sys.modules[module.__name__]
         raise
@@ -227,26 +180,48 @@ _lock = threading.Lock()
 
 
 @functools.cache
-def compiled_handler(info: KernelInfo, sig: CallSig) -> tuple[str, Any]:
-    """``(target_name, cfunc)`` for ``info``'s kernel and ``sig``, compiled once
-    per process (and loaded from disk where Numba's cache allows)."""
-    digest = _digest(info, sig)
-    spec = handler_spec(info, sig)
-    kernel, serial = _twins(info.kernel)
-    namespace = handler_globals(spec) | {"kernel": kernel, "serial": serial}
-    source = handler_source(spec, handler_body(info, sig))
+def shared_handler(
+    inputs: tuple[ArraySig, ...],
+    outputs: tuple[ArraySig, ...],
+    batched: tuple[bool, ...] | None,
+    hint: bool,
+    parallel: bool,
+) -> Any:
+    """The handler (a ``cfunc`` of ``uintp(frame, record)``) of every kernel
+    called with these buffers, compiled once per process and cached on disk."""
+    sig = CallSig(inputs, outputs, batched, "", hint)
+    kind = "parallel numba kernels" if parallel else "numba kernels"
+    spec = HandlerSpec(
+        f"{kind} of {sig.describe()}", inputs, outputs, batched, int(hint), record_words=2
+    )
+    source = handler_source(spec, handler_body(sig, parallel))
+    h = hashlib.sha256(source.encode())
+    for part in (*versions(), repr(api_version())):
+        h.update(part.encode())
     with _lock:
-        try:
-            # A kernel reading ctypes/cffi functions (address-bound values) has
-            # code Numba cannot cache; it would warn at every compile.
-            module = _load_module(
-                f"h_{info.name}_{digest}", source, namespace, cache=not info.address_bound
-            )
-        except NumbaError as exc:
-            raise KernelCompileError(
-                f"kernel '{info.name}' does not compile for {sig.describe()}:\n{exc}"
-            ) from None
-    return target_name(*_name(info, sig)), module.handler
+        module = _load_module(
+            f"s_{h.hexdigest()[:24]}", source, handler_globals(spec), cache_layers()
+        )
+    return module.handler
+
+
+def compiled_handler(info: KernelInfo, sig: CallSig) -> tuple[str, BoundHandler]:
+    """``(target_name, entry point)`` for ``info``'s kernel and ``sig``: the
+    shape's shared handler bound to a record holding the kernel's serial
+    form (compiled here, or loaded from the cache)."""
+    handler = shared_handler(sig.inputs, sig.outputs, sig.batched, sig.hint, info.parallel)
+    record = HandlerRecord(handler_label(info, sig), words=2)
+    record[_SERIAL] = kernel_address(info, sig, False)
+    return target_name(*_name(info, sig)), bind_record(handler, record)
+
+
+def _prepare(info: KernelInfo, sig: CallSig, bound: BoundHandler, work: int | None) -> None:
+    # A parallel kernel's parallel form, once a call holds enough work for it
+    # (or a call of unknown size: a target made again from an export recipe).
+    if not info.parallel or bound.record[_PARALLEL] != 0:
+        return
+    if work is None or work >= parallel_min_elements():
+        bound.record[_PARALLEL] = kernel_address(info, sig, True)
 
 
 def _name(info: KernelInfo, sig: CallSig) -> tuple[str, ...]:
@@ -262,12 +237,14 @@ def plan(info: KernelInfo, sig: CallSig) -> CpuPlan:
         content=f"{info.qualname}:{info.digest}:{':'.join(sig.name_parts())}",
         build=lambda: compiled_handler(info, sig)[1],
         recipe=_recipe(info, sig),
+        prepare=lambda bound, work: _prepare(info, sig, bound, work),
     )
 
 
-def ensure_target(info: KernelInfo, sig: CallSig) -> str:
-    """Compile (or load) and register the handler; returns the target name."""
-    return ffi_core.cpu.ensure_target(plan(info, sig))
+def ensure_target(info: KernelInfo, sig: CallSig, work: int | None = None) -> str:
+    """Compile (or load) and register the handler for a call of ``work``
+    elements (None: any); returns the target name."""
+    return ffi_core.cpu.ensure_target(plan(info, sig), work)
 
 
 def _recipe(info: KernelInfo, sig: CallSig) -> dict[str, Any] | Unexportable:

@@ -16,11 +16,10 @@ compiled again and saved afresh.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
-import inspect
 import os
 import pickle
-import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,7 +35,7 @@ from numba.core.caching import (
 )
 from numba.core.ccallback import CFunc
 
-__all__ = ["HandlerCacheWarning", "cached_cfunc", "cached_njit"]
+__all__ = ["HandlerCacheWarning", "Layers", "cache_dispatcher", "cached_cfunc", "cached_njit"]
 
 #: The first bytes of every file written here, then the SHA-256 of the rest.
 _MAGIC = b"numba-cpu-ffi handler cache 1\n"
@@ -48,15 +47,17 @@ class HandlerCacheWarning(UserWarning):
     deleted and the handler compiled again."""
 
 
-def _discard(path: str, seen: os.stat_result | None, reason: str) -> None:
+def _discard(path: str, seen: os.stat_result | None, reason: str, *, keep: bool = False) -> None:
     # Delete only the file that was read: another process may have replaced
-    # it with a healthy one since.
-    with contextlib.suppress(OSError):
-        now = os.lstat(path)
-        if seen is None or (now.st_ino, now.st_mtime_ns) == (seen.st_ino, seen.st_mtime_ns):
-            os.unlink(path)
+    # it with a healthy one since. ``keep``: a read-only layer, left as it is.
+    if not keep:
+        with contextlib.suppress(OSError):
+            now = os.lstat(path)
+            if seen is None or (now.st_ino, now.st_mtime_ns) == (seen.st_ino, seen.st_mtime_ns):
+                os.unlink(path)
+    what = "it is ignored" if keep else "it was deleted"
     warnings.warn(
-        f"numba-cpu-ffi's handler cache file {path!r} {reason}; it was deleted and the "
+        f"numba-cpu-ffi's handler cache file {path!r} {reason}; {what} and the "
         "handler is compiled again",
         HandlerCacheWarning,
         stacklevel=2,
@@ -70,6 +71,8 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
 
     #: The file read last, named when what it held fails to load.
     last_read: str | None = None
+    #: A layer this process only reads (prebuilt): a bad file is left in place.
+    readonly: bool = False
 
     def _read_verified(self, path: str) -> bytes | None:
         self.last_read = path
@@ -82,7 +85,9 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
             or not content.startswith(_MAGIC)
             or content[len(_MAGIC) : _HEADER] != hashlib.sha256(payload).digest()
         ):
-            _discard(path, seen, "does not match its checksum (truncated or corrupt)")
+            _discard(
+                path, seen, "does not match its checksum (truncated or corrupt)", keep=self.readonly
+            )
             return None
         return payload
 
@@ -116,13 +121,24 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
         self._write_checksummed(self._data_path(name), self._dump(data))
 
 
+@dataclasses.dataclass(frozen=True)
+class Layers:
+    """Where compiled code is kept: ``write``, the user's checked cache
+    directory (None: none), read and written; then ``read``, prebuilt
+    directories, only read."""
+
+    write: Path | None = None
+    read: tuple[Path, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.write is not None or bool(self.read)
+
+
 class _Locator(_CacheLocator):
-    """The checked directory, and nothing else (Numba's locators would follow
+    """One checked directory, and nothing else (Numba's locators would follow
     ``$NUMBA_CACHE_DIR`` or write a ``__pycache__`` beside the source)."""
 
-    def __init__(self, py_func: Callable[..., Any], directory: Path, stamp: str) -> None:
-        self._py_file = inspect.getfile(py_func)
-        self._lineno = py_func.__code__.co_firstlineno
+    def __init__(self, directory: Path, stamp: str) -> None:
         self._directory = directory
         self._stamp = stamp
 
@@ -136,72 +152,96 @@ class _Locator(_CacheLocator):
         return self._stamp
 
     def get_disambiguator(self) -> str:
-        return str(self._lineno)
+        return ""
+
+    @classmethod
+    def from_function(cls, py_func: Any, py_file: Any) -> None:
+        return None  # never chosen by Numba's search
 
 
 class _Impl(CompileResultCacheImpl):
-    def __init__(self, py_func: Callable[..., Any], locator: _Locator) -> None:
-        # Numba's __init__ searches its own locators (and $NUMBA_CACHE_LOCATOR_CLASSES).
-        self._lineno = py_func.__code__.co_firstlineno
+    def __init__(self, base: str, locator: _Locator) -> None:
+        # Numba's __init__ searches its own locators (and $NUMBA_CACHE_LOCATOR_CLASSES)
+        # and names files by source path and line; here the name is given.
+        self._lineno = 0
         self._locator = locator
-        module = os.path.splitext(os.path.basename(inspect.getfile(py_func)))[0]
-        self._filename_base = self.get_filename_base(
-            f"{module}.{py_func.__qualname__}", getattr(sys, "abiflags", "")
-        )
+        self._filename_base = base
 
 
-class _HandlerCache(FunctionCache):
-    """A ``FunctionCache`` in ``directory`` with checksummed files, where an
-    entry that fails to load is a miss."""
+class _LayeredCache(FunctionCache):
+    """A ``FunctionCache`` over :class:`Layers` whose files are named ``base``
+    (a name derived from everything the compiled code depends on) and
+    checksummed; an entry that fails to load is a miss."""
 
-    def __init__(self, py_func: Callable[..., Any], directory: Path, stamp: str) -> None:
+    def __init__(self, py_func: Callable[..., Any], layers: Layers, base: str) -> None:
         self._name = repr(py_func)
         self._py_func = py_func
-        self._impl = _Impl(py_func, _Locator(py_func, directory, stamp))
-        self._cache_path = str(directory)
-        self._cache_file = _ChecksummedCacheFile(
-            cache_path=self._cache_path,
-            filename_base=self._impl.filename_base,
-            source_stamp=stamp,
-        )
+        self._base = base
+        directories = ([layers.write] if layers.write is not None else []) + list(layers.read)
+        self._writable = layers.write is not None
+        self._impl = _Impl(base, _Locator(directories[0], base))
+        self._cache_path = str(directories[0])
+        self._files = []
+        for k, directory in enumerate(directories):
+            file = _ChecksummedCacheFile(
+                cache_path=str(directory), filename_base=base, source_stamp=base
+            )
+            file.readonly = k > 0 or not self._writable
+            self._files.append(file)
+        self._cache_file = self._files[0]
         self.enable()
+
+    def _index_key(self, sig: Any, codegen: Any) -> Any:
+        # The name covers the code, its globals and closure values and the
+        # versions; the machine's CPU is the codegen's magic tuple.
+        return (sig, codegen.magic_tuple(), self._base)
 
     def _load_overload(self, sig: Any, target_context: Any) -> Any:
         if not self._enabled:
             return None
         key = self._index_key(sig, target_context.codegen())
-        self._cache_file.last_read = None
-        with self._bad_entry_is_a_miss():
-            data = self._cache_file.load(key)
-            return None if data is None else self._impl.rebuild(target_context, data)
+        for file in self._files:
+            file.last_read = None
+            with self._bad_entry_is_a_miss(file):
+                data = file.load(key)
+                if data is not None:
+                    return self._impl.rebuild(target_context, data)
         return None
 
+    def _save_overload(self, sig: Any, data: Any) -> None:
+        if not self._writable:
+            return
+        try:
+            super()._save_overload(sig, data)
+        except OSError:
+            # A cache directory on a read-only file system (a container
+            # layer filled at build time): used for reading only.
+            pass
+
     @contextlib.contextmanager
-    def _bad_entry_is_a_miss(self) -> Iterator[None]:
+    def _bad_entry_is_a_miss(self, file: _ChecksummedCacheFile) -> Iterator[None]:
         # A file that passed its checksum but does not load (written by a
         # build that differs in a way the key misses) is discarded like a
         # corrupt one.
         try:
             yield
         except Exception as error:  # any failure to load is a miss
-            path = self._cache_file.last_read or self._cache_file._index_path
-            _discard(path, None, f"failed to load ({type(error).__name__}: {error})")
+            path = file.last_read or file._index_path
+            _discard(
+                path, None, f"failed to load ({type(error).__name__}: {error})", keep=file.readonly
+            )
 
 
-def _stamp(source: str) -> str:
-    return hashlib.sha256(source.encode()).hexdigest()
-
-
-def cached_cfunc(directory: Path | None, source: str) -> Callable[..., Any]:
-    """``numba.cfunc`` whose compiled code is cached in ``directory`` (none
-    when None); ``source`` is the text of the module that defines it."""
+def cached_cfunc(layers: Layers, base: str) -> Callable[..., Any]:
+    """``numba.cfunc`` whose compiled code is cached in ``layers`` under the
+    name ``base`` (not cached when there are no layers)."""
 
     def decorator(sig: Any) -> Callable[[Callable[..., Any]], CFunc]:
         def wrap(func: Callable[..., Any]) -> CFunc:
             compiled = CFunc(func, sigutils.normalize_signature(sig), locals={}, options={})
-            if directory is not None:
+            if layers:
                 # CFunc reads its cache from this attribute, which numba's types do not declare.
-                compiled._cache = _HandlerCache(func, directory, _stamp(source))  # type: ignore[attr-defined]
+                compiled._cache = _LayeredCache(func, layers, base)  # type: ignore[attr-defined]
             compiled.compile()
             return compiled
 
@@ -210,18 +250,23 @@ def cached_cfunc(directory: Path | None, source: str) -> Callable[..., Any]:
     return decorator
 
 
-def cached_njit(directory: Path | None, source: str) -> Callable[..., Any]:
-    """``numba.njit`` whose compiled code is cached in ``directory`` (none
-    when None); ``source`` is the text of the module that defines it."""
+def cached_njit(layers: Layers, base: str) -> Callable[..., Any]:
+    """``numba.njit`` whose compiled code is cached in ``layers`` under the
+    name ``base`` (not cached when there are no layers)."""
 
     def decorator(**options: Any) -> Callable[[Callable[..., Any]], Any]:
         def wrap(func: Callable[..., Any]) -> Any:
-            dispatcher = numba.njit(**options)(func)
-            if directory is not None:
-                # What Dispatcher.enable_caching does, with this cache.
-                dispatcher._cache = _HandlerCache(func, directory, _stamp(source))
-            return dispatcher
+            return cache_dispatcher(numba.njit(**options)(func), layers, base)
 
         return wrap
 
     return decorator
+
+
+def cache_dispatcher(dispatcher: Any, layers: Layers, base: str) -> Any:
+    """``dispatcher`` (``@numba.njit``), its compiled code cached in
+    ``layers`` under the name ``base`` (not cached when there are no layers)."""
+    if layers:
+        # What Dispatcher.enable_caching does, with this cache.
+        dispatcher._cache = _LayeredCache(dispatcher.py_func, layers, base)
+    return dispatcher

@@ -24,13 +24,19 @@ from ._op import cpu_call as cpu_call
 from ._op import cpu_call_p as cpu_call_p
 from ._op import ensure_target as ensure_target
 from ._op import lower_cpu_call as lower_cpu_call
+from ._record import BoundHandler as BoundHandler
+from ._record import HandlerRecord as HandlerRecord
+from ._record import bind_record as bind_record
 
 __all__ = [
     "AttrSig",
+    "BoundHandler",
     "CpuPlan",
     "CpuPlanner",
     "HandlerBody",
+    "HandlerRecord",
     "HandlerSpec",
+    "bind_record",
     "build_handler",
     "cpu_call",
     "cpu_call_p",

@@ -54,6 +54,11 @@ class CpuPlan:
         recipe: how ``ffi_core.deserialize`` makes the target again (a JSON
             step its bridge registered a rebuilder for), an ``Unexportable``
             saying why it cannot, or None (not recorded).
+        prepare: called at every lowering with the built handler and the
+            call's work (the elements of its largest buffer; None where it
+            is not known, as for a target made again from a recipe), before
+            XLA can call the handler: what only some calls need (a
+            parallel form of the kernel) is compiled here.
     """
 
     prefix: str
@@ -61,6 +66,9 @@ class CpuPlan:
     content: str
     build: Callable[[], Any] = dataclasses.field(compare=False)
     recipe: dict[str, Any] | Unexportable | None = dataclasses.field(default=None, compare=False)
+    prepare: Callable[[Any, int | None], None] | None = dataclasses.field(
+        default=None, compare=False
+    )
 
 
 class CpuPlanner(Protocol):
@@ -88,8 +96,9 @@ _lock = threading.Lock()
 _handlers: dict[tuple[str, tuple[str, ...]], tuple[str, Any]] = {}
 
 
-def ensure_target(plan: CpuPlan) -> str:
-    """Build (once per process) and register ``plan``'s handler and record its
+def ensure_target(plan: CpuPlan, work: int | None = None) -> str:
+    """Build (once per process) and register ``plan``'s handler, prepare it
+    for a call of ``work`` elements (``CpuPlan.prepare``) and record its
     recipe; returns the target name."""
     key = (plan.prefix, plan.parts)
     with _lock:
@@ -98,6 +107,8 @@ def ensure_target(plan: CpuPlan) -> str:
             entry = (target_name(plan.prefix, *plan.parts), plan.build())
             _handlers[key] = entry
     name, handler = entry
+    if plan.prepare is not None:
+        plan.prepare(handler, work)
     register_target(name, handler, content=plan.content, platform="cpu")
     if plan.recipe is not None:
         record_recipe(name, plan.recipe)
@@ -136,7 +147,8 @@ def lower_cpu_call(
         batched,
         source is not None,
     )
-    name = ensure_target(plan)
+    work = max((int(np.prod(a.shape)) for a in (*ctx.avals_in, *ctx.avals_out)), default=0)
+    name = ensure_target(plan, work)
     lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=aliases or None)
     if source is None:
         return lowering(ctx, *operands, **(attrs or {}))

@@ -27,6 +27,7 @@ from ._frame import buffer_dtype as buffer_dtype
 from ._frame import buffer_rank as buffer_rank
 from ._frame import device_ordinal_get as device_ordinal_get
 from ._frame import error_create as error_create
+from ._frame import error_create_prefixed as error_create_prefixed
 from ._frame import error_destroy as error_destroy
 from ._frame import first_error as first_error
 from ._frame import frame_api as frame_api
@@ -39,6 +40,8 @@ from ._frame import num_rets as num_rets
 from ._frame import ret_buffer as ret_buffer
 from ._frame import stream_get as stream_get
 from ._guarded import call_guarded as call_guarded
+from ._guarded import call_guarded_at as call_guarded_at
+from ._guarded import compiled_address as compiled_address
 from ._guarded import error_from_exception as error_from_exception
 from ._intrinsics import call_api_fn as call_api_fn
 from ._intrinsics import call_void_fn as call_void_fn
@@ -63,10 +66,13 @@ __all__ = [
     "buffer_rank",
     "call_api_fn",
     "call_guarded",
+    "call_guarded_at",
     "call_void_fn",
+    "compiled_address",
     "cstring",
     "device_ordinal_get",
     "error_create",
+    "error_create_prefixed",
     "error_destroy",
     "error_from_exception",
     "first_error",

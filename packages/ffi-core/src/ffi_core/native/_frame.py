@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 
 import numba
+import numpy as np
 from numba import types
 
 from .. import _capi as C
@@ -234,6 +235,29 @@ def error_create(api, message, code):
     store(args + _ERR_MESSAGE, message, _u)
     store(args + _ERR_CODE, code, _i32)
     return _call_api(api, _API_ERROR_CREATE, args)
+
+
+@_njit
+def error_create_prefixed(api, prefix, message, code):
+    """As :func:`error_create`, with the message ``"<prefix>: <message>"``
+    (both NUL-terminated C strings given by address): for a handler that
+    learns the kernel's name at run time."""
+    n_prefix = 0
+    while load(prefix + n_prefix, types.uint8) != 0:
+        n_prefix += 1
+    n_message = 0
+    while load(message + n_message, types.uint8) != 0:
+        n_message += 1
+    text = np.empty(n_prefix + n_message + 3, np.uint8)
+    for i in range(n_prefix):
+        text[i] = load(prefix + i, types.uint8)
+    text[n_prefix] = 58  # ":"
+    text[n_prefix + 1] = 32  # " "
+    for i in range(n_message):
+        text[n_prefix + 2 + i] = load(message + i, types.uint8)
+    text[n_prefix + n_message + 2] = 0
+    # XLA copies the message before this returns.
+    return error_create(api, text.ctypes.data, code)
 
 
 @_inline

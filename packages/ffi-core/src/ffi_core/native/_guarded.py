@@ -21,7 +21,7 @@ from .. import _capi as C
 from .._capi import ErrorCode
 from .._frame import create_error
 
-__all__ = ["call_guarded", "error_from_exception"]
+__all__ = ["call_guarded", "call_guarded_at", "compiled_address", "error_from_exception"]
 
 
 def error_from_exception(api: int, name_address: int, exc_type: object, exc_value: object) -> int:
@@ -78,6 +78,35 @@ def _emit_error_create(context, builder, api, message) -> ir.Value:
     return builder.ptrtoint(builder.call(callee, [builder.bitcast(args, i8p)]), uintp)
 
 
+def _guarded_status(context, builder, status, api, name) -> ir.Value:
+    """0 when ``status`` is a success, else an ``XLA_FFI_Error*`` for the
+    exception it carries, made with the GIL held (the failure path only)."""
+    uintp = context.get_value_type(types.uintp)
+    result = cgutils.alloca_once_value(builder, ir.Constant(uintp, 0))
+    with builder.if_then(status.is_error, likely=False):
+        pyapi = context.get_python_api(builder)
+        gil = pyapi.gil_ensure()
+        context.call_conv.raise_error(builder, pyapi, status)
+        slots = [cgutils.alloca_once(builder, pyapi.pyobj) for _ in range(3)]
+        pyapi.err_fetch(*slots)
+        exc_type, exc_value, exc_tb = (builder.load(s) for s in slots)
+        formatter = pyapi.unserialize(pyapi.serialize_object(error_from_exception))
+        api_obj = pyapi.long_from_ulonglong(api)
+        name_obj = pyapi.long_from_ulonglong(name)
+        error_obj = pyapi.call_function_objargs(formatter, [api_obj, name_obj, exc_type, exc_value])
+        with builder.if_else(cgutils.is_not_null(builder, error_obj)) as (ok, failed):
+            with ok:
+                address = pyapi.long_as_voidptr(error_obj)
+                builder.store(builder.ptrtoint(address, uintp), result)
+            with failed:
+                pyapi.err_clear()
+                builder.store(_emit_error_create(context, builder, api, name), result)
+        for obj in (error_obj, name_obj, api_obj, formatter, exc_type, exc_value, exc_tb):
+            pyapi.decref(obj)
+        pyapi.gil_release(gil)
+    return builder.load(result)
+
+
 @intrinsic
 def call_guarded(typingctx, fn, api, name, args):
     """``call_guarded(fn, api, name, (a, b, ...))``: call the ``@njit`` function
@@ -97,33 +126,42 @@ def call_guarded(typingctx, fn, api, name, args):
         cres = fn.dispatcher.overloads[inner.args]
         context.add_linking_libs([cres.library])
         items = cgutils.unpack_tuple(builder, llargs[3], len(args.types))
-        status, _ = context.call_internal_no_propagate(builder, cres.fndesc, inner, items)
-        uintp = context.get_value_type(types.uintp)
-        result = cgutils.alloca_once_value(builder, ir.Constant(uintp, 0))
-        with builder.if_then(status.is_error, likely=False):
-            pyapi = context.get_python_api(builder)
-            gil = pyapi.gil_ensure()
-            context.call_conv.raise_error(builder, pyapi, status)
-            slots = [cgutils.alloca_once(builder, pyapi.pyobj) for _ in range(3)]
-            pyapi.err_fetch(*slots)
-            exc_type, exc_value, exc_tb = (builder.load(s) for s in slots)
-            formatter = pyapi.unserialize(pyapi.serialize_object(error_from_exception))
-            api_obj = pyapi.long_from_ulonglong(llargs[1])
-            name_obj = pyapi.long_from_ulonglong(llargs[2])
-            error_obj = pyapi.call_function_objargs(
-                formatter, [api_obj, name_obj, exc_type, exc_value]
-            )
-            with builder.if_else(cgutils.is_not_null(builder, error_obj)) as (ok, failed):
-                with ok:
-                    address = pyapi.long_as_voidptr(error_obj)
-                    builder.store(builder.ptrtoint(address, uintp), result)
-                with failed:
-                    pyapi.err_clear()
-                    fallback = _emit_error_create(context, builder, llargs[1], llargs[2])
-                    builder.store(fallback, result)
-            for obj in (error_obj, name_obj, api_obj, formatter, exc_type, exc_value, exc_tb):
-                pyapi.decref(obj)
-            pyapi.gil_release(gil)
-        return builder.load(result)
+        status, _ = context.call_conv.call_internal_no_propagate(builder, cres.fndesc, inner, items)
+        return _guarded_status(context, builder, status, llargs[1], llargs[2])
 
     return sig, codegen
+
+
+@intrinsic
+def call_guarded_at(typingctx, address, api, name, args):
+    """``call_guarded_at(address, api, name, (a, b, ...))``: as
+    :func:`call_guarded`, for a function compiled elsewhere and known by the
+    ``address`` of its Numba-internal entry point (``compiled_address``),
+    which takes ``(a, b, ...)`` of exactly these types and returns nothing.
+
+    One handler compiled with it serves every function of that signature: the
+    address is read at run time, not linked in.
+    """
+    if not isinstance(address, types.Integer) or not isinstance(name, types.Integer):
+        raise TypingError("call_guarded_at(address: int, api, name: C string address, args)")
+    if not isinstance(args, types.BaseTuple):
+        raise TypingError("call_guarded_at(address, api, name, args: tuple)")
+    argtypes = tuple(args.types)
+    sig = types.uintp(address, api, name, args)
+
+    def codegen(context, builder, sig, llargs):
+        fnty = context.call_conv.get_function_type(types.none, argtypes)
+        callee = builder.inttoptr(llargs[0], fnty.as_pointer())
+        items = cgutils.unpack_tuple(builder, llargs[3], len(argtypes))
+        status, _ = context.call_conv.call_function(builder, callee, types.none, argtypes, items)
+        return _guarded_status(context, builder, status, llargs[1], llargs[2])
+
+    return sig, codegen
+
+
+def compiled_address(dispatcher: object, argtypes: tuple[types.Type, ...]) -> int:
+    """The address of the Numba-internal entry point of ``dispatcher``'s
+    overload for ``argtypes`` (compiled already), as ``call_guarded_at``
+    calls it. The dispatcher must stay alive while the address is used."""
+    cres = dispatcher.overloads[argtypes]  # type: ignore[attr-defined]
+    return int(cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name))

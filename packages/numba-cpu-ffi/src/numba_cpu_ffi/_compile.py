@@ -1,0 +1,133 @@
+"""Compile a kernel once per (dtypes, ranks): the private dispatcher the
+shared handlers call through its address.
+
+The kernel is compiled as a private dispatcher of its function, with its
+options and locals, without the Python and C wrappers Numba adds to a user's
+dispatcher (those stay resident for the life of the process and no handler
+calls them: about 1 MB per kernel, ``tools/bench_kernel_memory.py``). A
+``parallel=True`` kernel is compiled serially first (``prange`` as
+``range``), which every small call runs; its parallel form only when a call
+holds enough work to wake threads. Compiled code is kept in the checked
+cache (``_disk_cache``) under a name derived from the kernel's digest (its
+code, globals, closure values and options), the argument types and the
+versions: a kernel made in a factory or a closure is found again by the next
+process, wherever its source file is and whatever its modification time.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import sys
+import threading
+from typing import Any
+
+import ffi_core
+import jaxlib
+import numba
+import numpy as np
+from ffi_core.native import compiled_address
+from numba import types
+from numba.core.errors import NumbaError
+from numba.np.ufunc.parallel import _launch_threads
+
+from ._cache import cache_layers
+from ._disk_cache import cache_dispatcher
+from ._spec import CallSig, KernelInfo
+from ._version import __version__
+
+__all__ = ["KernelCompileError", "kernel_address", "kernel_argtypes", "versions"]
+
+
+class KernelCompileError(ffi_core.KernelCompileError):
+    """A kernel that Numba cannot compile for the dtypes and ranks it is given
+    (a TypeError, as every bridge's ``ffi_core.KernelCompileError``)."""
+
+
+def versions() -> tuple[str, ...]:
+    """What compiled code depends on besides its own source: the versions
+    of Numba, llvmlite, jaxlib, this package and Python."""
+    import llvmlite
+
+    return (numba.__version__, llvmlite.__version__, jaxlib.__version__, __version__, sys.version)
+
+
+def kernel_argtypes(sig: CallSig) -> tuple[Any, ...]:
+    """The Numba types the kernel is called with for ``sig``: C-contiguous
+    arrays (a batched call's rows: one rank less, a scalar for a rank-1 row)."""
+    n_in = len(sig.inputs)
+    result = []
+    for k, arr in enumerate(sig.inputs + sig.outputs):
+        dtype = numba.from_dtype(np.dtype(arr.dtype))
+        row = sig.batched is not None and (k >= n_in or sig.batched[k])
+        rank = arr.rank - 1 if row else arr.rank
+        result.append(dtype if row and rank == 0 else types.Array(dtype, rank, "C"))
+    return tuple(result)
+
+
+def _base(info: KernelInfo, argtypes: tuple[Any, ...], parallel: bool) -> str:
+    h = hashlib.sha256()
+    for part in (info.digest, repr(argtypes), repr(parallel), *versions()):
+        h.update(part.encode())
+        h.update(b"\0")
+    name = re.sub(r"[^A-Za-z0-9_]", "_", info.name)[:40]
+    return f"k_{name}_{h.hexdigest()[:24]}"
+
+
+_lock = threading.Lock()
+#: The dispatchers whose code handlers call: kept for the life of the process.
+_dispatchers: list[Any] = []
+
+
+def kernel_address(info: KernelInfo, sig: CallSig, parallel: bool) -> int:
+    """The address of ``info``'s kernel compiled for the arguments of
+    ``sig`` (its parallel form when ``parallel``, else its serial one), as
+    ``ffi_core.native.call_guarded_at`` calls it, once per process; loaded
+    from the cache layers (``cache_layers``) when it was compiled before,
+    and saved in the user's cache otherwise.
+
+    Raises:
+        KernelCompileError: Numba cannot compile the kernel for these types.
+    """
+    try:
+        return _compiled(info, kernel_argtypes(sig), parallel)
+    except NumbaError as exc:
+        raise KernelCompileError(
+            f"kernel '{info.name}' does not compile for {sig.describe()}:\n{exc}"
+        ) from None
+
+
+@functools.cache
+def _compiled(info: KernelInfo, argtypes: tuple[Any, ...], parallel: bool) -> int:
+    kernel = info.kernel
+    options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
+    options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
+    if not parallel:
+        options["parallel"] = False
+    dispatcher = numba.njit(locals=dict(kernel.locals), **options)(kernel.py_func)
+    # Numba rebuilds cached code's environment from the kernel's module, which
+    # must be this process's own; an address-bound value cannot be cached.
+    if not info.address_bound and kernel.py_func.__module__ in sys.modules:
+        cache_dispatcher(dispatcher, cache_layers(), _base(info, argtypes, parallel))
+    with _lock:
+        if parallel:
+            # Cached parallel code needs the threading layer started before it loads.
+            _launch_threads()
+        dispatcher.compile(argtypes)
+        if dispatcher.overloads[argtypes].signature.return_type != types.none:
+            dispatcher = _returning_nothing(dispatcher, len(argtypes), options)
+            dispatcher.compile(argtypes)
+        _dispatchers.append(dispatcher)
+    return compiled_address(dispatcher, argtypes)
+
+
+def _returning_nothing(dispatcher: Any, count: int, options: dict[str, Any]) -> Any:
+    # Handlers call kernels that return nothing; a kernel that returns a value
+    # is called through a function that drops it (the kernel's compiled code
+    # is linked in, not compiled again).
+    names = ", ".join(f"a{i}" for i in range(count))
+    namespace: dict[str, Any] = {"kernel": dispatcher}
+    exec(f"def returning_nothing({names}):\n    kernel({names})\n", namespace)
+    wrapper_options = {k: v for k, v in options.items() if k != "parallel"}
+    return numba.njit(**wrapper_options)(namespace["returning_nothing"])
