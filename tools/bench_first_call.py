@@ -1,0 +1,227 @@
+"""What a new kernel's first call costs, and a cached one's, on each CPU path.
+
+Run: ``uv run python tools/bench_first_call.py`` (``--processes N``,
+``--kernels K``; ``--json FILE`` to keep the figures).
+
+Each candidate runs in fresh processes, several times, in alternating order
+(A B C ..., then ... C B A) so that machine noise falls on all alike. In each
+process a factory makes ``K`` kernels, each a closure over its own constant
+(as an operator library makes one kernel per static parameter), and each is
+called once; the figure per new kernel is the median over kernels 2..K (the
+first pays the one-time set-up), and the process's first op is reported
+apart: from the start of the imports to the first result. Candidates:
+
+- ``numba_kernel cold``: numba-cpu-ffi with an empty cache directory, under ``jax.jit``;
+- ``numba_kernel cached``: the same kernels, the cache filled by an earlier process;
+- ``njit cold``: numba's own ``@njit`` first call on NumPy arrays;
+- ``njit cache=True``: numba's own disk cache, warm (module-level kernels: numba
+  refuses to cache closures);
+- ``jnp jit``: ``jax.jit`` of the comparable ``jnp`` expression;
+- ``brainevent``: brainevent's ``numba_kernel`` under ``jax.jit``, where installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+_PRELUDE = """
+import time
+t0 = time.perf_counter()
+"""
+
+_FACTORY = """
+def make(c):
+    @numba.njit
+    def scale_add(x, y, out):
+        for i in range(x.size):
+            out[i] = c * x[i] + y[i]
+    return scale_add
+"""
+
+_SCRIPTS = {
+    "numba_kernel": _PRELUDE
+    + """
+import jax, jax.numpy as jnp, numba
+from numba_cpu_ffi import numba_kernel
+"""
+    + _FACTORY
+    + """
+x = jnp.ones(1000, jnp.float32)
+s = jax.ShapeDtypeStruct(x.shape, x.dtype)
+def call(j):
+    jax.block_until_ready(jax.jit(numba_kernel(make(0.5 + j), s))(x, x))
+""",
+    "njit": _PRELUDE
+    + """
+import numba, numpy as np
+"""
+    + _FACTORY
+    + """
+x = np.ones(1000, np.float32)
+def call(j):
+    make(0.5 + j)(x, x, np.empty_like(x))
+""",
+    "njit_cached": _PRELUDE
+    + """
+import numba, numpy as np, importlib, sys
+sys.path.insert(0, MODULE_DIR)
+kernels = importlib.import_module("first_call_kernels")
+x = np.ones(1000, np.float32)
+def call(j):
+    getattr(kernels, f"scale_add_{j}")(x, x, np.empty_like(x))
+""",
+    "jnp": _PRELUDE
+    + """
+import jax, jax.numpy as jnp
+x = jnp.ones(1000, jnp.float32)
+def call(j):
+    c = 0.5 + j
+    jax.block_until_ready(jax.jit(lambda x, y: c * x + y)(x, x))
+""",
+    "brainevent": _PRELUDE
+    + """
+import jax, jax.numpy as jnp, numba
+import brainevent
+"""
+    + _FACTORY
+    + """
+x = jnp.ones(1000, jnp.float32)
+s = jax.ShapeDtypeStruct(x.shape, x.dtype)
+def call(j):
+    jax.block_until_ready(jax.jit(brainevent.numba_kernel(make(0.5 + j), s))(x, x))
+""",
+}
+
+_TAIL = """
+times = []
+for j in range(KERNELS):
+    start = time.perf_counter()
+    call(j)
+    times.append(time.perf_counter() - start)
+    if j == 0:
+        first_op = time.perf_counter() - t0
+print(json.dumps({"first_op_s": first_op, "per_kernel_s": times}))
+"""
+
+
+def _module_source(kernels: int) -> str:
+    body = ["import numba", ""]
+    for j in range(kernels):
+        body += [
+            "@numba.njit(cache=True)",
+            f"def scale_add_{j}(x, y, out):",
+            "    for i in range(x.size):",
+            f"        out[i] = {0.5 + j!r} * x[i] + y[i]",
+            "",
+        ]
+    return "\n".join(body)
+
+
+def _run(script: str, env: dict[str, str], kernels: int, module_dir: str) -> dict:
+    source = (
+        "import json\n"
+        + script.replace("MODULE_DIR", repr(module_dir))
+        + _TAIL.replace("KERNELS", str(kernels))
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(source)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _available(module: str) -> bool:
+    return (
+        subprocess.run(
+            [sys.executable, "-c", f"import {module}"], capture_output=True, check=False
+        ).returncode
+        == 0
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--processes", type=int, default=3, help="fresh processes per candidate")
+    parser.add_argument("--kernels", type=int, default=7, help="new kernels per process")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+
+    candidates = ["numba_kernel cold", "numba_kernel cached", "njit cold", "njit cache=True"]
+    candidates.append("jnp jit")
+    if _available("brainevent"):
+        candidates.append("brainevent")
+    results: dict[str, list[dict]] = {c: [] for c in candidates}
+    with tempfile.TemporaryDirectory() as work:
+        module_dir = Path(work) / "module"
+        module_dir.mkdir()
+        (module_dir / "first_call_kernels.py").write_text(_module_source(args.kernels))
+        base = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_CACHE_DIR")}
+        warm_cache = Path(work) / "warm"
+        numba_cache = Path(work) / "numba-cache"
+        # Fill the caches the warm candidates read.
+        _run(
+            _SCRIPTS["numba_kernel"],
+            {**base, "NUMBA_CPU_FFI_CACHE_DIR": str(warm_cache)},
+            args.kernels,
+            str(module_dir),
+        )
+        _run(
+            _SCRIPTS["njit_cached"],
+            {**base, "NUMBA_CACHE_DIR": str(numba_cache)},
+            args.kernels,
+            str(module_dir),
+        )
+        for p in range(args.processes):
+            order = candidates if p % 2 == 0 else candidates[::-1]
+            for name in order:
+                if name == "numba_kernel cold":
+                    cold = tempfile.mkdtemp(dir=work)
+                    env = {**base, "NUMBA_CPU_FFI_CACHE_DIR": cold}
+                    script = _SCRIPTS["numba_kernel"]
+                elif name == "numba_kernel cached":
+                    env = {**base, "NUMBA_CPU_FFI_CACHE_DIR": str(warm_cache)}
+                    script = _SCRIPTS["numba_kernel"]
+                elif name == "njit cold":
+                    env, script = base, _SCRIPTS["njit"]
+                elif name == "njit cache=True":
+                    env = {**base, "NUMBA_CACHE_DIR": str(numba_cache)}
+                    script = _SCRIPTS["njit_cached"]
+                elif name == "jnp jit":
+                    env, script = base, _SCRIPTS["jnp"]
+                else:
+                    env, script = base, _SCRIPTS["brainevent"]
+                results[name].append(_run(script, env, args.kernels, str(module_dir)))
+
+    summary = {}
+    print(f"{'candidate':<22} {'per new kernel (ms)':>20} {'range':>14} {'first op (s)':>13}")
+    for name, runs in results.items():
+        per_process = [statistics.median(r["per_kernel_s"][1:]) * 1e3 for r in runs]
+        first = [r["first_op_s"] for r in runs]
+        summary[name] = {
+            "per_kernel_ms": statistics.median(per_process),
+            "per_kernel_ms_range": [min(per_process), max(per_process)],
+            "first_op_s": statistics.median(first),
+            "first_op_s_range": [min(first), max(first)],
+        }
+        lo, hi = summary[name]["per_kernel_ms_range"]
+        print(
+            f"{name:<22} {summary[name]['per_kernel_ms']:>20.1f} {f'{lo:.0f}-{hi:.0f}':>14} "
+            f"{summary[name]['first_op_s']:>13.2f}"
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps({"results": results, "summary": summary}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
