@@ -107,9 +107,6 @@ SKIP = {
     # which no other process can import (main() below starts a copy of the
     # file instead).
     "export": "the tutorial runs as __main__, which a fresh process cannot import",
-    # A numba kernel compiles for any dtype its code takes: int32 inputs give
-    # the right float32 results, so they are not refused.
-    "bad_inputs: dtype": "the kernels are generic: int32 inputs give the right results",
 }
 
 
