@@ -105,7 +105,10 @@ CASES = {
     "empty": (b"", f"{CORRUPT}, or not one ffi_core.serialize wrote: its `magic` is not"),
     "magic_only": (MAGIC, f"{CORRUPT}: {len(MAGIC)} bytes, shorter than the {HEADER}-byte header"),
     "cut_in_header": (GOOD[:40], f"{CORRUPT}: 40 bytes, shorter than the {HEADER}-byte header"),
-    "cut_in_signature": (GOOD[: HEADER + 5], f"{SIZE} {len(GOOD)} bytes, the blob has {HEADER + 5}"),
+    "cut_in_signature": (
+        GOOD[: HEADER + 5],
+        f"{SIZE} {len(GOOD)} bytes, the blob has {HEADER + 5}",
+    ),
     "cut_in_manifest": (GOOD[: BODY + 5], f"{SIZE} {len(GOOD)} bytes, the blob has {BODY + 5}"),
     "cut_in_payload": (GOOD[:-1], f"{SIZE} {len(GOOD)} bytes, the blob has {len(GOOD) - 1}"),
     "trailing_byte": (GOOD + b"\0", f"{SIZE} {len(GOOD)} bytes, the blob has {len(GOOD) + 1}"),
