@@ -13,11 +13,18 @@ dtype/rank signature; for an ``XLACustomKernel``, also the generator call);
 process defines (by importing the module that wraps them, or given in
 ``kernels=``), and names any kernel it cannot find. Last, ``check_kernel``
 checks the two ops under every transform that applies.
+
+A blob is a program, like a pickle: deserialize only blobs you trust. The
+writer signs each blob with a secret key (``serialize(exported, key=key)``,
+an HMAC-SHA256 over everything in it) and the reader gives the same key
+(``deserialize(blob, key=key)``), which refuses a blob that is not signed,
+or was changed after signing, before any of its bytes reaches jaxlib.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -64,7 +71,7 @@ EXPECTED = {
 }
 
 
-def export_all(folder: str) -> None:
+def export_all(folder: str, key: bytes) -> None:
     # --- 1. Export: ffi_core.export is jax.export.export with our targets allowed
     cases = {
         "axpy": (lambda x: axpy_op(x, x), X),
@@ -77,15 +84,16 @@ def export_all(folder: str) -> None:
         assert target.startswith("numba_cpu.")
         # --- 2. Serialize: JAX's bytes and how to make each target again
         with open(os.path.join(folder, f"{name}.bin"), "wb") as f:
-            f.write(ffi_core.serialize(exported))
+            f.write(ffi_core.serialize(exported, key=key))  # signed with the key
     print("exported: " + ", ".join(cases))
 
 
-def call_all(folder: str) -> None:
-    # --- 3. In a new process: deserialize registers the kernels, then call
+def call_all(folder: str, key: bytes) -> None:
+    # --- 3. In a new process: deserialize verifies the signature, registers
+    # the kernels, then call
     for name, want in EXPECTED.items():
         with open(os.path.join(folder, f"{name}.bin"), "rb") as f:
-            restored = ffi_core.deserialize(f.read())
+            restored = ffi_core.deserialize(f.read(), key=key)
         arg = XB if name.endswith("vmap") else X
         np.testing.assert_array_equal(restored.call(arg), want)
         np.testing.assert_array_equal(jax.jit(restored.call)(arg), want)
@@ -99,9 +107,6 @@ SKIP = {
     # which no other process can import (main() below starts a copy of the
     # file instead).
     "export": "the tutorial runs as __main__, which a fresh process cannot import",
-    # A numba kernel compiles for any dtype its code takes: int32 inputs give
-    # the right float32 results, so they are not refused.
-    "bad_inputs: dtype": "the kernels are generic: int32 inputs give the right results",
 }
 
 
@@ -128,10 +133,15 @@ def check_ops() -> None:
 
 
 def main() -> None:
+    # The key is a secret the writer and the reader share; here it reaches the
+    # new process on its standard input (a real program reads it from its
+    # secret store). 32 random bytes.
+    key = secrets.token_bytes(32)
     with tempfile.TemporaryDirectory() as folder:
-        export_all(folder)
+        export_all(folder, key)
         out = subprocess.run(
             [sys.executable, __file__, "call", folder],
+            input=key.hex(),
             capture_output=True,
             text=True,
             timeout=300,
@@ -145,6 +155,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["call"]:
-        call_all(sys.argv[2])
+        call_all(sys.argv[2], bytes.fromhex(sys.stdin.read()))
     else:
         main()

@@ -148,9 +148,6 @@ def check_ops() -> None:
 
     x = np.arange(16, dtype=np.float32)
     skip = {
-        # A numba kernel compiles for any dtype its code takes: int32 inputs
-        # give the right float32 results, so they are not refused.
-        "bad_inputs: dtype": "the kernels are generic: int32 inputs give the right results",
         # The kernels' module is this file, run as __main__.
         "export": "the tutorial runs as __main__, which a fresh process cannot import",
     }

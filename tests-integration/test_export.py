@@ -66,7 +66,12 @@ doble_op = numba_kernel(doblé, jax.ShapeDtypeStruct((8,), jnp.float32))
 
 CHANGED = KERNELS.replace("out[i] = x[i] + y[i]", "out[i] = x[i] + 2 * y[i]")
 
-EXPORT = """
+# The blobs are signed, and read with the key, as a program that trusts them would.
+KEY = b"integration tests: a 32-byte key"
+
+EXPORT = (
+    f"KEY = {KEY!r}\n"
+    + """
 import sys, jax, jax.numpy as jnp, ffi_core
 import kernels
 
@@ -84,11 +89,14 @@ cases = {
 }
 for name, (f, arg) in cases.items():
     with open(f"{name}.bin", "wb") as file:
-        file.write(ffi_core.serialize(ffi_core.export(f)(arg)))
+        file.write(ffi_core.serialize(ffi_core.export(f)(arg), key=KEY))
 print("exported")
 """
+)
 
-CALL = """
+CALL = (
+    f"KEY = {KEY!r}\n"
+    + """
 import sys, jax, jax.numpy as jnp, numpy as np, ffi_core
 mode, names = sys.argv[1], sys.argv[2].split(",")
 extra = []
@@ -107,7 +115,7 @@ for name in names:
     with open(f"{name}.bin", "rb") as file:
         blob = file.read()
     try:
-        restored = ffi_core.deserialize(blob, kernels=extra)
+        restored = ffi_core.deserialize(blob, kernels=extra, key=KEY)
     except ffi_core.MissingKernelError as exc:
         print(f"{name}: MissingKernelError: {exc}")
         continue
@@ -116,6 +124,7 @@ for name in names:
     np.testing.assert_array_equal(jax.jit(restored.call)(arg), want)
     print(f"{name}: ok")
 """
+)
 
 
 def _run(cwd, program, *args):
@@ -148,14 +157,15 @@ def test_a_new_process_calls_what_another_exported(exported):
 
 def test_a_kernel_with_a_non_ascii_name_keeps_it_in_its_target(exported):
     blob = (exported / "accent.bin").read_bytes()
-    (target,) = ffi_core._blob.unpack(blob)[0]
+    (target,) = ffi_core._blob.unpack(blob, KEY).targets
     assert target.startswith("numba_cpu.doblé_")
 
 
 def _resealed(blob: bytes, edit) -> bytes:
     from ffi_core import _blob
 
-    targets, payload = _blob.unpack(blob)
+    unpacked = _blob.unpack(blob, KEY)
+    targets, payload = unpacked.targets, unpacked.payload
     (target,) = targets
     (chain,) = targets[target]
     edit(chain[-1])
@@ -164,7 +174,7 @@ def _resealed(blob: bytes, edit) -> bytes:
             target: [[{k: ffi_core._export.to_json(v) for k, v in s.items()} for s in chain]]
         }
     }
-    return _blob.pack(json.dumps(manifest).encode(), payload), target
+    return _blob.pack(json.dumps(manifest).encode(), bytes(payload), KEY), target
 
 
 @pytest.mark.parametrize(
@@ -187,7 +197,21 @@ def test_a_crafted_numba_step_is_refused_before_anything_compiles(exported, edit
     with pytest.raises(
         ffi_core.ExportError, match=re.escape(f"`targets[{target!r}][0][0].{message}")
     ):
-        ffi_core.deserialize(blob)
+        ffi_core.deserialize(blob, key=KEY)
+
+
+def test_a_batched_list_shorter_than_the_inputs_is_refused_naming_the_field(exported):
+    blob, target = _resealed(
+        (exported / "plain.bin").read_bytes(), lambda step: step.update(batched=[True])
+    )
+    where = f"targets[{target!r}][0][0]"
+    with pytest.raises(
+        ffi_core.ExportError,
+        match=re.escape(
+            f"`{where}.batched` must have one item per item of `{where}.inputs` (2), got 1"
+        ),
+    ):
+        ffi_core.deserialize(blob, key=KEY)
 
 
 def test_a_kernel_wrapped_later_is_passed_in_kernels(exported):

@@ -81,13 +81,14 @@ def test_plain_jax_function_passes():
     def op(x, y):
         return jnp.sin(x) * y, (x > 2).astype(jnp.int32)
 
-    # jnp promotes dtypes and broadcasts ranks: nothing to refuse there.
+    # jnp broadcasts ranks: nothing to refuse there. It promotes dtypes, and
+    # gives the right results on int32 inputs, which the dtype row checks.
     report = check_kernel(
         op,
         X,
         X[::-1],
         reference=lambda x, y: (np.sin(x) * y, (x > 2).astype(np.int32)),
-        skip=["bad_inputs: dtype", "bad_inputs: rank"],
+        skip=["bad_inputs: rank"],
     )
     assert report.ok
     assert _rows(report, "autodiff")["autodiff: JVP vs finite differences"].detail == "in float64"
@@ -281,6 +282,58 @@ def test_bad_inputs_are_compiled_never_run():
         ),
     )
     assert [np.ndim(v) for v in ran] == [1]  # the sample inputs' own call only
+
+
+def _dtype_row(op):
+    (row,) = check_kernel(op, X, checks=["bad_inputs: dtype"], raises=False).results
+    return row
+
+
+def test_an_op_that_takes_another_dtype_and_computes_it_right_passes():
+    assert _dtype_row(lambda x: 2 * x) == CheckResult(
+        "bad_inputs: dtype",
+        Status.PASSED,
+        "input 0 as int32 accepted: the op's results on the same values as float32",
+    )
+
+
+def test_an_op_that_takes_another_dtype_and_computes_it_wrong_fails():
+    def op(x):
+        return 2 * x if x.dtype == jnp.float32 else 3 * x
+
+    assert _dtype_row(op) == CheckResult(
+        "bad_inputs: dtype",
+        Status.FAILED,
+        "input 0 as int32 was accepted and gave a wrong result (output 0 at index (0,): with "
+        "float32 2, with int32 3 (4 of 4 elements differ, by up to 4; rtol=0, atol=0)); refuse "
+        "the dtype with a TypeError naming the input, or compute it right",
+    )
+
+
+def test_an_op_that_refuses_another_dtype_clearly_passes():
+    def op(x):
+        if x.dtype != jnp.float32:
+            raise TypeError(f"input 0 must be float32, got {x.dtype}")
+        return 2 * x
+
+    assert _dtype_row(op) == CheckResult(
+        "bad_inputs: dtype",
+        Status.PASSED,
+        "input 0 as int32: TypeError: input 0 must be float32, got int32",
+    )
+
+
+def test_an_op_that_fails_on_another_dtype_without_a_clear_error_fails():
+    def op(x):
+        if x.dtype != jnp.float32:
+            raise RuntimeError("no kernel for this")
+        return 2 * x
+
+    assert _dtype_row(op) == CheckResult(
+        "bad_inputs: dtype",
+        Status.FAILED,
+        "input 0 as int32 raised RuntimeError: no kernel for this, not a TypeError or ValueError",
+    )
 
 
 def test_jvp_rule_that_mixes_rows_under_vmap():

@@ -19,6 +19,7 @@ from ffi_core import CallFrame, ExportError, MissingKernelError, Unexportable
 from ffi_core._export import MAGIC, from_json, to_json
 
 X = np.arange(4, dtype=np.float32)
+KEY = b"ffi-core tests: a key of 32 byte"
 
 
 def _double(frame: CallFrame) -> None:
@@ -90,8 +91,8 @@ def test_a_target_with_a_non_ascii_name_round_trips():
     made: list[dict] = []
     ffi_core.register_rebuilder("ffi_core_tests.double", _rebuilder(made))
     ffi_core.record_recipe(target, {"kind": "ffi_core_tests.double", "target": target})
-    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X))
-    np.testing.assert_array_equal(ffi_core.deserialize(blob).call(X), 2 * X)
+    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X), key=KEY)
+    np.testing.assert_array_equal(ffi_core.deserialize(blob, key=KEY).call(X), 2 * X)
     assert made == [{"kind": "ffi_core_tests.double", "target": target}]
 
 
@@ -110,13 +111,13 @@ def test_round_trip_runs_the_recipe(request):
     with ffi_core.recipe_context({"kind": "ffi_core_tests.outer", "note": object()}):
         ffi_core.record_recipe(target, step)  # the outer step cannot be written
     exported = ffi_core.export(_calls(target))(X)
-    blob = ffi_core.serialize(exported)
+    blob = ffi_core.serialize(exported, key=KEY)
     assert blob.startswith(MAGIC)
     assert made == []
-    restored = ffi_core.deserialize(blob)
+    restored = ffi_core.deserialize(blob, key=KEY)
     assert made == [step]  # only the writable suffix ran, values as recorded
     np.testing.assert_array_equal(restored.call(X), 2 * X)
-    ffi_core.deserialize(blob)  # registered now: the recipe does not run again
+    ffi_core.deserialize(blob, key=KEY)  # registered now: the recipe does not run again
     assert len(made) == 1
 
 
@@ -138,7 +139,7 @@ def test_missing_kernel_names_every_recipe_tried(request):
             target,
             {"kind": "ffi_core_tests.double", "target": target, "missing": True, "kernel": kernel},
         )
-    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X))
+    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X), key=KEY)
     with pytest.raises(
         MissingKernelError,
         match=re.escape(
@@ -146,16 +147,16 @@ def test_missing_kernel_names_every_recipe_tried(request):
             "make: kernel 'pkg.first' is not here Or: kernel 'pkg.second' is not here"
         ),
     ):
-        ffi_core.deserialize(blob)
+        ffi_core.deserialize(blob, key=KEY)
 
 
 def test_an_unknown_kind_is_refused_and_names_how_to_declare_one(request):
     target = _fresh_target(request)
     step = {"kind": "ffi_core_tests.absent", "module": "ffi_core_tests_no_such_bridge"}
     ffi_core.record_recipe(target, step)
-    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X))
+    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X), key=KEY)
     with pytest.raises(MissingKernelError) as info:
-        ffi_core.deserialize(blob)
+        ffi_core.deserialize(blob, key=KEY)
     message = str(info.value)
     assert message.startswith(
         f"the exported function calls FFI target {target!r}, which this process cannot make: "
@@ -173,7 +174,7 @@ def test_a_workspace_kind_whose_bridge_is_absent_is_named(request, monkeypatch):
 
     target = _fresh_target(request)
     ffi_core.record_recipe(target, {"kind": "ffi_core_tests.bridge"})
-    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X))
+    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X), key=KEY)
     monkeypatch.setitem(
         _rebuilders.WORKSPACE_REBUILDERS, "ffi_core_tests.bridge", "ffi_core_tests_no_such_bridge"
     )
@@ -185,7 +186,7 @@ def test_a_workspace_kind_whose_bridge_is_absent_is_named(request, monkeypatch):
             "'ffi_core.rebuilders' is declared)"
         ),
     ):
-        ffi_core.deserialize(blob)
+        ffi_core.deserialize(blob, key=KEY)
 
 
 def test_a_declared_entry_point_is_loaded_by_kind(request, monkeypatch):
@@ -210,8 +211,8 @@ def test_a_declared_entry_point_is_loaded_by_kind(request, monkeypatch):
     )
     step = {"kind": "ffi_core_tests.declared", "target": target}
     ffi_core.record_recipe(target, step)
-    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X))
-    np.testing.assert_array_equal(ffi_core.deserialize(blob).call(X), 2 * X)
+    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X), key=KEY)
+    np.testing.assert_array_equal(ffi_core.deserialize(blob, key=KEY).call(X), 2 * X)
     assert loaded == ["ffi_core_tests_plugin"] and made == [step]
 
 
@@ -223,7 +224,7 @@ def test_a_rebuilder_failure_is_an_export_error(request):
 
     ffi_core.register_rebuilder("ffi_core_tests.broken", rebuild)
     ffi_core.record_recipe(target, {"kind": "ffi_core_tests.broken"})
-    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X))
+    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X), key=KEY)
     with pytest.raises(
         ExportError,
         match=re.escape(
@@ -231,7 +232,7 @@ def test_a_rebuilder_failure_is_an_export_error(request):
             "run: KeyError: 'rank'"
         ),
     ):
-        ffi_core.deserialize(blob)
+        ffi_core.deserialize(blob, key=KEY)
 
 
 def test_unexportable_target_is_refused_with_the_reason(request):
@@ -245,12 +246,12 @@ def test_unexportable_target_is_refused_with_the_reason(request):
             "kernel 'k' captures <object at 0x...>"
         ),
     ):
-        ffi_core.serialize(exported)
+        ffi_core.serialize(exported, key=KEY)
 
 
 def test_plain_jax_bytes_are_refused_and_say_what_reads_them():
     data = jax.export.export(jax.jit(jnp.cos))(X).serialize()
-    magic = b"ffi-core export 2\n"
+    magic = b"ffi-core export 3\n"
     # What jax.export's bytes start with changes between jax releases.
     with pytest.raises(
         ExportError,

@@ -3,8 +3,8 @@ byte in any region, are of another format, or hold a manifest that breaks its
 schema (types, ranges, nesting, sizes). Each gives one ExportError naming the
 field, before anything acts on the blob.
 
-Crafted manifests are sealed with a valid checksum (``_blob.pack``), so they
-reach the schema checks; the rebuilder of the test kind declares fields like a
+Crafted manifests are sealed with a valid checksum and signed with the
+tests' key (``_blob.pack``), so they reach the schema checks; the rebuilder of the test kind declares fields like a
 bridge's and never runs on a refused step.
 """
 
@@ -25,6 +25,7 @@ from ffi_core import CALL_SIG_FIELDS, ExportError, MissingKernelError, StepField
 from ffi_core._blob import HEADER, MAGIC, pack
 
 X = np.arange(4, dtype=np.float32)
+KEY = b"ffi-core tests: a key of 32 byte"
 TARGET = ffi_core.target_name("ffi_core_tests.blob", "never registered")
 KIND = "ffi_core_tests.blob_kind"
 STEP = {
@@ -69,7 +70,7 @@ def _manifest(step=None, **targets) -> bytes:
 
 
 def _sealed(manifest: bytes | str) -> bytes:
-    return pack(manifest.encode() if isinstance(manifest, str) else manifest, PAYLOAD)
+    return pack(manifest.encode() if isinstance(manifest, str) else manifest, PAYLOAD, KEY)
 
 
 def _with(**fields) -> bytes:
@@ -83,10 +84,14 @@ def _flip(blob: bytes, at: int) -> bytes:
 GOOD = _sealed(_manifest())
 M = len(_manifest())
 CORRUPT = "corrupt or truncated blob"
-SIZE = f"{CORRUPT}: the header (`manifest length` {M}, `payload length` {len(PAYLOAD)}) says"
+SIZE = (
+    f"{CORRUPT}: the header (`manifest length` {M}, `payload length` {len(PAYLOAD)}, "
+    "`signature length` 32) says"
+)
+BODY = HEADER + 32  # where the manifest starts in a signed blob
 CHECKSUM = (
-    f"{CORRUPT}: its `checksum` (SHA-256 of the header, manifest and payload) does not match "
-    "its content"
+    f"{CORRUPT}: its `checksum` (SHA-256 of the header, signature, manifest and payload) "
+    "does not match its content"
 )
 WHERE = f"targets[{TARGET!r}][0][0]"
 SIG = (
@@ -100,7 +105,11 @@ CASES = {
     "empty": (b"", f"{CORRUPT}, or not one ffi_core.serialize wrote: its `magic` is not"),
     "magic_only": (MAGIC, f"{CORRUPT}: {len(MAGIC)} bytes, shorter than the {HEADER}-byte header"),
     "cut_in_header": (GOOD[:40], f"{CORRUPT}: 40 bytes, shorter than the {HEADER}-byte header"),
-    "cut_in_manifest": (GOOD[: HEADER + 5], f"{SIZE} {len(GOOD)} bytes, the blob has {HEADER + 5}"),
+    "cut_in_signature": (
+        GOOD[: HEADER + 5],
+        f"{SIZE} {len(GOOD)} bytes, the blob has {HEADER + 5}",
+    ),
+    "cut_in_manifest": (GOOD[: BODY + 5], f"{SIZE} {len(GOOD)} bytes, the blob has {BODY + 5}"),
     "cut_in_payload": (GOOD[:-1], f"{SIZE} {len(GOOD)} bytes, the blob has {len(GOOD) - 1}"),
     "trailing_byte": (GOOD + b"\0", f"{SIZE} {len(GOOD)} bytes, the blob has {len(GOOD) + 1}"),
     "flip_magic": (_flip(GOOD, 3), f"{CORRUPT}, or not one ffi_core.serialize wrote: its `magic`"),
@@ -108,20 +117,25 @@ CASES = {
         _flip(GOOD, len(MAGIC)),
         f"{CORRUPT}: the header (`manifest length` {M ^ 1}",
     ),
-    "flip_payload_length": (_flip(GOOD, len(MAGIC) + 8), f"`payload length` {len(PAYLOAD) ^ 1})"),
-    "flip_checksum": (_flip(GOOD, len(MAGIC) + 16), CHECKSUM),
-    "flip_manifest": (_flip(GOOD, HEADER + 3), CHECKSUM),
-    "flip_payload_start": (_flip(GOOD, HEADER + M), CHECKSUM),
-    "flip_payload_middle": (_flip(GOOD, HEADER + M + len(PAYLOAD) // 2), CHECKSUM),
+    "flip_payload_length": (_flip(GOOD, len(MAGIC) + 8), f"`payload length` {len(PAYLOAD) ^ 1},"),
+    "flip_signature_length": (
+        _flip(GOOD, len(MAGIC) + 16),
+        f"{CORRUPT}: `signature length` is 33, not 0 or 32",
+    ),
+    "flip_checksum": (_flip(GOOD, len(MAGIC) + 24), CHECKSUM),
+    "flip_signature": (_flip(GOOD, HEADER + 7), CHECKSUM),
+    "flip_manifest": (_flip(GOOD, BODY + 3), CHECKSUM),
+    "flip_payload_start": (_flip(GOOD, BODY + M), CHECKSUM),
+    "flip_payload_middle": (_flip(GOOD, BODY + M + len(PAYLOAD) // 2), CHECKSUM),
     "flip_payload_end": (_flip(GOOD, len(GOOD) - 1), CHECKSUM),
     "huge_manifest_length": (
-        MAGIC + (2**63).to_bytes(8, "little") + bytes(8 + 32),
+        MAGIC + (2**63).to_bytes(8, "little") + bytes(16 + 32),
         f"{CORRUPT}: `manifest length` is {2**63}, more than {1 << 24}",
     ),
     "format_1": (b"ffi-core export 1\n" + GOOD[len(MAGIC) :], "ffi-core export format 1, which"),
     "format_9": (
         b"ffi-core export 9\n" + GOOD[len(MAGIC) :],
-        "format 9; this ffi-core reads format 2 only",
+        "format 9; this ffi-core reads formats 2 and 3",
     ),
     # the manifest as a whole
     "not_utf8": (_sealed(b"\xff{}"), "`manifest` is not UTF-8: 'utf-8' codec can't decode"),
@@ -220,7 +234,16 @@ CASES = {
     "many_inputs": (_with(inputs=[["float32", 1]] * 1025), f"`{WHERE}.inputs` must be {SIG}, got"),
     "batched_type": (
         _with(batched=[1]),
-        f"`{WHERE}.batched` must be None or a list of at most 1024",
+        f"`{WHERE}.batched` must be None or a list of one item per item of 'inputs', each a "
+        "bool, got [1]",
+    ),
+    "batched_short": (
+        _with(inputs=[["float32", 1], ["float32", 1]], batched=[True]),
+        f"`{WHERE}.batched` must have one item per item of `{WHERE}.inputs` (2), got 1",
+    ),
+    "batched_long": (
+        _with(batched=(True, False)),
+        f"`{WHERE}.batched` must have one item per item of `{WHERE}.inputs` (1), got 2",
     ),
     "hint_type": (_with(hint="yes"), f"`{WHERE}.hint` must be a bool, got 'yes'"),
 }
@@ -232,30 +255,30 @@ def test_a_corrupt_or_crafted_blob_is_an_export_error_naming_the_field(case):
     RAN.clear()
     if message is None:  # accepted: the rebuilder runs
         with pytest.raises(MissingKernelError, match=re.escape("checks passed")):
-            ffi_core.deserialize(blob)
+            ffi_core.deserialize(blob, key=KEY)
         assert len(RAN) == 1
         return
     with pytest.raises(ExportError, match=re.escape(message)):
-        ffi_core.deserialize(blob)
+        ffi_core.deserialize(blob, key=KEY)
     assert RAN == []
 
 
 def test_the_good_blob_reaches_the_rebuilder_with_decoded_values():
     RAN.clear()
     with pytest.raises(MissingKernelError, match=re.escape("checks passed")):
-        ffi_core.deserialize(GOOD)
+        ffi_core.deserialize(GOOD, key=KEY)
     assert RAN == [STEP]
 
 
 def test_a_crafted_payload_that_jax_refuses_is_an_export_error():
     with pytest.raises(ExportError, match=re.escape("the blob's JAX payload cannot be read: ")):
-        ffi_core.deserialize(pack(_manifest(), b"\x08\0\0\0" + bytes(60)))
+        ffi_core.deserialize(pack(_manifest(), b"\x08\0\0\0" + bytes(60), KEY), key=KEY)
 
 
 FLIPPED = """
 import sys, ffi_core
 blob = open(sys.argv[1], "rb").read()
-header = len(ffi_core._blob.MAGIC) + 48
+header = ffi_core._blob.HEADER
 size = int.from_bytes(blob[len(ffi_core._blob.MAGIC):len(ffi_core._blob.MAGIC) + 8], "little")
 start = header + size
 for at in range(start, len(blob), max(1, (len(blob) - start) // 40)):

@@ -194,11 +194,15 @@ def test_export_refuses_a_partitioned_call_and_shard_map_round_trips(line):
         add, jax.ShapeDtypeStruct((N // 4,), jnp.float32), sharding_rule="elementwise"
     )
     sm = jax.jit(jax.shard_map(lambda a: local(a, a), mesh=line, in_specs=P("d"), out_specs=P("d")))
-    again = deserialize(serialize(export(sm)(x)))
+    key = b"numba-cpu-ffi tests: 32-byte key"
+    again = deserialize(serialize(export(sm)(x), key=key), key=key)
     np.testing.assert_array_equal(again.call(x), 2 * np.arange(N))
     # Exported for one device, the rule changes nothing.
     one = deserialize(
-        serialize(export(jax.jit(op))(np.arange(N, dtype=np.float32), np.ones(N, np.float32)))
+        serialize(
+            export(jax.jit(op))(np.arange(N, dtype=np.float32), np.ones(N, np.float32)), key=key
+        ),
+        key=key,
     )
     np.testing.assert_array_equal(
         one.call(np.zeros(N, np.float32), np.ones(N, np.float32)), np.ones(N)

@@ -24,6 +24,8 @@ from ._checks import positional_count as positional_count
 from ._cost_hint import HINT_MIN_ELEMENTS as HINT_MIN_ELEMENTS
 from ._cost_hint import hint_source as hint_source
 from ._cost_hint import lower_with_hint as lower_with_hint
+from ._deserialize import UnsignedBlobWarning as UnsignedBlobWarning
+from ._deserialize import deserialize as deserialize
 from ._digest import address_bound_values as address_bound_values
 from ._digest import function_digest as function_digest
 from ._dtypes import SUPPORTED_DTYPES as SUPPORTED_DTYPES
@@ -36,7 +38,6 @@ from ._export import KernelCatalog as KernelCatalog
 from ._export import MissingKernelError as MissingKernelError
 from ._export import Unexportable as Unexportable
 from ._export import custom_call_targets as custom_call_targets
-from ._export import deserialize as deserialize
 from ._export import export as export
 from ._export import recipe_context as recipe_context
 from ._export import record_recipe as record_recipe
@@ -110,6 +111,7 @@ __all__ = [
     "StepField",
     "TargetConflictError",
     "Unexportable",
+    "UnsignedBlobWarning",
     "UnsupportedDTypeError",
     "__version__",
     "address_bound_values",

@@ -1,36 +1,48 @@
 """The container :func:`ffi_core.serialize` writes, and its checks on reading.
 
-Format 2, in order: :data:`MAGIC` (which holds the format version), the
-manifest's length and the payload's length (8 bytes each, little-endian), the
-SHA-256 of everything else (magic, lengths, manifest, payload), the manifest
-(UTF-8 JSON: each target's recipes) and the payload (``jax.export``'s bytes).
+Format 3, in order: :data:`MAGIC` (which holds the format version); the
+manifest's, the payload's and the signature's lengths (8 bytes each,
+little-endian; the signature's is 0 or 32); the SHA-256 checksum of
+everything else; the signature, where the blob is signed (an HMAC-SHA256
+under the writer's key of the magic, the lengths, the manifest and the
+payload); the manifest (UTF-8 JSON: each target's recipes) and the payload
+(``jax.export``'s bytes).
 
 :func:`unpack` checks, before anything else reads the blob: the magic and
-version, the lengths against the blob's size, the checksum, then the manifest
-against its schema (JSON of bounded nesting; targets, chains and steps of the
-right types and counts; step values as :func:`to_json` writes them). Every
-failure is an :class:`ExportError` naming the field. Format 1 (no checksum)
-is refused: export the function again.
+version, the lengths against the blob's size, the checksum, the signature
+against the reader's key where one is given (an unsigned blob is then
+refused), then the manifest against its schema (JSON of bounded nesting;
+targets, chains and steps of the right types and counts; step values as
+:func:`to_json` writes them). Every failure is an :class:`ExportError`
+naming the field or the reason. Format 2 (the same without a signature) is
+read as an unsigned blob; format 1 (no checksum) is refused.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import hmac
 import json
 import re
 from typing import Any
 
 from ._recipe import ExportError, from_json
 
-__all__ = ["MAGIC", "pack", "unpack"]
+__all__ = ["MAGIC", "MIN_KEY_BYTES", "Unpacked", "check_key", "pack", "unpack"]
 
-#: The first bytes of a blob, with the format version this ffi-core writes and reads.
-MAGIC = b"ffi-core export 2\n"
+#: The first bytes of a blob, with the format version this ffi-core writes.
+MAGIC = b"ffi-core export 3\n"
 _PREFIX = b"ffi-core export "
 _FORMAT_1 = b"ffi-core export 1\n"
-_LENGTHS = 16
+_FORMAT_2 = b"ffi-core export 2\n"
 _CHECKSUM = 32
-HEADER = len(MAGIC) + _LENGTHS + _CHECKSUM
+_SIGNATURE = 32
+#: The header's size: magic, three lengths, checksum (a signature follows it).
+HEADER = len(MAGIC) + 24 + _CHECKSUM
+_HEADER_2 = len(_FORMAT_2) + 16 + _CHECKSUM
+#: The shortest key :func:`pack` signs with and :func:`unpack` checks with.
+MIN_KEY_BYTES = 16
 
 #: The largest manifest read (16 MiB; a real one holds a few KiB per target).
 MAX_MANIFEST = 1 << 24
@@ -46,63 +58,126 @@ _BRACKETS = re.compile(rb"[\[\]{}]")
 _CORRUPT = "corrupt or truncated blob"
 
 
-def _checksum(
-    head: bytes | memoryview, manifest: bytes | memoryview, payload: bytes | memoryview
-) -> bytes:
-    h = hashlib.sha256()
-    for part in (head, manifest, payload):
+def _hash(key: bytes | None, *parts: bytes | memoryview) -> bytes:
+    h = hashlib.sha256() if key is None else hmac.new(key, digestmod=hashlib.sha256)
+    for part in parts:
         h.update(part)
     return h.digest()
 
 
-def pack(manifest: bytes, payload: bytes) -> bytes:
-    """The blob holding ``manifest`` (JSON) and ``payload``."""
-    head = MAGIC + len(manifest).to_bytes(8, "little") + len(payload).to_bytes(8, "little")
-    return head + _checksum(head, manifest, payload) + manifest + payload
-
-
-def _check_header(blob: bytes | bytearray) -> tuple[memoryview, memoryview]:
-    if not blob.startswith(MAGIC):
-        if blob.startswith(_FORMAT_1):
-            raise ExportError(
-                "the blob is in ffi-core export format 1, which has no checksum and is no "
-                "longer read: export the function again with this ffi-core (format 2)"
-            )
-        if blob.startswith(_PREFIX) and blob[len(MAGIC) - 1 : len(MAGIC)] == b"\n":
-            version = blob[len(_PREFIX) : len(MAGIC) - 1].decode("ascii", "replace")
-            if version.isdigit():
-                raise ExportError(
-                    f"the blob is in ffi-core export format {version}; this ffi-core reads "
-                    f"format 2 only"
-                )
-        raise ExportError(
-            f"{_CORRUPT}, or not one ffi_core.serialize wrote: its `magic` is not {MAGIC!r}, got {bytes(blob[: len(MAGIC)])!r} "
-            "(bytes from jax.export's own serialize are read by jax.export.deserialize)"
+def check_key(key: Any) -> bytes | None:
+    """``key`` as bytes, or None; a TypeError or ValueError naming ``key`` otherwise."""
+    if key is None:
+        return None
+    if not isinstance(key, bytes | bytearray):
+        raise TypeError(
+            f"`key` must be bytes (at least {MIN_KEY_BYTES}; 32 random bytes from "
+            f"secrets.token_bytes(32) are right) or None, got {type(key)!r}"
         )
-    if len(blob) < HEADER:
-        raise ExportError(f"{_CORRUPT}: {len(blob)} bytes, shorter than the {HEADER}-byte header")
+    if len(key) < MIN_KEY_BYTES:
+        raise ValueError(
+            f"`key` must be at least {MIN_KEY_BYTES} bytes (32 random bytes from "
+            f"secrets.token_bytes(32) are right), got {len(key)}"
+        )
+    return bytes(key)
+
+
+def pack(manifest: bytes, payload: bytes, key: bytes | None = None) -> bytes:
+    """The blob holding ``manifest`` (JSON) and ``payload``, signed with ``key`` if given."""
+    signature_len = 0 if key is None else _SIGNATURE
+    head = MAGIC + b"".join(
+        n.to_bytes(8, "little") for n in (len(manifest), len(payload), signature_len)
+    )
+    signature = b"" if key is None else _hash(key, head, manifest, payload)
+    checksum = _hash(None, head, signature, manifest, payload)
+    return head + checksum + signature + manifest + payload
+
+
+@dataclasses.dataclass(frozen=True)
+class Unpacked:
+    """What :func:`unpack` read: the checked recipes (target -> recipes ->
+    decoded steps), the payload, and whether the blob carries a signature
+    (checked when a key was given)."""
+
+    targets: dict[str, list[list[dict[str, Any]]]]
+    payload: bytearray
+    signed: bool
+
+
+def _check_magic(blob: bytes | bytearray) -> bool:
+    # True for format 3, False for format 2; anything else is refused.
+    if blob.startswith(MAGIC):
+        return True
+    if blob.startswith(_FORMAT_2):
+        return False
+    if blob.startswith(_FORMAT_1):
+        raise ExportError(
+            "the blob is in ffi-core export format 1, which has no checksum and is no "
+            "longer read: export the function again with this ffi-core (format 3)"
+        )
+    if blob.startswith(_PREFIX) and blob[len(MAGIC) - 1 : len(MAGIC)] == b"\n":
+        version = blob[len(_PREFIX) : len(MAGIC) - 1].decode("ascii", "replace")
+        if version.isdigit():
+            raise ExportError(
+                f"the blob is in ffi-core export format {version}; this ffi-core reads "
+                f"formats 2 and 3"
+            )
+    raise ExportError(
+        f"{_CORRUPT}, or not one ffi_core.serialize wrote: its `magic` is not {MAGIC!r}, "
+        f"got {bytes(blob[: len(MAGIC)])!r} "
+        "(bytes from jax.export's own serialize are read by jax.export.deserialize)"
+    )
+
+
+def _check_header(
+    blob: bytes | bytearray, key: bytes | None
+) -> tuple[memoryview, memoryview, bool]:
+    current = _check_magic(blob)
+    header = HEADER if current else _HEADER_2
+    if len(blob) < header:
+        raise ExportError(f"{_CORRUPT}: {len(blob)} bytes, shorter than the {header}-byte header")
     at = len(MAGIC)
-    manifest_len = int.from_bytes(blob[at : at + 8], "little")
-    payload_len = int.from_bytes(blob[at + 8 : at + 16], "little")
+    lengths = [int.from_bytes(blob[k : k + 8], "little") for k in range(at, header - _CHECKSUM, 8)]
+    manifest_len, payload_len = lengths[:2]
+    signature_len = lengths[2] if current else 0
     if manifest_len > MAX_MANIFEST:
         raise ExportError(
             f"{_CORRUPT}: `manifest length` is {manifest_len}, more than {MAX_MANIFEST}"
         )
-    if HEADER + manifest_len + payload_len != len(blob):
+    if signature_len not in (0, _SIGNATURE):
+        raise ExportError(
+            f"{_CORRUPT}: `signature length` is {signature_len}, not 0 or {_SIGNATURE}"
+        )
+    if header + signature_len + manifest_len + payload_len != len(blob):
         raise ExportError(
             f"{_CORRUPT}: the header (`manifest length` {manifest_len}, `payload length` "
-            f"{payload_len}) says {HEADER + manifest_len + payload_len} bytes, the blob has "
+            f"{payload_len}, `signature length` {signature_len}) says "
+            f"{header + signature_len + manifest_len + payload_len} bytes, the blob has "
             f"{len(blob)}"
         )
     view = memoryview(blob)  # slices of it are not copies
-    manifest = view[HEADER : HEADER + manifest_len]
-    payload = view[HEADER + manifest_len :]
-    if _checksum(view[: at + _LENGTHS], manifest, payload) != blob[at + _LENGTHS : HEADER]:
+    head = view[: header - _CHECKSUM]
+    signature = view[header : header + signature_len]
+    manifest = view[header + signature_len : header + signature_len + manifest_len]
+    payload = view[header + signature_len + manifest_len :]
+    if _hash(None, head, signature, manifest, payload) != blob[header - _CHECKSUM : header]:
         raise ExportError(
-            f"{_CORRUPT}: its `checksum` (SHA-256 of the header, manifest and payload) does "
-            "not match its content"
+            f"{_CORRUPT}: its `checksum` (SHA-256 of the header, signature, manifest and "
+            "payload) does not match its content"
         )
-    return manifest, payload
+    if key is not None:
+        if not signature_len:
+            raise ExportError(
+                "the blob is not signed, and `key` was given: refused unread (sign it with "
+                "ffi_core.serialize(exported, key=...), or leave `key` out to read a blob "
+                "you trust without a signature)"
+            )
+        if not hmac.compare_digest(_hash(key, head, manifest, payload), signature):
+            raise ExportError(
+                "the blob's `signature` does not match `key`: it was signed with another "
+                "key or changed after signing; refused unread"
+            )
+    return manifest, payload, bool(signature_len)
 
 
 def _json_depth(text: bytes) -> int:
@@ -172,7 +247,7 @@ def _targets(manifest: Any) -> dict[str, list[list[dict[str, Any]]]]:
     return out
 
 
-def unpack(blob: bytes | bytearray) -> tuple[dict[str, list[list[dict[str, Any]]]], bytearray]:
-    """The checked recipes (target -> recipes -> decoded steps) and the payload."""
-    manifest, payload = _check_header(blob)
-    return _targets(_read_manifest(bytes(manifest))), bytearray(payload)
+def unpack(blob: bytes | bytearray, key: bytes | None = None) -> Unpacked:
+    """The blob's checked recipes and payload; with ``key``, only a blob it signed."""
+    manifest, payload, signed = _check_header(blob, key)
+    return Unpacked(_targets(_read_manifest(bytes(manifest))), bytearray(payload), signed)

@@ -25,19 +25,17 @@ from typing import Any
 
 import jax
 
-from ._blob import MAGIC, pack, unpack
+from ._blob import MAGIC, check_key, pack
 from ._kernel_catalog import KernelCatalog as KernelCatalog
-from ._rebuilders import rebuilder, register_rebuilder
+from ._rebuilders import register_rebuilder
 from ._recipe import (
     ExportError,
     MissingKernelError,
     StepField,
     Unexportable,
-    check_step,
     from_json,
     to_json,
 )
-from ._registry import registered_targets
 
 __all__ = [
     "MAGIC",
@@ -47,7 +45,6 @@ __all__ = [
     "StepField",
     "Unexportable",
     "custom_call_targets",
-    "deserialize",
     "export",
     "from_json",
     "recipe_context",
@@ -233,118 +230,31 @@ def _manifest(exported: jax.export.Exported) -> dict[str, list[list[dict[str, An
     return manifest
 
 
-def serialize(exported: jax.export.Exported) -> bytes:
+def serialize(exported: jax.export.Exported, *, key: bytes | None = None) -> bytes:
     """``exported``'s bytes with the recipes of the kernels it calls.
 
     Read them with :func:`deserialize` (``jax.export.deserialize`` cannot read
-    them). Raises :class:`ExportError` when a kernel cannot be made again in
-    another process (see the message for the value that prevents it).
+    them). With ``key``, the blob is signed: an HMAC-SHA256 under ``key`` of
+    everything in it, which ``deserialize(blob, key=key)`` verifies before it
+    reads anything else. Raises :class:`ExportError` when a kernel cannot be
+    made again in another process (see the message for the value that
+    prevents it).
+
+    Args:
+        exported: what :func:`export` returned.
+        key: a secret of at least 16 bytes (``secrets.token_bytes(32)``) to
+            sign the blob with; None writes it unsigned.
 
     Example:
-        >>> import jax, jax.numpy as jnp, numpy as np
-        >>> blob = serialize(export(jnp.sin)(np.float32(1)))
-        >>> float(deserialize(blob).call(np.float32(0)))
+        >>> import jax, jax.numpy as jnp, numpy as np, secrets
+        >>> from ffi_core import deserialize
+        >>> key = secrets.token_bytes(32)
+        >>> blob = serialize(export(jnp.sin)(np.float32(1)), key=key)
+        >>> float(deserialize(blob, key=key).call(np.float32(0)))
         0.0
     """
     if not isinstance(exported, jax.export.Exported):
         raise TypeError(f"`exported` must be a jax.export.Exported, got {type(exported)!r}")
+    key = check_key(key)
     manifest = json.dumps({"targets": _manifest(exported)}, sort_keys=True).encode()
-    return pack(manifest, bytes(exported.serialize()))
-
-
-def deserialize(blob: bytes | bytearray, *, kernels: Iterable[object] = ()) -> jax.export.Exported:
-    """The ``jax.export.Exported`` that :func:`serialize` wrote, with every
-    kernel it calls registered in this process.
-
-    The blob is checked before anything reads it: its format version, its
-    lengths and its checksum, then the recipes against their schema (and each
-    step against the fields its rebuilder declares). A step's rebuilder is
-    found by its kind among those registered and the entry points of the
-    group ``ffi_core.rebuilders`` (where this workspace's bridges declare
-    theirs); nothing in the blob
-    names a module to import. Each kernel is then found by the digest of its
-    code among those this process knows: wrapped (``numba_kernel(...)``, an
-    ``XLACustomKernel``) in a module it imported, or passed in ``kernels``.
-
-    Args:
-        blob: what :func:`serialize` returned (``jax.export``'s own bytes are
-            read by ``jax.export.deserialize``).
-        kernels: kernels to make known first: ``@numba.njit`` functions and any
-            other kernel objects the installed bridges accept.
-
-    Raises:
-        ExportError: the blob is corrupt or truncated, of another format, or
-            holds a recipe that breaks its schema; the message names the field.
-        MissingKernelError: a kernel the function calls is not known here; the
-            message names it and says what to import.
-    """
-    if not isinstance(blob, bytes | bytearray):
-        raise TypeError(f"`blob` must be bytes from ffi_core.serialize, got {type(blob)!r}")
-    if isinstance(kernels, str | bytes | bytearray) or not isinstance(kernels, Iterable):
-        raise TypeError(
-            f"`kernels` must be an iterable of kernel objects ({_KERNELS_ACCEPTED}), "
-            f"got {type(kernels)!r}"
-        )
-    with _lock:
-        acceptors = list(_acceptors)
-    for k, obj in enumerate(kernels):
-        if not any(accept(obj) for accept in acceptors):
-            raise TypeError(
-                f"`kernels[{k}]` is not a kernel any imported bridge knows: got {type(obj)!r} "
-                f"({_KERNELS_ACCEPTED})"
-            )
-    targets, payload = unpack(blob)
-    try:
-        exported = jax.export.deserialize(payload)
-    except Exception as exc:
-        raise ExportError(
-            f"the blob's JAX payload cannot be read: {type(exc).__name__}: {exc}"
-        ) from exc
-    for target in custom_call_targets(exported):
-        chains = targets.get(target)
-        if chains:
-            _rebuild(target, chains)
-    return exported
-
-
-_KERNELS_ACCEPTED = "pass @numba.njit functions, or import the bridge of the kernel first"
-
-
-def _registered(target: str) -> bool:
-    return any(name == target for name, _ in registered_targets())
-
-
-def _run(step: dict[str, Any], where: str) -> None:
-    found = rebuilder(step["kind"])
-    check_step(step, found.fields, where)
-    try:
-        found.rebuild(step)
-    except (MissingKernelError, ExportError):
-        raise
-    except Exception as exc:
-        # Whatever the step holds that its fields let through, a failure to act
-        # on it is the blob's: said as such, never a crash of the caller.
-        raise ExportError(
-            f"recipe step `{where}` (kind {step['kind']!r}) cannot be run: "
-            f"{type(exc).__name__}: {exc}"
-        ) from exc
-
-
-def _rebuild(target: str, chains: list[list[dict[str, Any]]]) -> None:
-    if _registered(target):
-        return
-    missing: list[str] = []
-    for i, chain in enumerate(chains):
-        try:
-            for j, step in enumerate(chain):
-                _run(step, f"targets[{target!r}][{i}][{j}]")
-        except MissingKernelError as exc:
-            missing.append(str(exc))
-            continue
-        if _registered(target):
-            return
-        missing.append(f"its recipe ran but did not register {target!r}")
-    raise MissingKernelError(
-        f"the exported function calls FFI target {target!r}, which this process cannot "
-        f"make: {' Or: '.join(dict.fromkeys(missing))}"
-    )
+    return pack(manifest, bytes(exported.serialize()), key)

@@ -188,6 +188,9 @@ class StepField:
 
     accepted: str
     accepts: Callable[[Any], bool]
+    #: The step field this one's list follows, one item per item of it
+    #: (``"inputs"`` for ``batched``); None: no such rule.
+    per_item_of: str | None = None
 
     @classmethod
     def text(cls, max_len: int = MAX_TEXT) -> StepField:
@@ -226,7 +229,11 @@ class StepField:
     @classmethod
     def optional(cls, field: StepField) -> StepField:
         """None, or what ``field`` accepts."""
-        return cls(f"None or {field.accepted}", lambda v: v is None or field.accepts(v))
+        return cls(
+            f"None or {field.accepted}",
+            lambda v: v is None or field.accepts(v),
+            field.per_item_of,
+        )
 
     @classmethod
     def sequence(cls, field: StepField, max_len: int = MAX_BUFFERS) -> StepField:
@@ -238,6 +245,20 @@ class StepField:
                 and len(v) <= max_len
                 and all(field.accepts(x) for x in v)
             ),
+        )
+
+    @classmethod
+    def per_item(cls, field: StepField, of: str) -> StepField:
+        """A list or tuple with one item per item of the step's field ``of``
+        (``check_step`` compares the lengths), each what ``field`` accepts.
+
+        Example:
+            >>> StepField.per_item(StepField.flag(), "inputs").accepted
+            "a list of one item per item of 'inputs', each a bool"
+        """
+        inner = cls.sequence(field)
+        return cls(
+            f"a list of one item per item of {of!r}, each {field.accepted}", inner.accepts, of
         )
 
     @classmethod
@@ -287,15 +308,25 @@ def check_step(step: Mapping[str, Any], fields: Mapping[str, StepField] | None, 
             raise ExportError(
                 f"`{where}.{name}` must be {field.accepted}, got {_short(step[name])}"
             )
+    for name, field in fields.items():
+        of, value = field.per_item_of, step[name]
+        if of is None or not isinstance(value, list | tuple):
+            continue
+        other = step.get(of)
+        if isinstance(other, list | tuple) and len(value) != len(other):
+            raise ExportError(
+                f"`{where}.{name}` must have one item per item of `{where}.{of}` "
+                f"({len(other)}), got {len(value)}"
+            )
 
 
 #: The fields ``ffi_core.CallSig`` writes into a step (a bridge's ``to_step``):
 #: ``inputs`` and ``outputs`` (:meth:`StepField.array_sigs`) and ``batched``
-#: (None, or one bool per input).
+#: (None, or one bool per input: :meth:`StepField.per_item`).
 CALL_SIG_FIELDS: Mapping[str, StepField] = types.MappingProxyType(
     {
         "inputs": StepField.array_sigs(),
         "outputs": StepField.array_sigs(),
-        "batched": StepField.optional(StepField.sequence(StepField.flag())),
+        "batched": StepField.optional(StepField.per_item(StepField.flag(), "inputs")),
     }
 )

@@ -1,6 +1,6 @@
 """The fresh process of the export check: import the modules that define the
-op's kernels, deserialize the blob, call it on the saved inputs, save the
-outputs. ``python -m ffi_core.checking._child FOLDER MODULE...``."""
+op's kernels, deserialize the blob (verified with the check's key), call it
+on the saved inputs, save the outputs. ``python -m ffi_core.checking._child FOLDER MODULE...``."""
 
 from __future__ import annotations
 
@@ -48,9 +48,10 @@ def main(argv: Sequence[str]) -> None:
         importlib.import_module(name)
     import jax
 
-    from .._export import deserialize
+    from .._deserialize import deserialize
 
-    exported = deserialize((folder / "op.blob").read_bytes())
+    key = (folder / "op.key").read_bytes()
+    exported = deserialize((folder / "op.blob").read_bytes(), key=key)
     outs = jax.tree.leaves(exported.call(*load(folder, "args")))
     save(folder, "outs", outs)
 

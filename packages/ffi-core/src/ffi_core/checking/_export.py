@@ -3,7 +3,7 @@ and call in a fresh Python process, which must give the op's results.
 
 The fresh process imports the modules that define the op's kernels (the
 ``export_imports`` option), as a program loading the blob would, and nothing
-else: a kernel whose FFI target name depends on the process (an address, a
+else (the blob is signed with a key made for the check, and verified there): a kernel whose FFI target name depends on the process (an address, a
 counter, a random value in its digest) is not found there.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import pathlib
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -19,7 +20,8 @@ from collections.abc import Sequence
 
 import jax
 
-from .._export import deserialize, export, serialize
+from .._deserialize import deserialize
+from .._export import export, serialize
 from ._case import Case, describe_error
 from ._child import load, save
 from ._report import CheckResult, failed, passed, skipped
@@ -75,9 +77,12 @@ def _export(case: Case) -> CheckResult:
             f"a fresh process cannot import {', '.join(missing)}; give `export_imports`, the "
             "modules that define the op's kernels",
         )
+    # Signed with a key made for this check, which the fresh process reads
+    # from the check's private folder: the blob is verified there as a user's would be.
+    key = secrets.token_bytes(32)
     try:
-        blob = serialize(export(case.fn)(*case.args))
-        here = jax.tree.leaves(deserialize(blob).call(*case.args))
+        blob = serialize(export(case.fn)(*case.args), key=key)
+        here = jax.tree.leaves(deserialize(blob, key=key).call(*case.args))
     except Exception as exc:
         return failed(_CHECK, f"export in this process raised {describe_error(exc)}")
     row = case.compare(_CHECK, jax.tree.leaves(case.expected), here, ("op", "exported"))
@@ -86,6 +91,7 @@ def _export(case: Case) -> CheckResult:
     with tempfile.TemporaryDirectory(prefix="check_kernel_export_") as tmp:
         folder = pathlib.Path(tmp)
         (folder / "op.blob").write_bytes(blob)
+        (folder / "op.key").write_bytes(key)
         save(folder, "args", case.args)
         try:
             result = subprocess.run(

@@ -14,6 +14,7 @@ from ._compile import check_compile
 from ._export import check_export
 from ._report import CheckReport, CheckResult, failed, skipped
 from ._results import check_backends, check_results, check_threads
+from ._sanitize import check_sanitize
 from ._sharding import check_sharding
 from ._vmap import check_vmap
 
@@ -33,6 +34,8 @@ class Options:
     export_imports: Sequence[str] | None = None
     aliases: Mapping[int, int] | None = None
     sharding_rule: Any = None
+    sanitize: bool = False
+    kwargs: Mapping[str, Any] | None = None
 
 
 #: The check families, in the order they run: name -> the function running it.
@@ -47,6 +50,7 @@ CHECKS: dict[str, Callable[[Case], list[CheckResult]]] = {
     "aliases": check_aliases,
     "threads": check_threads,
     "bad_inputs": check_bad_inputs,
+    "sanitize": check_sanitize,
 }
 
 
@@ -129,6 +133,7 @@ def check_kernel(
     export_imports: Sequence[str] | None = None,
     batch_size: int = 3,
     threads: int = 8,
+    sanitize: bool = False,
     name: str | None = None,
     raises: bool = True,
 ) -> CheckReport:
@@ -147,7 +152,10 @@ def check_kernel(
     against the unsharded op, where a sharding rule is given (``sharding``);
     inputs left untouched, and aliased outputs reusing donated
     buffers (``aliases``); 8 threads calling the jitted op at once
-    (``threads``); a wrong dtype, rank and number of inputs (``bad_inputs``).
+    (``threads``); another dtype (refused, or right results), a wrong rank and
+    number of inputs (``bad_inputs``); with ``sanitize``, the op's GPU kernels
+    under ``compute-sanitizer``'s memcheck in a child process, a failed row per
+    kernel that reads or writes out of bounds or misaligned (``sanitize``).
 
     Args:
         op: the operation: a bridge's function (``numba_kernel(...)``), or any
@@ -182,6 +190,10 @@ def check_kernel(
             the op's module).
         batch_size: rows of the batches ``vmap`` is checked on.
         threads: threads calling the op at once.
+        sanitize: run the ``sanitize`` check: the op, imported in a child
+            process as the export check imports it, called under NVIDIA's
+            ``compute-sanitizer --tool memcheck`` (found on ``PATH`` or in
+            ``$CUDA_HOME/bin``); skipped, saying why, without a GPU or the tool.
         name: the op's name in the report (default: its ``__name__``).
         raises: raise an AssertionError listing every failed check (the
             default, for tests); False returns the report whatever failed.
@@ -206,6 +218,8 @@ def check_kernel(
         raise TypeError(f"`reference` must be callable or None, got {type(reference)!r}")
     if kwargs is not None and not isinstance(kwargs, Mapping):
         raise TypeError(f"`kwargs` must be a mapping or None, got {type(kwargs)!r}")
+    if not isinstance(sanitize, bool):
+        raise TypeError(f"`sanitize` must be a bool, got {type(sanitize)!r}")
     for what, value, least in (("batch_size", batch_size, 2), ("threads", threads, 1)):
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"`{what}` must be an int, got {type(value)!r}")
@@ -235,6 +249,8 @@ def check_kernel(
             export_imports=None if export_imports is None else tuple(export_imports),
             aliases=aliases,
             sharding_rule=sharding_rule,
+            sanitize=sanitize,
+            kwargs=bound,
         ),
         families=frozenset(c for c in selected if c in CHECKS),
         rows=frozenset(c for c in selected if c not in CHECKS),

@@ -74,13 +74,6 @@ def _lif_reference(v, i_ext, *, dt=0.1, tau=10.0, v_th=1.0, v_reset=0.0):
     return np.where(spikes, v_reset, v_new).astype(v.dtype), spikes
 
 
-# The sparse products do not check the dtype or rank of their inputs (the
-# call functions compute `outs` from them and the kernels take what they get).
-_UNCHECKED = {
-    "bad_inputs: dtype": "the example does not check its inputs' dtypes",
-    "bad_inputs: rank": "the example does not check its inputs' ranks",
-}
-
 SAMPLES: dict[str, Sample] = {
     "axpy": Sample(_axpy(8), {}, lambda x, y, a: a[0] * x + y, _axpy(12)),
     # 258: not a multiple of a vector width (a kernel's tail is checked too), and even
@@ -97,13 +90,11 @@ SAMPLES: dict[str, Sample] = {
         {"shape": (6, 5)},
         lambda d, i, p, v: _dense(d, i, p, (6, 5)) @ v,
         _csr(None, 0.7),
-        _UNCHECKED,
     ),
     "csr_matmat": Sample(
         _csr(3, 0.4),
         {"shape": (6, 5)},
         lambda d, i, p, b: _dense(d, i, p, (6, 5)) @ b,
         _csr(3, 0.7),
-        _UNCHECKED,
     ),
 }
