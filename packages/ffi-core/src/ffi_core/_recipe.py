@@ -191,6 +191,8 @@ class StepField:
     #: The step field this one's list follows, one item per item of it
     #: (``"inputs"`` for ``batched``); None: no such rule.
     per_item_of: str | None = None
+    #: A step may lack the field (one written before the field existed).
+    may_be_absent: bool = False
 
     @classmethod
     def text(cls, max_len: int = MAX_TEXT) -> StepField:
@@ -225,6 +227,12 @@ class StepField:
             "a dtype name or NumPy dtype string ('<f4') of one of " + ", ".join(SUPPORTED_DTYPES),
             _supported_dtype_str,
         )
+
+    @classmethod
+    def added(cls, field: StepField) -> StepField:
+        """What ``field`` accepts, or no such field in the step: a field
+        added to a kind of step after steps without it were written."""
+        return dataclasses.replace(field, may_be_absent=True)
 
     @classmethod
     def optional(cls, field: StepField) -> StepField:
@@ -302,6 +310,8 @@ def check_step(step: Mapping[str, Any], fields: Mapping[str, StepField] | None, 
     if extra:
         raise ExportError(f"`{where}` has fields its kind {step['kind']!r} does not: {extra}")
     for name, field in fields.items():
+        if name not in step and field.may_be_absent:
+            continue
         if name not in step:
             raise ExportError(f"`{where}.{name}` is missing (a {step['kind']!r} step has it)")
         if not field.accepts(step[name]):
@@ -309,7 +319,7 @@ def check_step(step: Mapping[str, Any], fields: Mapping[str, StepField] | None, 
                 f"`{where}.{name}` must be {field.accepted}, got {_short(step[name])}"
             )
     for name, field in fields.items():
-        of, value = field.per_item_of, step[name]
+        of, value = field.per_item_of, step.get(name)
         if of is None or not isinstance(value, list | tuple):
             continue
         other = step.get(of)

@@ -47,5 +47,9 @@ def _rebuild(info: Any, sig: Any, step: Mapping[str, Any]) -> None:
 _catalog.register(
     "numba_cpu",
     _rebuild,
-    extras={"context": ffi_core.StepField.text(), "hint": ffi_core.StepField.flag()},
+    extras={
+        "context": ffi_core.StepField.text(),
+        "hint": ffi_core.StepField.flag(),
+        "boundscheck": ffi_core.StepField.added(ffi_core.StepField.flag()),
+    },
 )

@@ -66,9 +66,9 @@ def kernel_argtypes(sig: CallSig) -> tuple[Any, ...]:
     return tuple(result)
 
 
-def _base(info: KernelInfo, argtypes: tuple[Any, ...], parallel: bool) -> str:
+def _base(info: KernelInfo, argtypes: tuple[Any, ...], parallel: bool, boundscheck: bool) -> str:
     h = hashlib.sha256()
-    for part in (info.digest, repr(argtypes), repr(parallel), *versions()):
+    for part in (info.digest, repr(argtypes), repr(parallel), repr(boundscheck), *versions()):
         h.update(part.encode())
         h.update(b"\0")
     name = re.sub(r"[^A-Za-z0-9_]", "_", info.name)[:40]
@@ -91,7 +91,7 @@ def kernel_address(info: KernelInfo, sig: CallSig, parallel: bool) -> int:
         KernelCompileError: Numba cannot compile the kernel for these types.
     """
     try:
-        return _compiled(info, kernel_argtypes(sig), parallel)
+        return _compiled(info, kernel_argtypes(sig), parallel, sig.boundscheck)
     except NumbaError as exc:
         raise KernelCompileError(
             f"kernel '{info.name}' does not compile for {sig.describe()}:\n{exc}"
@@ -99,17 +99,22 @@ def kernel_address(info: KernelInfo, sig: CallSig, parallel: bool) -> int:
 
 
 @functools.cache
-def _compiled(info: KernelInfo, argtypes: tuple[Any, ...], parallel: bool) -> int:
+def _compiled(
+    info: KernelInfo, argtypes: tuple[Any, ...], parallel: bool, boundscheck: bool
+) -> int:
     kernel = info.kernel
     options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
     options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
     if not parallel:
         options["parallel"] = False
+    if boundscheck:
+        options["boundscheck"] = True
     dispatcher = numba.njit(locals=dict(kernel.locals), **options)(kernel.py_func)
     # Numba rebuilds cached code's environment from the kernel's module, which
     # must be this process's own; an address-bound value cannot be cached.
     if not info.address_bound and kernel.py_func.__module__ in sys.modules:
-        cache_dispatcher(dispatcher, cache_layers(), _base(info, argtypes, parallel))
+        base = _base(info, argtypes, parallel, boundscheck)
+        cache_dispatcher(dispatcher, cache_layers(), base)
     with _lock:
         if parallel:
             # Cached parallel code needs the threading layer started before it loads.

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from ffi_core.bridge import KernelCall, kernel_op
+from ffi_core.bridge import KernelCall, bounds_checked, kernel_op
 from ffi_core.cpu import cpu_call
 
 from ._catalog import kernel_info
@@ -19,13 +19,15 @@ __all__ = ["numba_kernel"]
 @dataclasses.dataclass(frozen=True)
 class _Launch:
     """How a wrapped kernel runs: ``cpu_call`` with its planner. Equal for
-    equal ``context``, so eager calls hit JAX's cache."""
+    equal options, so eager calls hit JAX's cache."""
 
     context: str
+    boundscheck: bool | None
 
     def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Any:
         del scalars  # numba kernels take arrays only
-        planner = NumbaPlanner(call.info, self.context)
+        # Read at each bind: check_kernel's bounds_checking() block, or the process's switch.
+        planner = NumbaPlanner(call.info, self.context, bounds_checked(self.boundscheck))
         return cpu_call(
             planner, args, out_avals, aliases=call.aliases, vmap_method=call.vmap_method
         )
@@ -39,6 +41,7 @@ def numba_kernel(
     input_output_aliases: dict[int, int] | None = None,
     error_context: str | None = None,
     sharding_rule: Any = None,
+    boundscheck: bool | None = None,
 ) -> Callable[..., Any]:
     """Wrap an ``@numba.njit`` kernel as a JAX operation.
 
@@ -65,7 +68,15 @@ def numba_kernel(
             made). Shapes and dtypes must match.
         error_context: text added, in parentheses, to the messages of errors the
             kernel raises at run time (a library can say which operation and
-            backend the kernel serves). It is compiled into the handler.
+            backend the kernel serves).
+        sharding_rule: how the op runs on the shards of a sharded ``jit``
+            (an ``ffi_core.ShardingRule`` or its string); None: XLA gathers
+            the inputs and every device computes the whole result.
+        boundscheck: compile the kernel with bounds checks: an index out of
+            range raises ``IndexError`` naming the kernel instead of
+            reading or writing past a buffer, at a cost in speed (measured
+            in docs/performance.md). None (default): only inside
+            ``check_kernel`` or when ``$FFI_CORE_BOUNDSCHECK=1``; False: never.
 
     Returns:
         A function taking the input arrays and returning the outputs.
@@ -90,11 +101,13 @@ def numba_kernel(
     info = kernel_info(kernel)
     if error_context is not None and not isinstance(error_context, str):
         raise TypeError(f"`error_context` must be a str or None, got {type(error_context)!r}")
+    if boundscheck is not None and not isinstance(boundscheck, bool):
+        raise TypeError(f"`boundscheck` must be a bool or None, got {type(boundscheck)!r}")
     op = kernel_op(
         info,
         outs,
         dtypes=DTYPES,
-        launch=_Launch(error_context or ""),
+        launch=_Launch(error_context or "", boundscheck),
         vmap_method=vmap_method,
         input_output_aliases=input_output_aliases,
         sharding_rule=sharding_rule,

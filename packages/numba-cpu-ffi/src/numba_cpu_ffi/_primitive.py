@@ -26,15 +26,19 @@ numba_kernel_call_p = cpu_call_p
 
 @dataclasses.dataclass(frozen=True)
 class NumbaPlanner:
-    """A numba kernel as ``cpu_call_p`` runs it: its ``info`` and the
-    ``context`` its run-time errors carry."""
+    """A numba kernel as ``cpu_call_p`` runs it: its ``info``, the
+    ``context`` its run-time errors carry and whether it is compiled with
+    bounds checks."""
 
     info: KernelInfo
     context: str = ""
+    boundscheck: bool = False
 
     @property
     def label(self) -> str:
         return f"numba kernel '{self.info.name}'"
 
     def plan(self, inputs: Any, outputs: Any, batched: Any, hint: bool) -> CpuPlan:
-        return plan(self.info, CallSig(inputs, outputs, batched, self.context, hint))
+        return plan(
+            self.info, CallSig(inputs, outputs, batched, self.context, hint, self.boundscheck)
+        )

@@ -56,10 +56,14 @@ class CallSig(ffi_core.CallSig):
     #: the cost hint of large calls (``_primitive``). Not in the ``repr``, so
     #: the names of calls without it stay as they were; ``name_parts`` adds it.
     hint: bool = dataclasses.field(default=False, repr=False)
+    #: The kernel is compiled with bounds checks (an index out of range
+    #: raises IndexError): named like the hint, and only when set.
+    boundscheck: bool = dataclasses.field(default=False, repr=False)
 
     def name_parts(self) -> tuple[str, ...]:
         """What names this signature's target and handler."""
-        return (repr(self), "cost_hint") if self.hint else (repr(self),)
+        parts = (repr(self), "cost_hint") if self.hint else (repr(self),)
+        return (*parts, "boundscheck") if self.boundscheck else parts
 
     def to_step(self) -> dict[str, Any]:
         """The signature as the JSON fields of an export recipe step."""
@@ -69,6 +73,7 @@ class CallSig(ffi_core.CallSig):
             "batched": None if self.batched is None else list(self.batched),
             "context": self.context,
             "hint": self.hint,
+            **({"boundscheck": True} if self.boundscheck else {}),
         }
 
     @classmethod
@@ -77,7 +82,14 @@ class CallSig(ffi_core.CallSig):
         own: ``extras`` is not read)."""
         del extras
         base = ffi_core.CallSig.from_step(step)
-        return cls(base.inputs, base.outputs, base.batched, step["context"], step["hint"])
+        return cls(
+            base.inputs,
+            base.outputs,
+            base.batched,
+            step["context"],
+            step["hint"],
+            step.get("boundscheck", False),
+        )
 
 
 class KernelInfo(KernelInfoBase):

@@ -30,6 +30,9 @@ from .._spec import ArraySig as ArraySig
 from .._spec import CallSig as CallSig
 from .._spec import KernelDTypes as KernelDTypes
 from .._spec import array_sig as array_sig
+from ._bounds import BOUNDSCHECK_ENV as BOUNDSCHECK_ENV
+from ._bounds import bounds_checked as bounds_checked
+from ._bounds import bounds_checking as bounds_checking
 from ._catalog import BridgeCatalog as BridgeCatalog
 from ._info import KernelInfo as KernelInfo
 from ._info import check_kernel_type as check_kernel_type
@@ -42,6 +45,7 @@ from ._op import kernel_op as kernel_op
 
 __all__ = [
     "BASIC_DTYPES",
+    "BOUNDSCHECK_ENV",
     "COMPLEX_DTYPES",
     "VMAP_METHODS",
     "ArraySig",
@@ -54,6 +58,8 @@ __all__ = [
     "KernelInfo",
     "Launch",
     "array_sig",
+    "bounds_checked",
+    "bounds_checking",
     "bridge_primitive",
     "bridge_primitive_abstract_eval",
     "bridge_primitive_batching",

@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from ..bridge._bounds import bounds_checking
 from ._aliases import check_aliases
 from ._autodiff import check_autodiff
 from ._bad_inputs import check_bad_inputs
@@ -256,16 +257,22 @@ def check_kernel(
         rows=frozenset(c for c in selected if c not in CHECKS),
         excluded=excluded,
     )
-    rows: list[CheckResult] = []
+    # Every kernel the checks bind is compiled with bounds checks, where its
+    # bridge can: an index out of range fails a row instead of corrupting memory.
+    with bounds_checking():
+        rows = _run_checks(case, {c.split(":", 1)[0] for c in selected}, excluded)
+    report = CheckReport(case.name, tuple(rows))
+    if raises:
+        report.raise_for_failures()
+    return report
+
+
+def _run_checks(case: Case, wanted: set[str], excluded: Mapping[str, str]) -> list[CheckResult]:
     try:
         _ = case.expected
     except Exception as exc:
-        rows.append(failed("results: eager", f"the op raised {describe_error(exc)}"))
-        report = CheckReport(case.name, tuple(rows))
-        if raises:
-            report.raise_for_failures()
-        return report
-    wanted = {c.split(":", 1)[0] for c in selected}
+        return [failed("results: eager", f"the op raised {describe_error(exc)}")]
+    rows: list[CheckResult] = []
     for family, run in CHECKS.items():
         if family not in wanted:
             continue
@@ -277,7 +284,4 @@ def check_kernel(
         except Exception as exc:  # a check that raises fails; the others still run
             new = [failed(family, f"raised {describe_error(exc)}")]
         rows.extend(new)
-    report = CheckReport(case.name, tuple(rows))
-    if raises:
-        report.raise_for_failures()
-    return report
+    return rows
