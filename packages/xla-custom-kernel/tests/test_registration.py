@@ -279,7 +279,11 @@ def test_doc_and_repr(name):
         ("def_transpose_rule", "`fun` must be callable, got <class 'int'>"),
         ("def_call", "`fn` must be callable, got <class 'int'>"),
         ("def_benchmark_data", "`fn` must be callable, got <class 'int'>"),
-        ("def_jvp_rule2", "JVP rules must be callables or None, got <class 'int'>"),
+        (
+            "def_jvp_rule2",
+            "JVP rules must be callables, None (a zero derivative) or "
+            "xla_custom_kernel.NOT_DIFFERENTIABLE, got <class 'int'>",
+        ),
     ],
 )
 def test_rule_registration_refuses_non_callables(name, rule, message):

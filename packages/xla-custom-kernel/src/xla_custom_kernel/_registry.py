@@ -56,6 +56,11 @@ def register_kernel(kernel: Any, module: str) -> None:
         )
 
 
+def _prefixed(module: str, name: str) -> str:
+    package = module.split(".")[0].strip("_<>") or "mypackage"
+    return f"{package}_{name}"
+
+
 def registered_kernels(tags: str | Iterable[str] | None = None) -> dict[str, Any]:
     """All kernels created in this process, by name, in creation order.
 
