@@ -39,9 +39,9 @@ def register_kernel(kernel: Any, module: str) -> None:
                 f"a kernel named {kernel.name!r} already exists, created in module "
                 f"{old.module!r}; module {module!r} cannot create another: kernel names "
                 "identify primitives and must be unique in a process. Choose another name, "
-                f"for example prefixed with your package's name ('{module.split('.')[0]}."
-                f"{kernel.name}'), or use xla_custom_kernel.get_kernel({kernel.name!r}) to "
-                "reach the existing one"
+                "for example prefixed with your package's name "
+                f"({_prefixed(module, kernel.name)!r}), or use "
+                f"xla_custom_kernel.get_kernel({kernel.name!r}) to reach the existing one"
             )
         _kernels[kernel.name] = kernel
     if old is not None:

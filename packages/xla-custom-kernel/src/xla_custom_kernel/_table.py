@@ -62,7 +62,9 @@ class BackendTable:
             names = []
             for b, e in entries.items():
                 missing = missing_bridge(e)
-                names.append(b if missing is None else f"{b} (unavailable: {missing.split(';')[0]})")
+                names.append(
+                    b if missing is None else f"{b} (unavailable: {missing.split(';')[0]})"
+                )
             parts.append(f"{p}: {', '.join(names)}")
         return "; ".join(parts)
 
@@ -226,7 +228,9 @@ class BackendTable:
         if backend is not None:
             if backend == AUTO:
                 return self._auto_or_default(platform)
-            return self.require(self.check_backend(platform, backend), "chosen for the call").backend
+            return self.require(
+                self.check_backend(platform, backend), "chosen for the call"
+            ).backend
         preferred = platform_preference(platform)
         if preferred is not None:
             if preferred == AUTO:
