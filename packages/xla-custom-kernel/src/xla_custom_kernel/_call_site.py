@@ -100,8 +100,9 @@ class CallSite:
         if not kernel.available_backends(platform):
             missing = kernel.unavailable_backends(platform)
             detail = "".join(f"; {b}: {why}" for b, why in missing.items())
+            that_runs = " that can run" if missing else ""
             raise ValueError(
-                f"kernel {kernel.name!r} has no backend that can run on platform {platform!r}{detail}"
+                f"kernel {kernel.name!r} has no backend{that_runs} for platform {platform!r}{detail}"
             )
         return cls(
             kernel,
