@@ -1,3 +1,4 @@
+import importlib.util
 import re
 
 import pytest
@@ -60,18 +61,23 @@ def test_def_jax_kernel_on_one_platform(name, platform):
     ],
 )
 def test_gpu_shorthands_record_gpu_entries(name, method, backend, batching, bridge):
-    # Each method needs its bridge installed (else an ImportError naming the extra).
-    pytest.importorskip(bridge, reason=f"{method} needs {bridge} installed")
+    # Recorded whether or not the bridge is installed (unavailable where it is not).
     k = XLACustomKernel(name)
     entry = getattr(k, method)(_kg)
-    assert (entry.backend, entry.platform, entry.batching) == (backend, "gpu", batching)
-    assert k.available_backends("gpu") == [backend]
+    assert (entry.backend, entry.platform, entry.batching, entry.module) == (
+        backend,
+        "gpu",
+        batching,
+        bridge,
+    )
+    installed = importlib.util.find_spec(bridge) is not None
+    assert k.available_backends("gpu") == ([backend] if installed else [])
+    assert list(k.unavailable_backends("gpu")) == ([] if installed else [backend])
     assert k.available_backends("cpu") == []
     assert k.defaults == {"gpu": backend}
 
 
 def test_def_warp_kernel_registers_cpu_and_gpu(name):
-    pytest.importorskip("warp_ffi", reason="def_warp_kernel needs warp-ffi installed")
     k = XLACustomKernel(name)
     entries = k.def_warp_kernel(_kg)
     assert [(e.backend, e.platform, e.batching) for e in entries] == [
