@@ -273,3 +273,14 @@ def test_none_is_a_zero_derivative(name):
     op.def_jvp_rule2(None, lambda t, a, x, outs: a * t)
     grad = jax.grad(lambda a, x: op(a, x, outs=OUT).sum())(jnp.full(3, 3.0), jnp.ones(3))
     assert jnp.array_equal(grad, jnp.zeros(3))
+
+
+def test_an_exported_step_naming_it_raises_the_extras_import_error(name, absent):
+    from xla_custom_kernel import _export
+
+    op = _op(name, absent)
+    step = {"op": name, "platform": "cpu", "backend": absent, "outs": [[[3], "float32"]]}
+    why = "recorded in the exported program"
+    with pytest.raises(ImportError, match=f"^{re.escape(_import_error(absent, name, why))}$"):
+        _export._rebuild({**step, "multiple": False, "static": []})
+    assert op.available_backends("cpu") == ["jax"]
