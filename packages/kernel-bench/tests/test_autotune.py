@@ -190,6 +190,42 @@ def test_a_single_backend_is_not_measured():
     assert autotune.stats()["measured"] == 0
 
 
+def test_backends_whose_bridge_is_absent_are_passed_over_and_explained(capsys):
+    absent = f"absent_{next(_names)}"
+    xck.register_backend_adapter(
+        xck.BackendAdapter(absent, ("cpu",), "vmap", extra="absent", module=f"{absent}_ffi")
+    )
+    reason = (
+        f"{absent.replace('_', '-')}-ffi is not installed; install it with: uv add "
+        '"xla-custom-kernel[absent]" (or pip install "xla-custom-kernel[absent]")'
+    )
+    op = _op({"slow": _doubling(), "fast": _doubling()})
+    getattr(op, f"def_{absent}_kernel")(lambda outs: pytest.fail("an absent backend ran"))
+    x = jnp.ones(4)
+    decision = autotune.explain(op, x, outs=_out(x))
+    assert [c.backend for c in decision.candidates] == ["slow", "fast"]
+    assert decision.backend == "fast" and decision.unavailable == {absent: reason}
+    assert f"\nnot a candidate: {absent} ({reason})\nchoice: fast" in decision.describe()
+    assert "unavailable" not in decision.to_dict()
+    np.testing.assert_array_equal(op(x, outs=_out(x), backend="auto"), 2 * x)
+
+    single = _op({"only": _doubling()})
+    getattr(single, f"def_{absent}_kernel")(lambda outs: pytest.fail("an absent backend ran"))
+    decision = autotune.explain(single, x, outs=_out(x))
+    assert (decision.backend, decision.source) == ("only", "only backend")
+    assert decision.describe().endswith(
+        f"\nnot a candidate: {absent} ({reason})\nchoice: only (the only backend available)"
+    )
+    nothing = xck.XLACustomKernel(f"autotune_test_{next(_names)}")
+    getattr(nothing, f"def_{absent}_kernel")(lambda outs: pytest.fail("an absent backend ran"))
+    with pytest.raises(ValueError) as info:
+        autotune.explain(nothing, x, outs=_out(x))
+    assert str(info.value) == (
+        f"kernel {nothing.name!r} has no backend that can run for platform 'cpu'; {absent}: {reason}"
+    )
+    capsys.readouterr()
+
+
 def test_autotune_data_makes_the_inputs_and_is_checked():
     def gather(x, idx):
         return x[idx]

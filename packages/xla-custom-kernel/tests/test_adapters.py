@@ -255,7 +255,9 @@ def test_every_seed_backend_has_a_documented_method():
 
 
 @pytest.mark.parametrize("method", SEED_METHODS)
-def test_a_seed_method_names_the_extra_where_its_bridge_is_absent(method, name, monkeypatch):
+def test_a_seed_method_registers_an_absent_bridge_as_unavailable(method, name, monkeypatch):
+    # Registered all the same; the ImportError naming the extra comes only
+    # where the backend would run (tests/test_unavailable_backends.py).
     from xla_custom_kernel import _adapters
 
     backend, package, extra = SEED_METHODS[method]
@@ -264,22 +266,36 @@ def test_a_seed_method_names_the_extra_where_its_bridge_is_absent(method, name, 
     absent = dataclasses.replace(table[backend], module=f"{module}_not_installed")
     monkeypatch.setattr(_adapters, "_adapters", {**table, backend: absent})
     k = XLACustomKernel(name)
-    message = (
-        f"def_{backend}_kernel of kernel {name!r} needs {package}-not-installed, which is not "
-        f'installed; install it with: uv add "xla-custom-kernel[{extra}]" '
+    entries = getattr(k, method)(_kg)
+    platforms = absent.platforms
+    assert [e.platform for e in (entries if isinstance(entries, tuple) else (entries,))] == list(
+        platforms
+    )
+    reason = (
+        f'{package}-not-installed is not installed; install it with: uv add "xla-custom-kernel[{extra}]" '
         f'(or pip install "xla-custom-kernel[{extra}]")'
     )
+    for platform in platforms:
+        assert k.available_backends(platform) == []
+        assert k.unavailable_backends(platform) == {backend: reason}
+        assert list(k._kernels[platform]) == [backend]
+    message = (
+        f"backend {backend!r} of kernel {name!r} (chosen for the call) needs "
+        f"{package}-not-installed, which is not installed; install it with: uv add "
+        f'"xla-custom-kernel[{extra}]" (or pip install "xla-custom-kernel[{extra}]")'
+    )
+    x = jnp.ones(2)
     with pytest.raises(ImportError, match=f"^{re.escape(message)}$"):
-        getattr(k, method)(_kg)
-    assert k.available_backends("cpu") == k.available_backends("gpu") == []
+        k(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype), backend=backend)
 
     monkeypatch.setattr(_adapters, "_adapters", {n: a for n, a in table.items() if n != backend})
     message = (
-        f"def_{backend}_kernel of kernel {name!r} needs the adapter of backend {backend!r}, "
-        "which is not registered; register one with xla_custom_kernel.register_backend_adapter"
+        f"def_{backend}_kernel of kernel {name + '_2'!r} needs the adapter of backend "
+        f"{backend!r}, which is not registered; register one with "
+        "xla_custom_kernel.register_backend_adapter"
     )
     with pytest.raises(ImportError, match=f"^{re.escape(message)}$"):
-        getattr(k, method)(_kg)
+        getattr(XLACustomKernel(name + "_2"), method)(_kg)
 
 
 def test_an_import_error_that_says_how_to_install_says_it_once(name, adapter_name):

@@ -1,3 +1,4 @@
+import importlib.util
 import re
 
 import pytest
@@ -60,18 +61,23 @@ def test_def_jax_kernel_on_one_platform(name, platform):
     ],
 )
 def test_gpu_shorthands_record_gpu_entries(name, method, backend, batching, bridge):
-    # Each method needs its bridge installed (else an ImportError naming the extra).
-    pytest.importorskip(bridge, reason=f"{method} needs {bridge} installed")
+    # Recorded whether or not the bridge is installed (unavailable where it is not).
     k = XLACustomKernel(name)
     entry = getattr(k, method)(_kg)
-    assert (entry.backend, entry.platform, entry.batching) == (backend, "gpu", batching)
-    assert k.available_backends("gpu") == [backend]
+    assert (entry.backend, entry.platform, entry.batching, entry.module) == (
+        backend,
+        "gpu",
+        batching,
+        bridge,
+    )
+    installed = importlib.util.find_spec(bridge) is not None
+    assert k.available_backends("gpu") == ([backend] if installed else [])
+    assert list(k.unavailable_backends("gpu")) == ([] if installed else [backend])
     assert k.available_backends("cpu") == []
     assert k.defaults == {"gpu": backend}
 
 
 def test_def_warp_kernel_registers_cpu_and_gpu(name):
-    pytest.importorskip("warp_ffi", reason="def_warp_kernel needs warp-ffi installed")
     k = XLACustomKernel(name)
     entries = k.def_warp_kernel(_kg)
     assert [(e.backend, e.platform, e.batching) for e in entries] == [
@@ -279,7 +285,11 @@ def test_doc_and_repr(name):
         ("def_transpose_rule", "`fun` must be callable, got <class 'int'>"),
         ("def_call", "`fn` must be callable, got <class 'int'>"),
         ("def_benchmark_data", "`fn` must be callable, got <class 'int'>"),
-        ("def_jvp_rule2", "JVP rules must be callables or None, got <class 'int'>"),
+        (
+            "def_jvp_rule2",
+            "JVP rules must be callables, None (a zero derivative) or "
+            "xla_custom_kernel.NOT_DIFFERENTIABLE, got <class 'int'>",
+        ),
     ],
 )
 def test_rule_registration_refuses_non_callables(name, rule, message):

@@ -2,7 +2,7 @@ import re
 
 import pytest
 import xla_custom_kernel as xck
-from xla_custom_kernel import DuplicateKernelError, XLACustomKernel
+from xla_custom_kernel import XLACustomKernel
 
 
 def test_kernels_are_registered_in_creation_order(name):
@@ -71,18 +71,3 @@ def test_get_kernel_unknown_name(name):
         match=re.escape(f"no kernel named {name + '_missing'!r}; known kernels: {known}"),
     ):
         xck.get_kernel(name + "_missing")
-
-
-def test_duplicate_kernel_name(name):
-    first = XLACustomKernel(name)
-    with pytest.raises(
-        DuplicateKernelError,
-        match=re.escape(
-            f"a kernel named {name!r} already exists; kernel names identify primitives and must "
-            f"be unique in a process (choose another name, or use "
-            f"xla_custom_kernel.get_kernel({name!r}) to reach the existing one)"
-        ),
-    ):
-        XLACustomKernel(name)
-    assert issubclass(DuplicateKernelError, ValueError)
-    assert xck.get_kernel(name) is first

@@ -10,6 +10,7 @@ decisions that were not settled.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -116,6 +117,10 @@ def decide_site(site: CallSite) -> Decision:
             _stats["memory"] += 1
         else:
             decision = _decide(site)
+            # Passed over as candidates: the call site's, whatever the source.
+            unavailable = dict(site.unavailable)
+            if unavailable:
+                decision = dataclasses.replace(decision, unavailable=unavailable)
             _memory[site.lookup_key] = decision
         for found in _recorders:
             found.append(decision)

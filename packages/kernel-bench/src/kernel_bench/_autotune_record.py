@@ -88,6 +88,10 @@ class Decision:
             range over median); None where nothing was measured.
         busy: whether the machine was loaded while it was measured: ``noise``
             above :data:`BUSY_NOISE`.
+        unavailable: the backends registered for the call that were not
+            candidates because their bridge package is not installed, each
+            with why; the call site's, not stored (every process reads it
+            from its own installation).
     """
 
     op: str
@@ -102,6 +106,7 @@ class Decision:
     margin: float | None = None
     noise: float | None = None
     busy: bool = False
+    unavailable: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def settled(self) -> bool:
@@ -118,6 +123,7 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        del d["unavailable"]
         d["calls_per_run"] = dict(self.calls_per_run)
         # JSON has no infinity: a margin over a single candidate is written "inf".
         if self.margin is not None and math.isinf(self.margin):
@@ -138,11 +144,14 @@ class Decision:
             "measured": "measured in this process",
             "disk": f"read from the autotune cache ({_cache_dir()})",
             "process 0": "decided by process 0",
-            "only backend": "the only backend registered",
+            "only backend": "the only backend available"
+            if self.unavailable
+            else "the only backend registered",
             "fallback": f"the fixed default: {self.reason}",
         }.get(self.source, self.source)
+        missing = "".join(f"\nnot a candidate: {b} ({why})" for b, why in self.unavailable.items())
         if not self.candidates:
-            return f"{head}\nchoice: {self.backend} ({where})"
+            return f"{head}{missing}\nchoice: {self.backend} ({where})"
         where += self._trust()
         rows = []
         for c in self.candidates:
@@ -156,7 +165,7 @@ class Decision:
         table = render(
             ["backend", "us/call", "calls/run", "status"], rows, [False, True, True, False]
         )
-        return f"{head}\n{table}\nchoice: {self.backend} ({where})"
+        return f"{head}\n{table}{missing}\nchoice: {self.backend} ({where})"
 
     def _trust(self) -> str:
         # Margin, noise and busy, in words, after the choice.
@@ -227,7 +236,8 @@ def _fields(record: Any, names: tuple[str, ...], what: str) -> Mapping[str, Any]
     return record
 
 
-_DECISION_FIELDS = tuple(f.name for f in dataclasses.fields(Decision))
+# What to_dict writes: every field but the call site's unavailable backends.
+_DECISION_FIELDS = tuple(f.name for f in dataclasses.fields(Decision) if f.name != "unavailable")
 # Fields that records written before them lack: read with these values.
 _LATER_FIELDS = {"margin": None, "noise": None, "busy": False}
 _CANDIDATE_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))

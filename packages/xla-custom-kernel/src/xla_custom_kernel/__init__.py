@@ -3,6 +3,7 @@
 from ._adapters import BackendAdapter as BackendAdapter
 from ._adapters import backend_adapters as backend_adapters
 from ._adapters import register_backend_adapter as register_backend_adapter
+from ._autodiff import NOT_DIFFERENTIABLE as NOT_DIFFERENTIABLE
 from ._autodiff import defjvp as defjvp
 from ._call_site import CallSite as CallSite
 from ._chooser import CHOOSER_ENTRY_POINTS as CHOOSER_ENTRY_POINTS
@@ -13,14 +14,21 @@ from ._chooser import registered_chooser as registered_chooser
 from ._entry import BATCHING_MODES as BATCHING_MODES
 from ._entry import KernelEntry as KernelEntry
 from ._errors import BackendError as BackendError
+from ._errors import BackendPreferenceWarning as BackendPreferenceWarning
 from ._errors import DuplicateKernelError as DuplicateKernelError
+from ._errors import KernelReplacedWarning as KernelReplacedWarning
 from ._errors import NoKernelError as NoKernelError
+from ._errors import ReplacedKernelError as ReplacedKernelError
 from ._errors import UnknownBackendError as UnknownBackendError
 from ._kernel import XLACustomKernel as XLACustomKernel
 from ._platforms import PLATFORMS as PLATFORMS
+from ._registry import get_all_primitive_names as get_all_primitive_names
 from ._registry import get_kernel as get_kernel
+from ._registry import get_primitives_by_tags as get_primitives_by_tags
+from ._registry import get_registry as get_registry
 from ._registry import registered_kernels as registered_kernels
 from ._rules import general_batching_rule as general_batching_rule
+from ._selection import clear_backends as clear_backends
 from ._selection import get_backend as get_backend
 from ._selection import set_backend as set_backend
 from ._version import __version__ as __version__
@@ -28,23 +36,31 @@ from ._version import __version__ as __version__
 __all__ = [
     "BATCHING_MODES",
     "CHOOSER_ENTRY_POINTS",
+    "NOT_DIFFERENTIABLE",
     "PLATFORMS",
     "BackendAdapter",
     "BackendError",
+    "BackendPreferenceWarning",
     "CallSite",
     "Chooser",
     "DuplicateKernelError",
     "KernelEntry",
+    "KernelReplacedWarning",
     "NoKernelError",
+    "ReplacedKernelError",
     "UnknownBackendError",
     "XLACustomKernel",
     "__version__",
     "backend_adapters",
+    "clear_backends",
     "defjvp",
     "general_batching_rule",
+    "get_all_primitive_names",
     "get_backend",
     "get_chooser",
     "get_kernel",
+    "get_primitives_by_tags",
+    "get_registry",
     "register_backend_adapter",
     "register_chooser",
     "registered_chooser",

@@ -12,6 +12,8 @@ to this package.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +27,7 @@ __all__ = [
     "backend_adapter",
     "backend_adapters",
     "install_hint",
+    "missing_bridge",
     "register_backend_adapter",
 ]
 
@@ -223,6 +226,26 @@ def install_hint(backend: str) -> str:
         return ""
     extra = f'"xla-custom-kernel[{adapter.extra}]"'
     return f"install it with: uv add {extra} (or pip install {extra})"
+
+
+def _installed(module: str) -> bool:
+    # Found, not imported: importing a bridge (numba, warp) takes seconds and
+    # is left to the first lowering.
+    if module in sys.modules:
+        return sys.modules[module] is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def missing_bridge(entry: Any) -> str | None:
+    """Why ``entry`` (a ``KernelEntry``) cannot run: its bridge package is not
+    installed, and how to install it; None where it can."""
+    if entry.module is None or _installed(entry.module):
+        return None
+    package = entry.module.replace("_", "-")
+    return f"{package} is not installed; {install_hint(entry.backend) or f'install {package}'}"
 
 
 for _adapter in (

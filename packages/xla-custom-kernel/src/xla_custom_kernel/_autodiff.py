@@ -13,12 +13,28 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
 from jax.interpreters import ad
 
 from ._registry import registered_kernels
 from ._transforms import vmap_levels
 
-__all__ = ["JVP", "backend_keyword", "defjvp", "transpose"]
+__all__ = ["JVP", "NOT_DIFFERENTIABLE", "backend_keyword", "defjvp", "transpose"]
+
+
+class _NotDifferentiable:
+    # One instance: the marker of an input without a derivative.
+    def __repr__(self) -> str:
+        return "xla_custom_kernel.NOT_DIFFERENTIABLE"
+
+    def __reduce__(self) -> str:
+        return "NOT_DIFFERENTIABLE"
+
+
+#: Given to ``def_jvp_rule2`` (or ``defjvp``) in place of an input's rule:
+#: the input is not differentiable, and differentiating with respect to it
+#: raises an error naming it (``None`` instead means a zero derivative).
+NOT_DIFFERENTIABLE: Any = _NotDifferentiable()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -112,6 +128,8 @@ class JVP:
         for k, (rule, t) in enumerate(zip(self.per_input, tangents, strict=True)):
             if rule is None or t is None:
                 continue
+            if rule is NOT_DIFFERENTIABLE:
+                raise _not_differentiable(kernel, k, primals[k])
             contrib = as_outputs(
                 rule(t, *primals, outs=outs, **kw, **backend_keyword(rule, backend)),
                 n_out,
@@ -148,6 +166,16 @@ class JVP:
         masks = [mask + mask for _, mask in batch]
         res = vmap_levels(one, batch, masks)(*primals, *tangents)
         return res[: len(out_avals)], res[len(out_avals) :]
+
+
+def _not_differentiable(kernel: Any, k: int, primal: Any) -> NotImplementedError:
+    aval = f"{np.dtype(primal.dtype).name}{list(jnp.shape(primal))}"
+    return NotImplementedError(
+        f"input {k} ({aval}) of kernel {kernel.name!r} is not differentiable "
+        "(def_jvp_rule2 gave xla_custom_kernel.NOT_DIFFERENTIABLE for it), but a derivative "
+        "with respect to it was asked for; differentiate with respect to the other inputs "
+        "only, or pass this one through jax.lax.stop_gradient"
+    )
 
 
 def transpose(kernel: Any, rule, cts, args, outs, out_avals, kw, batch, backend):
@@ -198,7 +226,8 @@ def transpose(kernel: Any, rule, cts, args, outs, out_avals, kw, batch, backend)
 
 def defjvp(primitive: Any, *rules: Callable[..., Any] | None) -> None:
     """One JVP rule per input for an XLACustomKernel (or its ``primitive``);
-    same as ``kernel.def_jvp_rule2(*rules)``."""
+    same as ``kernel.def_jvp_rule2(*rules)`` (None: a zero derivative;
+    ``NOT_DIFFERENTIABLE``: an error where the input is differentiated)."""
     for kernel in registered_kernels().values():
         if primitive is kernel or primitive is kernel.primitive:
             kernel.def_jvp_rule2(*rules)

@@ -1,8 +1,9 @@
 """The methods of ``XLACustomKernel`` that register kernels, one per backend.
 
-Each seed backend has its own documented ``def_<backend>_kernel`` method,
-which raises an ImportError naming the install extra where the backend's
-bridge package is absent; backends that other packages add through the adapter
+Each seed backend has its own documented ``def_<backend>_kernel`` method. A
+backend whose bridge package is not installed is registered all the same, as
+unavailable: the ImportError naming its install extra is raised only where it
+would run (see ``BackendTable.select``). Backends that other packages add through the adapter
 table (``register_backend_adapter``) get theirs from ``XLACustomKernel``'s
 ``__getattr__``, or use :meth:`BackendMethods.def_backend_kernel`.
 """
@@ -10,12 +11,11 @@ table (``register_backend_adapter``) get theirs from ``XLACustomKernel``'s
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ._adapters import backend_adapter, install_hint
+from ._adapters import backend_adapter
 from ._entry import KernelEntry
 from ._platforms import PLATFORMS, check_platform
 from ._table import BackendTable
@@ -66,7 +66,9 @@ class BackendMethods:
     ) -> KernelEntry | tuple[KernelEntry, ...]:
         """Register ``kg`` as ``backend`` as its adapter says: on the adapter's
         platform (the entries, where it has several), with its batching mode and
-        its adapter of what ``kg`` returns (see ``register_backend_adapter``)."""
+        its adapter of what ``kg`` returns (see ``register_backend_adapter``).
+        Where the adapter's bridge package is not installed the entries are
+        registered as unavailable (see :meth:`unavailable_backends`)."""
         adapter = backend_adapter(backend)
         if adapter is None:
             raise ValueError(
@@ -76,7 +78,8 @@ class BackendMethods:
             )
         entries = tuple(
             self._register(
-                KernelEntry(adapter.name, p, kg, adapter.batching, adapter.adapt), asdefault
+                KernelEntry(adapter.name, p, kg, adapter.batching, adapter.adapt, adapter.module),
+                asdefault,
             )
             for p in adapter.platforms
         )
@@ -85,20 +88,15 @@ class BackendMethods:
     def _def_bridge_kernel(
         self, backend: str, kg: Callable[..., Any], asdefault: bool
     ) -> tuple[KernelEntry, ...]:
-        # The seed's named backends: refused up front, with the install
-        # command, where the bridge package is absent.
+        # The seed's named backends. One whose bridge package is absent is
+        # registered as unavailable: a library registers every backend at
+        # import, and a user installs only the bridges they run.
         adapter = backend_adapter(backend)
         if adapter is None:
             raise ImportError(
                 f"def_{backend}_kernel of kernel {self.name!r} needs the adapter of backend "
                 f"{backend!r}, which is not registered; register one with "
                 "xla_custom_kernel.register_backend_adapter"
-            )
-        if adapter.module is not None and not _installed(adapter.module):
-            package = adapter.module.replace("_", "-")
-            raise ImportError(
-                f"def_{backend}_kernel of kernel {self.name!r} needs {package}, which is not "
-                f"installed; {install_hint(backend) or f'install {package}'}"
             )
         entries = self.def_backend_kernel(backend, kg, asdefault)
         return entries if isinstance(entries, tuple) else (entries,)
@@ -124,8 +122,8 @@ class BackendMethods:
         which is then wrapped for ``outs``, and whose run-time errors name this
         operation, the backend and how to switch to another.
 
-        Raises:
-            ImportError: numba-cpu-ffi is not installed (the message names the extra).
+        Without numba-cpu-ffi installed the backend is registered as unavailable;
+        running it raises an ImportError naming the extra.
         """
         return self._def_bridge_kernel("numba", kg, asdefault)[0]
 
@@ -133,8 +131,8 @@ class BackendMethods:
         """Register a Numba CUDA backend ``"numba_cuda"`` on ``"gpu"``; ``kg``
         returns a callable made with ``numba_cuda_ffi`` (``xla-custom-kernel[numba-cuda]``).
 
-        Raises:
-            ImportError: numba-cuda-ffi is not installed (the message names the extra).
+        Without numba-cuda-ffi installed the backend is registered as unavailable;
+        running it raises an ImportError naming the extra.
         """
         return self._def_bridge_kernel("numba_cuda", kg, asdefault)[0]
 
@@ -151,8 +149,8 @@ class BackendMethods:
         parameters of the kernel are passed to it. It may also return any JAX
         callable. Needs ``xla-custom-kernel[warp]``.
 
-        Raises:
-            ImportError: warp-ffi is not installed (the message names the extra).
+        Without warp-ffi installed the backend is registered as unavailable;
+        running it raises an ImportError naming the extra.
         """
         return self._def_bridge_kernel("warp", kg, asdefault)
 
@@ -162,8 +160,8 @@ class BackendMethods:
         ``triton_ffi.triton_kernel`` (``grid``, ``num_warps``, constexprs), or
         any JAX callable. Needs ``xla-custom-kernel[triton]``.
 
-        Raises:
-            ImportError: triton-ffi is not installed (the message names the extra).
+        Without triton-ffi installed the backend is registered as unavailable;
+        running it raises an ImportError naming the extra.
         """
         return self._def_bridge_kernel("triton", kg, asdefault)[0]
 
@@ -176,8 +174,8 @@ class BackendMethods:
         scalars are passed to it. It may also return any JAX callable. Needs
         ``xla-custom-kernel[cuda-raw]``.
 
-        Raises:
-            ImportError: cuda-source-ffi is not installed (the message names the extra).
+        Without cuda-source-ffi installed the backend is registered as unavailable;
+        running it raises an ImportError naming the extra.
         """
         return self._def_bridge_kernel("cuda_raw", kg, asdefault)[0]
 
@@ -245,15 +243,6 @@ class BackendMethods:
         return self._register(
             KernelEntry("pallas", platform, _pallas_generator(kg, interpret), "auto"), asdefault
         )
-
-
-def _installed(module: str) -> bool:
-    # Found, not imported: importing a bridge (numba, warp) takes seconds and
-    # is left to the first lowering.
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 #: Platforms where Pallas compiles kernels; on "cpu" it only interprets them.

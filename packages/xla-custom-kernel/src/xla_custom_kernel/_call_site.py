@@ -2,7 +2,8 @@
 
 A :class:`CallSite` carries what a chooser needs to pick a backend for one
 call signature (the operation, the platform, the shapes and dtypes, the static
-keywords, the ``vmap`` batch levels, the registered backends, a digest to file
+keywords, the ``vmap`` batch levels, the registered backends that can run
+and those that cannot (with why), a digest to file
 the choice under) and :meth:`CallSite.runner`, which runs the operation with a
 named backend. The primitive's parameters stay this package's own: a chooser
 never binds them.
@@ -97,7 +98,12 @@ class CallSite:
         multiple = isinstance(outs, list | tuple)
         out_list = list(outs) if multiple else [outs]
         if not kernel.available_backends(platform):
-            raise ValueError(f"kernel {kernel.name!r} has no backend for platform {platform!r}")
+            missing = kernel.unavailable_backends(platform)
+            detail = "".join(f"; {b}: {why}" for b, why in missing.items())
+            that_runs = " that can run" if missing else ""
+            raise ValueError(
+                f"kernel {kernel.name!r} has no backend{that_runs} for platform {platform!r}{detail}"
+            )
         return cls(
             kernel,
             platform,
@@ -114,8 +120,17 @@ class CallSite:
 
     @functools.cached_property
     def backends(self) -> tuple[str, ...]:
-        """The backends registered for the platform, in registration order."""
+        """The backends registered for the platform that can run there (their
+        bridge packages installed), in registration order: the candidates."""
         return tuple(self.kernel.available_backends(self.platform))
+
+    @functools.cached_property
+    def unavailable(self) -> dict[str, str]:
+        """The backends registered for the platform that cannot run there, each
+        with why (its bridge package is not installed): a chooser passes them
+        over and says so."""
+        found: dict[str, str] = self.kernel.unavailable_backends(self.platform)
+        return found
 
     @property
     def reference(self) -> str | None:

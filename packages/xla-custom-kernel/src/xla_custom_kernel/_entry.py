@@ -27,6 +27,10 @@ class KernelEntry:
         batching: one of :data:`BATCHING_MODES`.
         adapt: turns what the generator returned into that callable (for
             example wraps a bare ``@numba.njit`` function); None keeps it.
+        module: the import name of the bridge package the backend needs (for
+            example ``"warp_ffi"``), from its adapter; where it is not
+            installed the entry is registered but unavailable (see
+            ``XLACustomKernel.unavailable_backends``). None: nothing needed.
     """
 
     backend: str
@@ -34,3 +38,9 @@ class KernelEntry:
     generator: Callable[..., Any]
     batching: str = "auto"
     adapt: Callable[..., Any] | None = dataclasses.field(default=None, repr=False)
+    module: str | None = dataclasses.field(default=None, repr=False)
+
+    @property
+    def kernel_generator(self) -> Callable[..., Any]:
+        """``generator``, under the name the seed API's ``KernelEntry`` gives it."""
+        return self.generator

@@ -1,11 +1,14 @@
-"""Exceptions of xla-custom-kernel; each subclasses the builtin a user would catch."""
+"""Exceptions and warnings of xla-custom-kernel; each subclasses the builtin a user would catch."""
 
 from __future__ import annotations
 
 __all__ = [
     "BackendError",
+    "BackendPreferenceWarning",
     "DuplicateKernelError",
+    "KernelReplacedWarning",
     "NoKernelError",
+    "ReplacedKernelError",
     "UnknownBackendError",
 ]
 
@@ -25,3 +28,18 @@ class UnknownBackendError(ValueError):
 class BackendError(RuntimeError):
     """A backend's kernel generator or kernel failed; the message names the
     backend, the alternatives and the call that switches to one."""
+
+
+class ReplacedKernelError(RuntimeError):
+    """A kernel was used after a newer kernel of its name replaced it (its
+    module was reloaded or imported again)."""
+
+
+class KernelReplacedWarning(UserWarning):
+    """A kernel was created with the name of one its own module created before
+    (a reload or a repeated import); the new one replaces it."""
+
+
+class BackendPreferenceWarning(UserWarning):
+    """A kernel lacks the backend preferred for a platform with
+    ``set_backend(platform, backend)`` and uses its default instead."""

@@ -51,6 +51,7 @@ def _rebuild(step: Mapping[str, Any]) -> None:
         entry = kernel._table.check_backend(step["platform"], step["backend"])
     except UnknownBackendError as exc:
         raise ffi_core.MissingKernelError(str(exc)) from None
+    kernel._table.require(entry, "recorded in the exported program")
     outs = tuple(jax_core.ShapedArray(tuple(shape), jnp.dtype(dt)) for shape, dt in step["outs"])
     kernel._generated.get(entry, outs, step["multiple"], step["static"])
 

@@ -3,15 +3,19 @@
 A thin class that composes the pieces: the backend table (``_table``), the
 registration methods (``_backend_methods``) and the adapters of named backends
 (``_adapters``), the primitive with its lowering (``_primitive``), the
-transformation rules (``_rules``) and the chooser of backend ``"auto"``
+transformation rules (``_rules``, registered through ``_rule_methods``), the
+registry of kernels by name (``_registry``) and the chooser of backend ``"auto"``
 (``_chooser``), which also serves :meth:`XLACustomKernel.explain` and
 :meth:`XLACustomKernel.benchmark`.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from collections.abc import Callable, Mapping
+from types import FrameType
 from typing import Any
 
 import jax
@@ -23,9 +27,12 @@ from . import _autodiff
 from ._adapters import backend_adapter
 from ._backend_methods import BackendMethods
 from ._call_site import CallSite
-from ._platforms import check_platform
+from ._data_methods import DataMethods
+from ._entry import KernelEntry
+from ._errors import ReplacedKernelError
 from ._primitive import Generated, new_primitive, out_structs
 from ._registry import register_kernel
+from ._rule_methods import RuleMethods
 from ._rules import Rules
 from ._selection import (
     current_forced,
@@ -39,9 +46,22 @@ from ._table import BackendTable
 __all__ = ["XLACustomKernel"]
 
 _DEF_METHOD = re.compile(r"def_(\w+)_kernel")
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-class XLACustomKernel(BackendMethods):
+def _creating_module(kernel: Any) -> str:
+    # The module whose code created the kernel: the first frame outside this
+    # package and outside the __init__ of a subclass.
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and (
+        os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _PACKAGE_DIR
+        or frame.f_locals.get("self") is kernel
+    ):
+        frame = frame.f_back
+    return "<unknown>" if frame is None else str(frame.f_globals.get("__name__", "<unknown>"))
+
+
+class XLACustomKernel(BackendMethods, RuleMethods, DataMethods):
     """One operation as a JAX primitive, with one kernel per backend and platform.
 
     Register kernels with :meth:`def_kernel` or a shorthand
@@ -49,7 +69,12 @@ class XLACustomKernel(BackendMethods):
     generator* ``kg(outs=..., **static_kwargs)`` returns a callable taking the
     input arrays and returning the outputs; it runs at lowering time, once per
     distinct (platform, backend, outputs, static keywords). The first kernel
-    registered for a platform is its default.
+    registered for a platform is its default. A backend whose bridge package is
+    not installed is registered as unavailable (see :meth:`unavailable_backends`).
+
+    A kernel's name is unique in the process: the module that created it may
+    create it again (a reload, a retried import), which replaces it with a
+    ``KernelReplacedWarning``; another module gets a ``DuplicateKernelError``.
 
     Calls: ``kernel(*inputs, outs=..., backend=None, **static_kwargs)``. The
     backend is, in order: ``backend=``, the one forced by :meth:`call`, the
@@ -79,9 +104,12 @@ class XLACustomKernel(BackendMethods):
         self._call_fn: Callable[..., Any] | None = None
         self._benchmark_data_fn: Callable[..., Any] | None = None
         self._autotune_data_fn: Callable[..., Any] | None = None
-        self._tags: tuple[str, ...] = ()
+        self._tag_order: tuple[str, ...] = ()
         self._sharding_rule: ShardingRule | None = None
-        register_kernel(self)
+        self._replaced_by: str | None = None
+        #: The module that created the kernel.
+        self.module = _creating_module(self)
+        register_kernel(self, self.module)
         self.primitive = new_primitive(
             name,
             table=self._table,
@@ -93,6 +121,29 @@ class XLACustomKernel(BackendMethods):
 
     def __repr__(self) -> str:
         return f"XLACustomKernel({self.name!r}; {self._table.describe() or 'no kernels'})"
+
+    def _replace_with(self, newer: XLACustomKernel) -> None:
+        # Called by the registry when ``newer`` takes this kernel's name.
+        self._replaced_by = newer.module
+
+    def check_current(self) -> None:
+        """Raise ``ReplacedKernelError`` where a newer kernel of this name
+        replaced this one (its module was reloaded or imported again)."""
+        if self._replaced_by is not None:
+            raise ReplacedKernelError(
+                f"kernel {self.name!r} of module {self.module!r} was replaced by a newer kernel "
+                f"of that name (module {self._replaced_by!r} was reloaded or imported again); "
+                "this object, and functions traced with it, no longer run. Use the new kernel "
+                f"(xla_custom_kernel.get_kernel({self.name!r}), or the module's attribute) and "
+                "trace again"
+            )
+
+    @property
+    def _kernels(self) -> Mapping[str, Mapping[str, KernelEntry]]:
+        # The seed's attribute, read by code written against it (brainevent's
+        # rules): a read-only view {platform: {backend: KernelEntry}} of every
+        # registration, unavailable backends included.
+        return self._table.entries
 
     def __getattr__(self, attr: str) -> Any:
         # def_<name>_kernel for a backend whose adapter another package added.
@@ -167,9 +218,26 @@ class XLACustomKernel(BackendMethods):
         return self._table.defaults
 
     def available_backends(self, platform: str) -> list[str]:
-        """The backends registered for ``platform``, in registration order (a
-        list, as the seed API returns)."""
+        """The backends registered for ``platform`` that can run there, in
+        registration order (a list, as the seed API returns); those whose
+        bridge package is not installed are in :meth:`unavailable_backends`."""
         return list(self._table.available(platform))
+
+    def unavailable_backends(self, platform: str) -> dict[str, str]:
+        """The backends registered for ``platform`` whose bridge package is not
+        installed, each with the reason and the install command.
+
+        Example:
+            >>> import xla_custom_kernel as xck
+            >>> op = xck.XLACustomKernel("doc_unavailable")
+            >>> xck.register_backend_adapter(
+            ...     xck.BackendAdapter("doc_absent", ("gpu",), extra="absent", module="doc_absent_ffi")
+            ... )
+            >>> _ = op.def_doc_absent_kernel(lambda outs: lambda x: x)
+            >>> op.unavailable_backends("gpu")["doc_absent"]
+            'doc-absent-ffi is not installed; install it with: uv add "xla-custom-kernel[absent]" (or pip install "xla-custom-kernel[absent]")'
+        """
+        return self._table.unavailable(platform)
 
     set_backend = staticmethod(set_backend)
     get_backend = staticmethod(get_backend)
@@ -190,6 +258,7 @@ class XLACustomKernel(BackendMethods):
     ) -> Any:
         """Call the operation; see the class docstring. ``sharding_rule``: this
         call's rule (see :meth:`def_sharding_rule`), overriding the operation's."""
+        self.check_current()
         structs, multiple, rebuild = out_structs(outs)
         rule = check_sharding_rule(sharding_rule) or self._sharding_rule
         for i, x in enumerate(inputs):
@@ -248,6 +317,7 @@ class XLACustomKernel(BackendMethods):
         every call of this kernel it makes uses that backend, and a function
         taking a ``backend`` keyword (by name or ``**kwargs``) gets it, as in
         the seed API."""
+        self.check_current()
         if self._call_fn is None:
             raise ValueError(
                 f"kernel {self.name!r} has no call function; register one with "
@@ -258,61 +328,6 @@ class XLACustomKernel(BackendMethods):
             kwargs.update(_autodiff.backend_keyword(self._call_fn, backend))
         with forced_backend(backend):
             return self._call_fn(*args, **kwargs)
-
-    # ---------------------------------------------------------------- tags, benchmarks
-
-    def def_tags(self, *tags: str) -> None:
-        """Set the kernel's tags, replacing those set before, as the seed API does
-        (for :func:`registered_kernels` and ``kernel-bench run --tags``); a tag
-        given twice is kept once."""
-        for t in tags:
-            if not isinstance(t, str):
-                raise TypeError(f"tags must be str, got {type(t)!r}")
-        self._tags = tuple(dict.fromkeys(tags))
-
-    @property
-    def tags(self) -> tuple[str, ...]:
-        return self._tags
-
-    def def_benchmark_data(self, fn: Callable[..., Iterable[Any]]) -> Callable[..., Iterable[Any]]:
-        """Register ``fn(*, platform)`` returning ``kernel_bench.BenchmarkConfig``s."""
-        if not callable(fn):
-            raise TypeError(f"`fn` must be callable, got {type(fn)!r}")
-        self._benchmark_data_fn = fn
-        return fn
-
-    @property
-    def has_benchmark_data(self) -> bool:
-        return self._benchmark_data_fn is not None
-
-    def benchmark_data(self, *, platform: str) -> list[Any]:
-        """The benchmark configurations of ``platform`` (see :meth:`def_benchmark_data`)."""
-        check_platform(platform)
-        if self._benchmark_data_fn is None:
-            raise ValueError(
-                f"kernel {self.name!r} has no benchmark data; register a function returning "
-                f"kernel_bench.BenchmarkConfig objects with @{self.name}.def_benchmark_data"
-            )
-        return list(self._benchmark_data_fn(platform=platform))
-
-    def def_autotune_data(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """Register ``fn(*inputs, outs, **static)`` making the input arrays the
-        autotuner times the backends on, for one unbatched call: ``inputs`` are
-        ``jax.ShapeDtypeStruct``s, ``outs`` as the generator gets them. Without
-        it, floating inputs are random and integer and bool inputs zero, which
-        is safe for index arrays but may time little work (an empty sparse
-        matrix, say); register one for operations whose integer inputs matter."""
-        if not callable(fn):
-            raise TypeError(f"`fn` must be callable, got {type(fn)!r}")
-        self._autotune_data_fn = fn
-        return fn
-
-    def autotune_data(self, inputs: Sequence[Any], outs: Any, static: dict[str, Any]) -> Any:
-        """The arrays registered with :meth:`def_autotune_data` make for
-        ``inputs`` (structs), or None when none is registered."""
-        if self._autotune_data_fn is None:
-            return None
-        return self._autotune_data_fn(*inputs, outs=outs, **static)
 
     def explain(self, *inputs: Any, outs: Any, platform: str | None = None, **static: Any) -> Any:
         """Print which backend ``"auto"`` picks for a call with these inputs
@@ -343,53 +358,3 @@ class XLACustomKernel(BackendMethods):
                 install kernel-bench).
         """
         return require_chooser().benchmark(self, **kwargs)
-
-    # ---------------------------------------------------------------- transform rules
-
-    def def_batching_rule(self, fun: Callable[..., Any]) -> Callable[..., Any]:
-        """Replace the default batching with ``fun(args, dims, *, outs, **static)``
-        returning ``(outputs, out_dims)`` like a JAX batching rule, or
-        ``NotImplemented`` to use the default rule for that case.
-
-        Calls of this kernel made inside ``fun`` use the backend of the call
-        being batched."""
-        if not callable(fun):
-            raise TypeError(f"`fun` must be callable, got {type(fun)!r}")
-        self._rules.batching = fun
-        return fun
-
-    def register_general_batching(self) -> None:
-        """Go back to the default batching (:meth:`general_batching_rule`)."""
-        self._rules.batching = None
-
-    def general_batching_rule(
-        self, args: Sequence[Any], dims: Sequence[int | None], **params: Any
-    ) -> tuple[list[Any], list[int]]:
-        """The default batching rule: one more batch level on the same primitive,
-        resolved at lowering (see the module docs of ``_transforms``)."""
-        return self._rules.general_batching_rule(args, dims, **params)
-
-    def def_jvp_rule(self, fun: Callable[..., Any]) -> Callable[..., Any]:
-        """Register ``fun(primals, tangents, *, outs, **static)`` returning
-        ``(primal_outs, tangent_outs)``; a tangent may be None for zero."""
-        if not callable(fun):
-            raise TypeError(f"`fun` must be callable, got {type(fun)!r}")
-        self._rules.jvp = _autodiff.JVP(full=fun)
-        return fun
-
-    def def_jvp_rule2(self, *rules: Callable[..., Any] | None) -> None:
-        """One rule per input: ``rule(tangent, *primals, outs, **static)`` returns
-        the outputs' tangent(s) from that input; None: zero derivative."""
-        for r in rules:
-            if r is not None and not callable(r):
-                raise TypeError(f"JVP rules must be callables or None, got {type(r)!r}")
-        self._rules.jvp = _autodiff.JVP(per_input=tuple(rules))
-
-    def def_transpose_rule(self, fun: Callable[..., Any]) -> Callable[..., Any]:
-        """Register ``fun(cts, *args, outs, **static)`` returning one cotangent per
-        input (None for inputs that are not linear); linear inputs arrive as
-        ``jax.interpreters.ad.UndefinedPrimal``."""
-        if not callable(fun):
-            raise TypeError(f"`fun` must be callable, got {type(fun)!r}")
-        self._rules.transpose = fun
-        return fun

@@ -149,6 +149,7 @@ def _lowering(
     batch,
     sharding=None,
 ):
+    generated.kernel.check_current()
     platform = LOWERING_PLATFORMS[lowering_platform]
     chosen = table.select(platform, backend)
     if chosen == AUTO:

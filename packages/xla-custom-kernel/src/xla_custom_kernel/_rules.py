@@ -43,6 +43,7 @@ class Rules:
         return list(outs), [0] * len(outs)
 
     def batching_rule(self, args, dims, **params):
+        self._kernel.check_current()
         if self.batching is None or params["batch"]:
             return self.general_batching_rule(args, dims, **params)
         with forced_backend(params["backend"]):
@@ -61,6 +62,7 @@ class Rules:
         # The tangent and transposed calls are the ones the rules make: each
         # follows its own kernel's sharding rule, not this call's.
         del sharding
+        self._kernel.check_current()
         if self.jvp is None:
             raise NotImplementedError(
                 f"kernel {self._kernel.name!r} has no JVP rule, so it cannot be differentiated; "
@@ -81,6 +83,7 @@ class Rules:
 
     def transpose_rule(self, cts, *args, outs, multiple, static, backend, batch, sharding=None):
         del sharding
+        self._kernel.check_current()
         if self.transpose is None:
             raise NotImplementedError(
                 f"kernel {self._kernel.name!r} has no transpose rule, so it cannot be used in "
