@@ -65,30 +65,57 @@ class Param:
 
 
 def _param(kernel_name: str, arg: Any) -> Param:
+    """The parameter as Warp represents it (``kernel.adj.args``): an array
+    type in any of Warp's spellings (``wp.array(dtype=float)``,
+    ``wp.array[float]``, ``wp.array2d[float]``, an overload's types) is read
+    through ``wp_types.is_array``, never by its class name."""
     where = f"parameter '{arg.label}' of warp kernel '{kernel_name}'"
     t = arg.type
-    if isinstance(t, wp.array):
-        if type(t) is not wp_types.array:
+    if wp_types.is_array(t):
+        family = wp_types.concrete_array_type(t)
+        if family is not wp_types.array:
             raise TypeError(
-                f"{where} is a {type(t).__name__}; warp-ffi passes plain wp.array parameters"
+                f"{where} is a wp.{family.__name__} ({_type_text(t)}); warp-ffi passes "
+                "wp.array parameters (a JAX array is a plain contiguous array)"
+            )
+        if not isinstance(t.ndim, int):
+            raise TypeError(
+                f"{where} is {_type_text(t)}, an array of any rank; warp-ffi passes arrays of "
+                "a declared rank: annotate it as wp.array[dtype] (1-d) or wp.array2d[dtype] "
+                "to wp.array4d[dtype], or pass an overload (kernel.add_overload) of that rank"
             )
         if t.dtype is typing.Any:
             return Param(arg.label, None, t.ndim)
         name = dtype_name_of(t.dtype)
         if name is None:
             raise TypeError(
-                f"{where} is an array of {wp_types.type_repr(t.dtype)}; warp-ffi passes arrays "
-                f"of scalars ({', '.join(SUPPORTED_DTYPES)}): give vectors and matrices a "
-                "trailing axis instead"
+                f"{where} is an array of {wp_types.type_repr(t.dtype)}; warp-ffi passes "
+                f"arrays of scalars ({', '.join(SUPPORTED_DTYPES)}): give vectors and "
+                "matrices a trailing axis instead"
             )
         return Param(arg.label, name, t.ndim)
     name = dtype_name_of(t)
     if name is None:
         raise TypeError(
-            f"{where} has type {wp_types.type_repr(t)}; warp-ffi passes wp.array parameters "
+            f"{where} has type {_type_text(t)}; warp-ffi passes wp.array parameters "
             f"and scalars ({', '.join(SUPPORTED_DTYPES)})"
         )
     return Param(arg.label, name, None)
+
+
+def _type_text(t: Any) -> str:
+    # Array annotations print as their source (``wp.array2d[wp.float32]``);
+    # Warp's type_repr names everything else.
+    return repr(t) if isinstance(t, wp_types._ArrayAnnotationBase) else wp_types.type_repr(t)
+
+
+def _digest(kernel: Any) -> str:
+    # An overload (``add_overload``/``wp.overload``) shares its generic
+    # kernel's function and options but compiles differently: its argument
+    # types are part of its digest.
+    if getattr(kernel, "generic_parent", None) is None:
+        return kernel_digest(kernel.func, kernel.options)
+    return kernel_digest(kernel.func, {**kernel.options, "<warp overload>": kernel.sig})
 
 
 class KernelInfo(KernelInfoBase):
@@ -107,7 +134,7 @@ class KernelInfo(KernelInfoBase):
             name=name,
             label=f"warp kernel '{name}'",
             qualname=f"{kernel.func.__module__}.{kernel.func.__qualname__}",
-            digest=kernel_digest(kernel.func, kernel.options),
+            digest=_digest(kernel),
         )
         self.params: tuple[Param, ...] = tuple(_param(name, a) for a in kernel.adj.args)
         self.arrays = tuple(p for p in self.params if p.is_array)

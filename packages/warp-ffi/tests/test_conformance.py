@@ -1,0 +1,196 @@
+"""Warp kernels as Warp 1.19 documents them, run by ``warp_kernel`` unchanged.
+
+Each section takes one way Warp lets a kernel be written or called (its
+annotation styles, generic kernels and their overloads, ...) and runs it
+under ``jit``, and where it applies ``vmap`` and ``grad``, on the CPU and on
+ffi-core's emulated GPU (Warp's CUDA build launched by the real handler, each
+launch run by Warp's CPU build on the packed bytes; see ``warp_ffi.testing``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import warp as wp
+from ffi_core.cuda.testing import EmulatedGPU, emulated_gpu_fixture
+from warp._src.types import type_repr
+from warp_ffi import warp_kernel
+from warp_ffi._catalog import kernel_info
+from warp_ffi.testing import LOWERING, on_cpu
+
+S = jax.ShapeDtypeStruct
+
+# One per process (a registered target keeps the handler built against the
+# emulated driver it was first lowered with); these kernels are this file's own.
+_GPU = on_cpu(EmulatedGPU(compute_capability=(9, 0)))
+gpu = emulated_gpu_fixture(_GPU, [LOWERING])
+
+
+@pytest.fixture(params=["cpu", "emulated-gpu"])
+def platform(request):
+    """Each test once on the CPU and once on the emulated GPU."""
+    if request.param == "cpu":
+        yield "cpu"
+    else:
+        yield request.getfixturevalue("gpu")
+
+
+def raises(exc, message):
+    # The whole message; JAX may add its note on filtered frames below it.
+    return pytest.raises(exc, match=f"(?s)^{re.escape(message)}(\n-+\nFor simplicity, .*)?$")
+
+
+def _rand(*shape, dtype=np.float32, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+# --------------------------------------------------- 1. how parameters are declared
+
+
+@wp.kernel
+def saxpy_subscript(x: wp.array[float], y: wp.array[float], a: float, out: wp.array[float]):
+    i = wp.tid()
+    out[i] = a * x[i] + y[i]
+
+
+@wp.kernel
+def scale_2d_subscript(x: wp.array2d[wp.float32], s: wp.float32, out: wp.array2d[wp.float32]):
+    i, j = wp.tid()
+    out[i, j] = x[i, j] * s + wp.float32(j)
+
+
+@wp.kernel
+def mixed_styles(x: wp.array(dtype=wp.float32), n: int, out: wp.array[wp.float32]):
+    i = wp.tid()
+    out[i] = x[i] + float(n)
+
+
+@wp.kernel
+def double_any(x: wp.array(dtype=Any), out: wp.array(dtype=Any)):
+    i = wp.tid()
+    out[i] = x[i] + x[i]
+
+
+@wp.kernel
+def square_any(x: wp.array[Any], out: wp.array[Any]):
+    i = wp.tid()
+    out[i] = x[i] * x[i]
+
+
+double_int8 = double_any.add_overload([wp.array(dtype=wp.int8), wp.array(dtype=wp.int8)])
+square_f32 = wp.overload(square_any, [wp.array[wp.float32], wp.array[wp.float32]])
+square_f64 = wp.overload(square_any, {"x": wp.array[wp.float64], "out": wp.array[wp.float64]})
+
+
+def test_subscript_annotations(platform):
+    x, y = _rand(40), _rand(40, seed=1)
+    op = warp_kernel(saxpy_subscript, S((40,), jnp.float32))
+    np.testing.assert_allclose(jax.jit(lambda x, y: op(x, y, a=2.0))(x, y), 2 * x + y, rtol=1e-6)
+    grad = jax.grad(lambda x: op(x, y, a=3.0).sum())(x)
+    np.testing.assert_allclose(grad, np.full(40, 3.0))
+    m = _rand(3, 5)
+    op2 = warp_kernel(scale_2d_subscript, S((3, 5), jnp.float32))
+    np.testing.assert_allclose(jax.jit(lambda m: op2(m, s=-1.5))(m), m * -1.5 + np.arange(5))
+    op3 = warp_kernel(mixed_styles, S((40,), jnp.float32))
+    np.testing.assert_allclose(op3(x, n=7), x + 7)
+
+
+def test_parameters_read_from_warps_representation():
+    info = kernel_info(scale_2d_subscript)
+    assert [(p.name, p.dtype, p.ndim) for p in info.params] == [
+        ("x", "float32", 2),
+        ("s", "float32", None),
+        ("out", "float32", 2),
+    ]
+
+
+def test_generic_kernel_in_subscript_style(platform):
+    op = warp_kernel(square_any, S((6,), jnp.int16))
+    x = np.arange(-3, 3, dtype=np.int16)
+    np.testing.assert_array_equal(jax.jit(op)(x), x * x)
+
+
+def test_overloads_passed_as_the_kernel(platform):
+    x8 = np.arange(-4, 4, dtype=np.int8)
+    op = warp_kernel(double_int8, S((8,), jnp.int8))
+    np.testing.assert_array_equal(jax.jit(op)(x8), 2 * x8)
+    x = _rand(8)
+    op32 = warp_kernel(square_f32, S((8,), jnp.float32))
+    np.testing.assert_allclose(jax.jit(op32)(x), x * x, rtol=1e-6)
+    np.testing.assert_allclose(jax.grad(lambda x: op32(x).sum())(x), 2 * x, rtol=1e-6)
+    with jax.enable_x64(True):
+        x64 = _rand(8, dtype=np.float64)
+        op64 = warp_kernel(square_f64, S((8,), jnp.float64))
+        np.testing.assert_allclose(jax.jit(op64)(x64), x64 * x64, rtol=1e-12)
+
+
+def test_an_overload_is_its_own_kernel():
+    # One function, three compiled kernels: three digests (so three sets of targets).
+    digests = {kernel_info(k).digest for k in (square_any, square_f32, square_f64)}
+    assert len(digests) == 3
+    assert kernel_info(square_f32).name == "square_any"
+
+
+def test_an_overload_checks_its_dtypes():
+    op = warp_kernel(square_f32, S((8,), jnp.float32))
+    with raises(
+        TypeError,
+        "input 0 of warp kernel 'square_any' (parameter 'x') is float16[1d], but the kernel "
+        "declares wp.array(float32, 1-d)",
+    ):
+        op(jnp.ones(8, jnp.float16))
+
+
+@wp.kernel
+def indexed(x: wp.indexedarray[float], out: wp.array[float]):
+    i = wp.tid()
+    out[i] = x[i]
+
+
+@wp.kernel
+def any_rank(x: wp.array[float, Any], out: wp.array[float]):
+    i = wp.tid()
+    out[i] = 1.0
+
+
+@wp.struct
+class Pair:
+    a: float
+    b: float
+
+
+@wp.kernel
+def with_struct(p: Pair, out: wp.array[float]):
+    i = wp.tid()
+    out[i] = p.a
+
+
+def test_parameters_warp_ffi_cannot_pass():
+    with raises(
+        TypeError,
+        "parameter 'x' of warp kernel 'indexed' is a wp.indexedarray "
+        "(wp.indexedarray[wp.float32]); warp-ffi passes wp.array parameters (a JAX array is "
+        "a plain contiguous array)",
+    ):
+        warp_kernel(indexed, S((4,), jnp.float32))
+    with raises(
+        TypeError,
+        "parameter 'x' of warp kernel 'any_rank' is wp.array[wp.float32, Any], an array of any "
+        "rank; warp-ffi passes arrays of a declared rank: annotate it as wp.array[dtype] (1-d) "
+        "or wp.array2d[dtype] to wp.array4d[dtype], or pass an overload (kernel.add_overload) "
+        "of that rank",
+    ):
+        warp_kernel(any_rank, S((4,), jnp.float32))
+    with raises(
+        TypeError,
+        f"parameter 'p' of warp kernel 'with_struct' has type {type_repr(Pair)}; warp-ffi "
+        "passes wp.array "
+        "parameters and scalars (bool, int8, int16, int32, int64, uint8, uint16, uint32, "
+        "uint64, float16, float32, float64)",
+    ):
+        warp_kernel(with_struct, S((4,), jnp.float32))
