@@ -27,7 +27,7 @@ S = jax.ShapeDtypeStruct
 
 # One per process (a registered target keeps the handler built against the
 # emulated driver it was first lowered with); these kernels are this file's own.
-_GPU = on_cpu(EmulatedGPU(compute_capability=(9, 0)))
+_GPU = on_cpu(EmulatedGPU(compute_capability=(9, 0), devices=4))
 gpu = emulated_gpu_fixture(_GPU, [LOWERING])
 
 
@@ -194,3 +194,23 @@ def test_parameters_warp_ffi_cannot_pass():
         "uint64, float16, float32, float64)",
     ):
         warp_kernel(with_struct, S((4,), jnp.float32))
+
+
+# ------------------------------------- 2. shard_map(check_vma=True): outputs vary too
+
+
+def test_scan_carry_inside_shard_map_keeps_its_varying_axes(platform):
+    from ffi_core.testing import device_mesh
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = device_mesh((2,), ("r",))
+    op = warp_kernel(saxpy_subscript, S((16,), jnp.float32))
+    x = jax.device_put(jnp.arange(32, dtype=jnp.float32), NamedSharding(mesh, P("r")))
+
+    def local(x):
+        return jax.lax.scan(lambda c, _: (op(c, c, a=0.5), None), x, None, length=3)[0]
+
+    sm = jax.jit(jax.shard_map(local, mesh=mesh, in_specs=P("r"), out_specs=P("r"), check_vma=True))
+    np.testing.assert_allclose(sm(x), np.arange(32) * 1.5**3, rtol=1e-6)
+    np.testing.assert_allclose(jax.grad(lambda x: sm(x).sum())(x), np.full(32, 1.5**3))

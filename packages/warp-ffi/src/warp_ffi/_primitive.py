@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from ffi_core import def_eager_impl
-from ffi_core.bridge import bridge_primitive_batching
+from ffi_core.bridge import bridge_primitive_abstract_eval, bridge_primitive_batching
 from ffi_core.cpu import ensure_target, lower_cpu_call
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
@@ -31,11 +31,6 @@ warp_kernel_call_p.multiple_results = True
 
 #: Warp's array_t holds shapes and byte strides as 32-bit ints.
 _INT32_MAX = 2**31 - 1
-
-
-def _abstract_eval(*avals, out_avals, **params):
-    del avals, params
-    return list(out_avals)
 
 
 def _primal_avals(avals_in, avals_out, backward):
@@ -182,7 +177,7 @@ def _batching(args, dims, *, out_avals, **params):
 
 
 def_eager_impl(warp_kernel_call_p)
-warp_kernel_call_p.def_abstract_eval(_abstract_eval)
+warp_kernel_call_p.def_abstract_eval(bridge_primitive_abstract_eval)
 mlir.register_lowering(warp_kernel_call_p, _lowering, platform="cpu")
 mlir.register_lowering(warp_kernel_call_p, _cuda_lowering, platform="cuda")
 mlir.register_lowering(warp_kernel_call_p, _rocm_lowering, platform="rocm")
