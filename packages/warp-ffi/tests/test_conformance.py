@@ -214,3 +214,96 @@ def test_scan_carry_inside_shard_map_keeps_its_varying_axes(platform):
     sm = jax.jit(jax.shard_map(local, mesh=mesh, in_specs=P("r"), out_specs=P("r"), check_vma=True))
     np.testing.assert_allclose(sm(x), np.arange(32) * 1.5**3, rtol=1e-6)
     np.testing.assert_allclose(jax.grad(lambda x: sm(x).sum())(x), np.full(32, 1.5**3))
+
+
+# --------------------------------- 4. arrays of vectors, matrices, quaternions, transforms
+
+
+@wp.kernel
+def mat_vec(m: wp.array[wp.mat22], v: wp.array[wp.vec2], out: wp.array[wp.vec2]):
+    i = wp.tid()
+    out[i] = m[i] * v[i]
+
+
+@wp.kernel
+def norms_2d(x: wp.array2d(dtype=wp.vec3), out: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    out[i, j] = wp.dot(x[i, j], x[i, j])
+
+
+@wp.kernel
+def transform_points(t: wp.array[wp.transform], p: wp.array[wp.vec3], out: wp.array[wp.vec3]):
+    i = wp.tid()
+    out[i] = wp.transform_point(t[i], p[i])
+
+
+@wp.kernel
+def scale_mat33(m: wp.array[wp.mat33d], s: wp.float64, out: wp.array[wp.mat33d]):
+    i = wp.tid()
+    out[i] = m[i] * s
+
+
+def test_matrix_times_vector(platform):
+    m, v = _rand(5, 2, 2), _rand(5, 2, seed=1)
+    op = warp_kernel(mat_vec, S((5, 2), jnp.float32))
+    np.testing.assert_allclose(jax.jit(op)(m, v), np.einsum("nij,nj->ni", m, v), rtol=1e-5)
+    gm, gv = jax.grad(lambda m, v: (op(m, v) ** 2).sum(), argnums=(0, 1))(m, v)
+    rm, rv = jax.grad(lambda m, v: (jnp.einsum("nij,nj->ni", m, v) ** 2).sum(), argnums=(0, 1))(
+        m, v
+    )
+    np.testing.assert_allclose(gm, rm, rtol=1e-5)
+    np.testing.assert_allclose(gv, rv, rtol=1e-5)
+    # vmap: the default, one native call over the batch.
+    mb, vb = _rand(3, 5, 2, 2, seed=2), _rand(3, 5, 2, seed=3)
+    np.testing.assert_allclose(jax.vmap(op)(mb, vb), np.einsum("bnij,bnj->bni", mb, vb), rtol=1e-5)
+
+
+def test_two_dimensional_array_of_vectors(platform):
+    x = _rand(3, 4, 3)
+    op = warp_kernel(norms_2d, S((3, 4), jnp.float32))
+    np.testing.assert_allclose(jax.jit(op)(x), (x * x).sum(-1), rtol=1e-5)
+    np.testing.assert_allclose(jax.grad(lambda x: op(x).sum())(x), 2 * x, rtol=1e-5)
+
+
+def _rotate(q, p):
+    # q = (x, y, z, w), Warp's order.
+    u, w = q[..., :3], q[..., 3:]
+    return p + 2 * np.cross(u, np.cross(u, p) + w * p)
+
+
+def test_transforms(platform):
+    q = _rand(6, 4)
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    t = np.concatenate([_rand(6, 3, seed=4), q], axis=-1)  # (position, rotation)
+    p = _rand(6, 3, seed=5)
+    op = warp_kernel(transform_points, S((6, 3), jnp.float32))
+    expected = _rotate(q, p) + t[:, :3]
+    np.testing.assert_allclose(jax.jit(op)(t, p), expected, rtol=1e-5, atol=1e-6)
+    # A translation moves every point by itself: its gradient is the cotangent.
+    grad = jax.grad(lambda t: op(t, p).sum())(t)
+    np.testing.assert_allclose(grad[:, :3], np.ones((6, 3)), rtol=1e-5)
+
+
+def test_float64_matrices(platform):
+    with jax.enable_x64(True):
+        m = _rand(4, 3, 3, dtype=np.float64)
+        op = warp_kernel(scale_mat33, S((4, 3, 3), jnp.float64))
+        np.testing.assert_allclose(jax.jit(lambda m: op(m, s=2.5))(m), 2.5 * m, rtol=1e-12)
+        grad = jax.grad(lambda m: op(m, s=2.5).sum())(m)
+        np.testing.assert_allclose(grad, np.full((4, 3, 3), 2.5))
+
+
+def test_element_axes_are_checked():
+    op = warp_kernel(mat_vec, S((5, 2), jnp.float32))
+    with raises(
+        TypeError,
+        "input 1 of warp kernel 'mat_vec' (parameter 'v') is float32[5, 3], but the kernel "
+        "declares wp.array(vec2f, 1-d), so float32 with 2 axes, the last (2)",
+    ):
+        op(jnp.ones((5, 2, 2)), jnp.ones((5, 3)))
+    with raises(
+        TypeError,
+        "`outs` entry 0 is float32[5], but warp kernel 'mat_vec' declares its output "
+        "parameter 'out' as wp.array(vec2f, 1-d), so float32 with 2 axes, the last (2)",
+    ):
+        warp_kernel(mat_vec, S((5,), jnp.float32))

@@ -65,8 +65,13 @@ def _call_rows(ctx, info, batched, backward):
     in_rows = [row(a, batched is not None and batched[i]) for i, a in enumerate(ins)]
     out_rows = [row(a, batched is not None) for a in outs]
     dtypes = tuple(np.dtype(a.dtype).name for a in (*ins, *outs))
-    info.check_call(dtypes, [len(s) for s in (*in_rows, *out_rows)], n_in)
+    info.check_call(dtypes, [*in_rows, *out_rows], n_in)
     _check_int32(info, in_rows + out_rows, dtypes)
+    # The launch grid follows the Warp arrays' shapes: an element's axes (a
+    # vector's, a matrix's) are not part of it.
+    out_rows = [
+        r[: len(r) - len(p.shape)] for r, p in zip(out_rows, info.arrays[n_in:], strict=True)
+    ]
     return n_in, in_rows, out_rows, dtypes
 
 

@@ -51,17 +51,55 @@ MAX_DIMS = wp_types.LAUNCH_MAX_DIMS
 class Param:
     """One parameter of a Warp kernel.
 
-    ``dtype`` is a name from ``SUPPORTED_DTYPES``, or None for a generic
-    (``Any``) array; ``ndim`` is None for scalars.
+    ``dtype`` is a name from ``SUPPORTED_DTYPES`` (for an array of vectors or
+    matrices, their scalar type's), or None for a generic (``Any``) array;
+    ``ndim`` is the Warp array's rank, None for scalars. ``shape`` is the
+    shape of one element (``(3,)`` for ``wp.vec3``, ``(2, 2)`` for
+    ``wp.mat22``, ``()`` for scalars): the JAX array has these trailing axes
+    after the Warp array's ``ndim`` ones.
     """
 
     name: str
     dtype: str | None
     ndim: int | None
+    shape: tuple[int, ...] = ()
+    #: Warp's vector/matrix/quaternion/transform type of one element (None
+    #: for arrays of scalars, generic arrays and scalars).
+    composite: Any = None
 
     @property
     def is_array(self) -> bool:
         return self.ndim is not None
+
+    @property
+    def rank(self) -> int:
+        """The rank of the JAX array passed for this (array) parameter."""
+        return typing.cast(int, self.ndim) + len(self.shape)
+
+    def element(self) -> Any:
+        """Warp's type of one element (None for a generic array)."""
+        if self.composite is not None:
+            return self.composite
+        return None if self.dtype is None else getattr(wp, self.dtype)
+
+    def declared(self) -> str:
+        """The array as the kernel declares it, for messages."""
+        if not self.shape:
+            return f"wp.array({self.dtype or 'any dtype'}, {self.ndim}-d)"
+        axes = ", ".join(map(str, self.shape))
+        return (
+            f"wp.array({wp_types.type_repr(self.composite)}, {self.ndim}-d), so {self.dtype} "
+            f"with {self.rank} axes, the last ({axes})"
+        )
+
+
+def _composite(t: Any) -> bool:
+    return bool(
+        wp_types.type_is_vector(t)
+        or wp_types.type_is_matrix(t)
+        or wp_types.type_is_quaternion(t)
+        or wp_types.type_is_transformation(t)
+    )
 
 
 def _param(kernel_name: str, arg: Any) -> Param:
@@ -87,13 +125,17 @@ def _param(kernel_name: str, arg: Any) -> Param:
         if t.dtype is typing.Any:
             return Param(arg.label, None, t.ndim)
         name = dtype_name_of(t.dtype)
-        if name is None:
-            raise TypeError(
-                f"{where} is an array of {wp_types.type_repr(t.dtype)}; warp-ffi passes "
-                f"arrays of scalars ({', '.join(SUPPORTED_DTYPES)}): give vectors and "
-                "matrices a trailing axis instead"
-            )
-        return Param(arg.label, name, t.ndim)
+        if name is not None:
+            return Param(arg.label, name, t.ndim)
+        scalar = dtype_name_of(getattr(t.dtype, "_wp_scalar_type_", None))
+        if _composite(t.dtype) and scalar is not None:
+            shape = tuple(int(n) for n in t.dtype._shape_)
+            return Param(arg.label, scalar, t.ndim, shape, t.dtype)
+        raise TypeError(
+            f"{where} is an array of {wp_types.type_repr(t.dtype)}; warp-ffi passes arrays "
+            f"of scalars ({', '.join(SUPPORTED_DTYPES)}) and of Warp's vectors, matrices, "
+            "quaternions and transforms of them"
+        )
     name = dtype_name_of(t)
     if name is None:
         raise TypeError(
@@ -147,9 +189,11 @@ class KernelInfo(KernelInfoBase):
     def generic(self) -> bool:
         return any(p.dtype is None for p in self.arrays)
 
-    def check_call(self, dtypes: Sequence[str], ranks: Sequence[int] | None, n_in: int) -> None:
+    def check_call(
+        self, dtypes: Sequence[str], shapes: Sequence[tuple[int, ...]] | None, n_in: int
+    ) -> None:
         """Check arrays (inputs then outputs) against the kernel's annotations
-        (their ranks too, unless ``ranks`` is None)."""
+        (their ranks and an element's axes too, unless ``shapes`` is None)."""
         n = len(dtypes)
         if n != len(self.arrays):
             scalars = ", ".join(p.name for p in self.scalars)
@@ -162,12 +206,14 @@ class KernelInfo(KernelInfoBase):
             )
         for k, (p, dtype) in enumerate(zip(self.arrays, dtypes, strict=True)):
             what = f"input {k}" if k < n_in else f"output {k - n_in}"
-            rank = p.ndim if ranks is None else ranks[k]
-            if (p.dtype is not None and p.dtype != dtype) or p.ndim != rank:
-                declared = f"{p.dtype or 'any dtype'}, {p.ndim}-d"
+            shape = None if shapes is None else tuple(shapes[k])
+            rank = p.rank if shape is None else len(shape)
+            inner = p.shape if shape is None else shape[len(shape) - len(p.shape) :]
+            if (p.dtype is not None and p.dtype != dtype) or p.rank != rank or p.shape != inner:
+                got = f"{dtype}[{rank}d]" if not p.shape else f"{dtype}{list(shape or ())}"
                 raise TypeError(
                     f"{what} of warp kernel '{self.name}' (parameter '{p.name}') is "
-                    f"{dtype}[{rank}d], but the kernel declares wp.array({declared})"
+                    f"{got}, but the kernel declares {p.declared()}"
                 )
 
     def specialized(self, dtypes: Sequence[str]) -> Any:
@@ -183,7 +229,9 @@ class KernelInfo(KernelInfoBase):
                 arrays = iter(dtypes)
                 for p in self.params:
                     if p.is_array:
-                        types.append(wp.array(dtype=getattr(wp, next(arrays)), ndim=p.ndim))
+                        dtype = next(arrays)
+                        element = p.element() if p.dtype is not None else getattr(wp, dtype)
+                        types.append(wp.array(dtype=element, ndim=p.ndim))
                     else:
                         types.append(
                             getattr(wp, typing.cast(str, p.dtype))
