@@ -307,3 +307,39 @@ def test_element_axes_are_checked():
         "parameter 'out' as wp.array(vec2f, 1-d), so float32 with 2 axes, the last (2)",
     ):
         warp_kernel(mat_vec, S((5,), jnp.float32))
+
+
+# -------------------------------------------------------- 5. Warp's launch limits
+
+
+@wp.kernel
+def fill_tid(out: wp.array[wp.int32]):
+    i = wp.tid()
+    out[i] = i
+
+
+@wp.kernel
+def fill_seven(out: wp.array[wp.int32]):
+    out[0] = 7
+
+
+def test_launch_dims_beyond_int32_refused_only_where_warp_refuses_them(platform):
+    big = (2**31 + 1, 1)
+    op = warp_kernel(fill_tid, S((4,), jnp.int32), launch_dims=big)
+    with raises(
+        ValueError,
+        f"warp kernel 'fill_tid' cannot be launched over the grid {big}: Warp cannot launch a "
+        "kernel using wp.tid() with extent 2147483649 in dimension 0. wp.tid() returns signed "
+        "32-bit coordinates and supports extents up to 2147483648.",
+    ):
+        jax.jit(op).lower()
+    # A kernel that does not read wp.tid() may launch that many threads: it
+    # lowers (it is not run here: 2**31 threads on a CPU take minutes).
+    jax.jit(warp_kernel(fill_seven, S((4,), jnp.int32), launch_dims=big)).lower()
+    with raises(
+        ValueError,
+        f"warp kernel 'fill_seven' cannot be launched over the grid {(2**32,)}: dimension 0 is "
+        "4294967296, but Warp's launch bounds hold each wp.tid() dimension as a 32-bit "
+        "unsigned int (at most 4294967295)",
+    ):
+        jax.jit(warp_kernel(fill_seven, S((4,), jnp.int32), launch_dims=2**32)).lower()

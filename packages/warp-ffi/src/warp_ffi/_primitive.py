@@ -22,7 +22,15 @@ from jax.interpreters import batching, mlir
 
 from . import _gpu
 from ._codegen import load_kernel, plan
-from ._spec import DIMS_ATTR, CallSig, attribute_value, backward_counts, bounds, launch_shape
+from ._spec import (
+    DIMS_ATTR,
+    CallSig,
+    attribute_value,
+    backward_counts,
+    bounds,
+    check_launch,
+    launch_shape,
+)
 
 __all__ = ["warp_kernel_call_p"]
 
@@ -111,8 +119,10 @@ def _lowering(
 ):
     del out_avals, vmap_method
     n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward)
-    kernel_dim = load_kernel(info, dtypes).kernel_dim
-    grid, mult = bounds(launch_shape(launch, in_rows, out_rows), kernel_dim)  # checks it
+    loaded = load_kernel(info, dtypes)
+    shape = launch_shape(launch, in_rows, out_rows)
+    check_launch(info, loaded.kernel, shape, block_dim=1)  # CPU modules: block_dim 1
+    grid, mult = bounds(shape, loaded.kernel_dim)
     attrs = {} if launch is None else {DIMS_ATTR: np.array([*grid, mult], np.int64)}
     attrs.update((name, attribute_value(v)) for name, v in scalars)
     return lower_cpu_call(
@@ -132,14 +142,17 @@ def _cuda_lowering(
     del out_avals, vmap_method
     n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward)
     kernel = info.specialized(dtypes)
-    if backward and not (kernel.module.options | kernel.options).get("enable_backward", True):
+    options = kernel.module.options | kernel.options
+    if backward and not options.get("enable_backward", True):
         raise NotImplementedError(backward_unavailable(info))
+    shape = launch_shape(launch, in_rows, out_rows)
+    check_launch(info, kernel, shape, block_dim=int(options.get("block_dim", 256)))
     return _gpu.lower(
         ctx,
         operands,
         info=info,
         dtypes=dtypes,
-        shape=launch_shape(launch, in_rows, out_rows),
+        shape=shape,
         n_in=n_in,
         batched=batched,
         backward=backward,

@@ -19,7 +19,7 @@ import numpy as np
 from ffi_core.bridge import KernelInfo as KernelInfoBase
 from ffi_core.bridge import check_kernel_type, kernel_digest
 
-from ._warp import SUPPORTED_DTYPES, dtype_name_of, wp, wp_types
+from ._warp import SUPPORTED_DTYPES, dtype_name_of, wp, wp_context, wp_types
 
 __all__ = [
     "DIMS_ATTR",
@@ -33,6 +33,7 @@ __all__ = [
     "attribute_value",
     "backward_counts",
     "bounds",
+    "check_launch",
     "check_launch_dims",
     "launch_shape",
 ]
@@ -324,9 +325,31 @@ def _dims(value: Any, what: str) -> tuple[int, ...]:
         raise ValueError(f"{what} must have 1 to {MAX_DIMS} dimensions, got {value!r}")
     if any(d < 0 for d in dims):
         raise ValueError(f"{what} must be non-negative, got {value!r}")
-    if any(d >= 2**31 for d in dims):
-        raise ValueError(f"{what} must each be below 2**31 (Warp's launch bounds), got {value!r}")
     return tuple(dims)
+
+
+#: ``wp::launch_bounds_t`` holds each ``wp.tid()`` dimension as a uint32.
+_BOUND_MAX = 2**32 - 1
+
+
+def check_launch(info: KernelInfo, kernel: Any, shape: tuple[int, ...], block_dim: int) -> None:
+    """Refuse a launch grid that Warp refuses for this kernel specialization
+    (Warp's own check, with its reason: a kernel that uses ``wp.tid()`` gets
+    signed 32-bit coordinates), and one whose ``wp.tid()`` dimensions do not
+    fit Warp's launch bounds; folded dimensions have no such limit."""
+    for axis, n in enumerate(shape[: kernel.adj.kernel_dim]):
+        if n > _BOUND_MAX:
+            raise ValueError(
+                f"warp kernel '{info.name}' cannot be launched over the grid {shape}: dimension "
+                f"{axis} is {n}, but Warp's launch bounds hold each wp.tid() dimension as a "
+                f"32-bit unsigned int (at most {_BOUND_MAX})"
+            )
+    try:
+        wp_context._build_kernel_launch_bounds(shape, kernel, block_dim)
+    except ValueError as exc:
+        raise ValueError(
+            f"warp kernel '{info.name}' cannot be launched over the grid {shape}: {exc}"
+        ) from None
 
 
 def launch_shape(
