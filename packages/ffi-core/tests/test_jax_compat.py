@@ -141,3 +141,77 @@ def test_distributed_client_reads_jax_distributed_state(monkeypatch):
     client = object()
     monkeypatch.setattr(distributed.global_state, "client", client)
     assert distributed_client() is client
+
+
+# ------------------------------------------- varying manual axes (shard_map's check_vma)
+
+
+def _bridge_double() -> Primitive:
+    """A bridge primitive (the kit's rules) whose lowering doubles its input."""
+    from ffi_core.bridge import bridge_primitive
+
+    prim = bridge_primitive(f"ffi_core_test_vma_{next(_names)}", describe=lambda p: "kernel 'x2'")
+    lower = mlir.lower_fun(lambda x, **params: [2 * x], multiple_results=True)
+    mlir.register_lowering(prim, lower)
+    return prim
+
+
+def _bind(prim: Primitive, x: jax.Array) -> jax.Array:
+    aval = jax.core.ShapedArray(x.shape, x.dtype)
+    (out,) = prim.bind(x, out_avals=(aval,), aliases=(), vmap_method=None, batched=None)
+    return out
+
+
+def test_bridge_outputs_vary_along_the_inputs_manual_axes() -> None:
+    from ffi_core.testing import device_mesh
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    prim = _bridge_double()
+    mesh = device_mesh((2,), ("r",))
+    x = jax.device_put(jnp.arange(8.0, dtype=jnp.float32), NamedSharding(mesh, P("r")))
+    seen = []
+
+    def local(x):
+        seen.append((_jax_compat_varying(x), _jax_compat_varying(_bind(prim, x))))
+        # A scan carry through the call must keep its type.
+        return jax.lax.scan(lambda c, _: (_bind(prim, c), None), x, None, length=3)[0]
+
+    sm = jax.shard_map(local, mesh=mesh, in_specs=P("r"), out_specs=P("r"), check_vma=True)
+    np.testing.assert_array_equal(jax.jit(sm)(x), 8 * np.arange(8.0))
+    assert seen == [(frozenset({"r"}), frozenset({"r"}))]
+    # Outside shard_map nothing varies: the declared avals come back as they are.
+    out = jax.core.ShapedArray((3,), np.float32)
+    assert ffi_core._jax_compat.with_varying_axes([out], [out]) == [out]
+
+
+def test_outputs_vary_along_the_union_of_the_inputs_axes() -> None:
+    from ffi_core._jax_compat import with_varying_axes
+    from ffi_core.testing import device_mesh
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = device_mesh((2, 2), ("a", "b"))
+    x = jax.device_put(jnp.zeros((4, 4), jnp.float32), NamedSharding(mesh, P("a", "b")))
+    seen = []
+
+    def local(x):
+        rows, cols = x.sum(1), x.sum(0)  # varying along {a, b}; reductions keep both
+        row_only = jax.lax.psum(rows, "b")  # varies along a only
+        col_only = jax.lax.psum(cols, "a")  # varies along b only
+        out = jax.core.ShapedArray((2,), np.float32)
+        (both,) = with_varying_axes([out], [jax.typeof(row_only), jax.typeof(col_only)])
+        (one,) = with_varying_axes([out], [jax.typeof(row_only)])
+        seen.append((_jax_compat_varying(both), _jax_compat_varying(one)))
+        return x
+
+    jax.jit(
+        jax.shard_map(local, mesh=mesh, in_specs=P("a", "b"), out_specs=P("a", "b"), check_vma=True)
+    )(x)
+    assert seen == [(frozenset({"a", "b"}), frozenset({"a"}))]
+
+
+def _jax_compat_varying(x) -> frozenset:
+    # Either spelling of the varying axes (see ffi_core._jax_compat).
+    aval = x if isinstance(x, jax.core.ShapedArray) else jax.typeof(x)
+    return ffi_core._jax_compat._varying(aval)

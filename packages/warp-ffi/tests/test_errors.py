@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import warp as wp
+from warp._src.types import type_repr
 from warp_ffi import KernelCompileError, jaxinfo_to_warpinfo, jaxtype_to_warptype, warp_kernel
 
 S = jax.ShapeDtypeStruct
@@ -36,10 +37,15 @@ def counts(n: wp.int32, out: wp.array(dtype=wp.int32)):
     out[i] = n
 
 
+@wp.struct
+class Particle:
+    x: float
+
+
 @wp.kernel
-def vectors(x: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
+def structs(x: wp.array(dtype=Particle), out: wp.array(dtype=float)):
     i = wp.tid()
-    out[i] = x[i][0]
+    out[i] = x[i].x
 
 
 @wp.kernel
@@ -70,11 +76,12 @@ def test_not_a_warp_kernel():
 def test_unsupported_parameter_types():
     with raises(
         TypeError,
-        "parameter 'x' of warp kernel 'vectors' is an array of vec3f; warp-ffi passes arrays "
-        "of scalars (bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, "
-        "float32, float64): give vectors and matrices a trailing axis instead",
+        f"parameter 'x' of warp kernel 'structs' is an array of {type_repr(Particle)}; warp-ffi "
+        "passes arrays of scalars (bool, int8, int16, int32, int64, uint8, uint16, uint32, "
+        "uint64, float16, float32, float64) and of Warp's vectors, matrices, quaternions and "
+        "transforms of them",
     ):
-        warp_kernel(vectors, S((4,), jnp.float32))
+        warp_kernel(structs, S((4,), jnp.float32))
     with raises(
         TypeError,
         "parameter 'v' of warp kernel 'with_vec_param' has type vec3f; warp-ffi passes "

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
-from ._jax_compat import def_eager_impl
+from ._jax_compat import def_eager_impl, with_varying_axes
 from ._sharding import VmappedCall
 
 __all__ = ["nondifferentiable_call", "nondifferentiable_call_p", "raise_on_differentiation"]
@@ -124,8 +124,8 @@ def nondifferentiable_call(
 
 
 def _nondifferentiable_call_abstract_eval(*avals, call, out_avals, label):
-    del avals, call, label
-    return list(out_avals)
+    del call, label
+    return with_varying_axes(out_avals, avals)
 
 
 def _nondifferentiable_call_lowering(ctx, *operands, call, out_avals, label):

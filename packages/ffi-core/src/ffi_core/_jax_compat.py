@@ -35,6 +35,19 @@ and so each can be swapped for public API the day JAX offers it.
     or its mesh's size), fields of ``jax.interpreters.mlir.LoweringRuleContext``
     that JAX does not document.
 
+``with_varying_axes(out_avals, avals)``
+    The outputs' avals, each marked as varying along the manual mesh axes
+    along which any input varies (``shard_map(..., check_vma=True)``), as
+    JAX's own primitives mark theirs. An aval keeps that set in
+    ``aval.manual_axis_type.varying`` (a ``ManualAxisType``, set with
+    ``aval.update(manual_axis_type=...)``) in jax 0.10.2 and 0.11.1, and
+    in ``aval.vma`` (set with ``aval.update(vma=...)``) in the jax releases
+    before them; neither is documented as public API. An output whose mesh is
+    empty (a ``jax.ShapeDtypeStruct``'s) gets the current mesh's sharding, as
+    ``jax.ffi.ffi_call``'s outputs do, since an aval of the empty mesh carries
+    no manual axes. Outside ``shard_map`` (no input varies) the avals are
+    returned unchanged.
+
 ``distributed_client()``
     The key-value client of ``jax.distributed.initialize`` (``key_value_set``,
     ``blocking_key_value_get``), through which one process of a multi-process
@@ -47,6 +60,7 @@ and so each can be swapped for public API the day JAX offers it.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 from jax.extend.core import Primitive
@@ -58,6 +72,7 @@ __all__ = [
     "for_export",
     "lowering_device_count",
     "require_devices_at_lowering",
+    "with_varying_axes",
 ]
 
 
@@ -127,6 +142,41 @@ def lowering_device_count(ctx: Any) -> int:
         manual = set(getattr(axis_context, "manual_axes", ()))
         count = 1 if manual >= set(mesh.axis_names) else mesh.size
     return int(count)
+
+
+def _varying(aval: Any) -> frozenset[Any]:
+    mat = getattr(aval, "manual_axis_type", None)
+    if mat is not None:
+        return frozenset(mat.varying)
+    return frozenset(getattr(aval, "vma", ()))
+
+
+def with_varying_axes(out_avals: Sequence[Any], avals: Sequence[Any]) -> list[Any]:
+    """``out_avals``, each varying along every manual mesh axis along which
+    one of ``avals`` (the inputs) varies; see the module docstring.
+
+    Example:
+        >>> import jax, numpy as np
+        >>> out = jax.core.ShapedArray((2,), np.float32)
+        >>> with_varying_axes([out], [jax.core.ShapedArray((3,), np.int32)]) == [out]
+        True
+    """
+    # Private JAX API, see the module docstring.
+    varying = frozenset().union(*(_varying(a) for a in avals))
+    if not varying:
+        return list(out_avals)
+    from jax._src import core
+
+    result = []
+    for aval in out_avals:
+        if aval.sharding.mesh.empty:
+            aval = aval.update(sharding=core.get_cur_mesh_sharding())
+        if hasattr(aval, "manual_axis_type"):
+            mat = aval.manual_axis_type.update(varying=varying | aval.manual_axis_type.varying)
+            result.append(aval.update(manual_axis_type=mat))
+        else:
+            result.append(aval.update(vma=varying | frozenset(aval.vma)))
+    return result
 
 
 def distributed_client() -> Any:

@@ -21,15 +21,18 @@ from jax.interpreters import batching
 
 from ._autodiff import raise_on_differentiation
 from ._batching import batch_call
-from ._jax_compat import def_eager_impl
+from ._jax_compat import def_eager_impl, with_varying_axes
 
 __all__ = ["bridge_primitive", "bridge_primitive_abstract_eval", "bridge_primitive_batching"]
 
 
 def bridge_primitive_abstract_eval(*avals: Any, out_avals: Any, **params: Any) -> list[Any]:
-    """The outputs of a bridge primitive: its ``out_avals``."""
-    del avals, params
-    return list(out_avals)
+    """The outputs of a bridge primitive: its ``out_avals``, varying along the
+    manual mesh axes of ``shard_map`` along which any input varies (so a
+    ``lax.scan`` carry through the call keeps its type under
+    ``check_vma=True``)."""
+    del params
+    return with_varying_axes(out_avals, avals)
 
 
 def bridge_primitive_batching(

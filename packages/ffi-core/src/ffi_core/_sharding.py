@@ -39,6 +39,7 @@ from ._jax_compat import (
     for_export,
     lowering_device_count,
     require_devices_at_lowering,
+    with_varying_axes,
 )
 from ._sharding_rule import ShardingRule
 
@@ -238,8 +239,8 @@ partitioned_call_p.multiple_results = True
 
 
 def _partitioned_call_abstract_eval(*avals, call, out_avals, rule):
-    del avals, call, rule
-    return list(out_avals)
+    del call, rule
+    return with_varying_axes(out_avals, avals)
 
 
 def _partitioned_call_lowering(ctx, *operands, call, out_avals, rule: ShardingRule):

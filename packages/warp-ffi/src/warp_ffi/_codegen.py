@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import threading
 from typing import Any, cast
 
@@ -217,9 +218,10 @@ def handler_body(info: KernelInfo, sig: CallSig, loaded: Loaded) -> HandlerBody:
     for m, (struct, pname, index, zeroed) in enumerate(slots):
         p = next(q for q in info.arrays if q.name == pname)
         itemsize = np.dtype((sig.inputs + sig.outputs)[index].dtype).itemsize
+        element = itemsize * math.prod(p.shape)  # a vector's or matrix's bytes
         batched = sig.batched is not None and (index >= n_call_in or sig.batched[index])
         lines.append(
-            f"r{m} = fill_array({struct} + {offsets[pname]}, b_{index}, {itemsize}, {p.ndim}, {int(batched)})"
+            f"r{m} = fill_array({struct} + {offsets[pname]}, b_{index}, {element}, {p.ndim}, {int(batched)})"
         )
         if zeroed:  # an input's gradient: Warp accumulates into it
             lines.append(f"zero_buffer(b_{index}, {itemsize})")

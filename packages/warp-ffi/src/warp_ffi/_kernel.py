@@ -119,10 +119,16 @@ def warp_kernel(
     and one registration serves every shape.
 
     Args:
-        kernel: a ``@wp.kernel``. Array parameters: ``wp.array`` of a scalar
+        kernel: a ``@wp.kernel``, or an overload of a generic one
+            (``kernel.add_overload``), its parameters annotated in any of
+            Warp's styles (``wp.array(dtype=float)``, ``wp.array[float]``,
+            ``wp.array2d[...]``). Array parameters: ``wp.array`` of a scalar
             dtype (``float16/32/64``, ``int8``-``int64``, ``uint8``-``uint64``,
-            ``bool``) or of ``Any`` (specialized per dtype, once). Scalar
-            parameters: those dtypes, ``float`` or ``int``.
+            ``bool``), of ``Any`` (specialized per dtype, once), or of Warp's
+            vectors, matrices, quaternions and transforms of them (the JAX
+            array has the element's axes last: ``wp.array[wp.mat22]`` of n
+            elements is ``(n, 2, 2)``). Scalar parameters: those dtypes,
+            ``float`` or ``int``.
         outs: the outputs, as a ``jax.ShapeDtypeStruct``, a sequence or a pytree
             of them. The call returns one array, a tuple or the same pytree.
             Outputs start uninitialized: a kernel that accumulates (``+=``,
@@ -186,13 +192,15 @@ def warp_kernel(
             )
         for j, (p, aval) in enumerate(zip(info.arrays[-n_out:], out_avals, strict=True)):
             dtype = np.dtype(aval.dtype).name
+            shape = tuple(aval.shape)
+            inner = shape[len(shape) - len(p.shape) :]
             if (p.dtype is not None and p.dtype != dtype) or (
-                p.ndim != len(aval.shape) and not batched_ranks
+                not batched_ranks and (p.rank != len(shape) or p.shape != inner)
             ):
                 raise TypeError(
-                    f"`outs` entry {j} is {dtype}{list(aval.shape)}, but warp kernel "
+                    f"`outs` entry {j} is {dtype}{list(shape)}, but warp kernel "
                     f"'{info.name}' declares its output parameter '{p.name}' as "
-                    f"wp.array({p.dtype or 'any dtype'}, {p.ndim}-d)"
+                    f"{p.declared()}"
                 )
 
     def scalars(args: Sequence[Any], given: Mapping[str, Any]) -> dict[str, Any]:
@@ -205,8 +213,8 @@ def warp_kernel(
         dtypes = [np.dtype(x.dtype).name for x in args] + [
             np.dtype(a.dtype).name for a in out_avals
         ]
-        ranks = [np.ndim(x) for x in args] + [len(a.shape) for a in out_avals]
-        info.check_call(dtypes, None if batched_ranks else ranks, len(args))
+        shapes = [np.shape(x) for x in args] + [tuple(a.shape) for a in out_avals]
+        info.check_call(dtypes, None if batched_ranks else shapes, len(args))
 
     # The outputs' avals as kernel_op made them, for check_call (which is
     # given the inputs only).

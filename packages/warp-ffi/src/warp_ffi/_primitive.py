@@ -15,14 +15,22 @@ from typing import Any
 
 import numpy as np
 from ffi_core import def_eager_impl
-from ffi_core.bridge import bridge_primitive_batching
+from ffi_core.bridge import bridge_primitive_abstract_eval, bridge_primitive_batching
 from ffi_core.cpu import ensure_target, lower_cpu_call
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
 from . import _gpu
 from ._codegen import load_kernel, plan
-from ._spec import DIMS_ATTR, CallSig, attribute_value, backward_counts, bounds, launch_shape
+from ._spec import (
+    DIMS_ATTR,
+    CallSig,
+    attribute_value,
+    backward_counts,
+    bounds,
+    check_launch,
+    launch_shape,
+)
 
 __all__ = ["warp_kernel_call_p"]
 
@@ -31,11 +39,6 @@ warp_kernel_call_p.multiple_results = True
 
 #: Warp's array_t holds shapes and byte strides as 32-bit ints.
 _INT32_MAX = 2**31 - 1
-
-
-def _abstract_eval(*avals, out_avals, **params):
-    del avals, params
-    return list(out_avals)
 
 
 def _primal_avals(avals_in, avals_out, backward):
@@ -70,8 +73,13 @@ def _call_rows(ctx, info, batched, backward):
     in_rows = [row(a, batched is not None and batched[i]) for i, a in enumerate(ins)]
     out_rows = [row(a, batched is not None) for a in outs]
     dtypes = tuple(np.dtype(a.dtype).name for a in (*ins, *outs))
-    info.check_call(dtypes, [len(s) for s in (*in_rows, *out_rows)], n_in)
+    info.check_call(dtypes, [*in_rows, *out_rows], n_in)
     _check_int32(info, in_rows + out_rows, dtypes)
+    # The launch grid follows the Warp arrays' shapes: an element's axes (a
+    # vector's, a matrix's) are not part of it.
+    out_rows = [
+        r[: len(r) - len(p.shape)] for r, p in zip(out_rows, info.arrays[n_in:], strict=True)
+    ]
     return n_in, in_rows, out_rows, dtypes
 
 
@@ -111,8 +119,10 @@ def _lowering(
 ):
     del out_avals, vmap_method
     n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward)
-    kernel_dim = load_kernel(info, dtypes).kernel_dim
-    grid, mult = bounds(launch_shape(launch, in_rows, out_rows), kernel_dim)  # checks it
+    loaded = load_kernel(info, dtypes)
+    shape = launch_shape(launch, in_rows, out_rows)
+    check_launch(info, loaded.kernel, shape, block_dim=1)  # CPU modules: block_dim 1
+    grid, mult = bounds(shape, loaded.kernel_dim)
     attrs = {} if launch is None else {DIMS_ATTR: np.array([*grid, mult], np.int64)}
     attrs.update((name, attribute_value(v)) for name, v in scalars)
     return lower_cpu_call(
@@ -132,14 +142,17 @@ def _cuda_lowering(
     del out_avals, vmap_method
     n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward)
     kernel = info.specialized(dtypes)
-    if backward and not (kernel.module.options | kernel.options).get("enable_backward", True):
+    options = kernel.module.options | kernel.options
+    if backward and not options.get("enable_backward", True):
         raise NotImplementedError(backward_unavailable(info))
+    shape = launch_shape(launch, in_rows, out_rows)
+    check_launch(info, kernel, shape, block_dim=int(options.get("block_dim", 256)))
     return _gpu.lower(
         ctx,
         operands,
         info=info,
         dtypes=dtypes,
-        shape=launch_shape(launch, in_rows, out_rows),
+        shape=shape,
         n_in=n_in,
         batched=batched,
         backward=backward,
@@ -182,7 +195,7 @@ def _batching(args, dims, *, out_avals, **params):
 
 
 def_eager_impl(warp_kernel_call_p)
-warp_kernel_call_p.def_abstract_eval(_abstract_eval)
+warp_kernel_call_p.def_abstract_eval(bridge_primitive_abstract_eval)
 mlir.register_lowering(warp_kernel_call_p, _lowering, platform="cpu")
 mlir.register_lowering(warp_kernel_call_p, _cuda_lowering, platform="cuda")
 mlir.register_lowering(warp_kernel_call_p, _rocm_lowering, platform="rocm")

@@ -19,7 +19,7 @@ import numpy as np
 from ffi_core.bridge import KernelInfo as KernelInfoBase
 from ffi_core.bridge import check_kernel_type, kernel_digest
 
-from ._warp import SUPPORTED_DTYPES, dtype_name_of, wp, wp_types
+from ._warp import SUPPORTED_DTYPES, dtype_name_of, wp, wp_context, wp_types
 
 __all__ = [
     "DIMS_ATTR",
@@ -33,6 +33,7 @@ __all__ = [
     "attribute_value",
     "backward_counts",
     "bounds",
+    "check_launch",
     "check_launch_dims",
     "launch_shape",
 ]
@@ -51,44 +52,113 @@ MAX_DIMS = wp_types.LAUNCH_MAX_DIMS
 class Param:
     """One parameter of a Warp kernel.
 
-    ``dtype`` is a name from ``SUPPORTED_DTYPES``, or None for a generic
-    (``Any``) array; ``ndim`` is None for scalars.
+    ``dtype`` is a name from ``SUPPORTED_DTYPES`` (for an array of vectors or
+    matrices, their scalar type's), or None for a generic (``Any``) array;
+    ``ndim`` is the Warp array's rank, None for scalars. ``shape`` is the
+    shape of one element (``(3,)`` for ``wp.vec3``, ``(2, 2)`` for
+    ``wp.mat22``, ``()`` for scalars): the JAX array has these trailing axes
+    after the Warp array's ``ndim`` ones.
     """
 
     name: str
     dtype: str | None
     ndim: int | None
+    shape: tuple[int, ...] = ()
+    #: Warp's vector/matrix/quaternion/transform type of one element (None
+    #: for arrays of scalars, generic arrays and scalars).
+    composite: Any = None
 
     @property
     def is_array(self) -> bool:
         return self.ndim is not None
 
+    @property
+    def rank(self) -> int:
+        """The rank of the JAX array passed for this (array) parameter."""
+        return typing.cast(int, self.ndim) + len(self.shape)
+
+    def element(self) -> Any:
+        """Warp's type of one element (None for a generic array)."""
+        if self.composite is not None:
+            return self.composite
+        return None if self.dtype is None else getattr(wp, self.dtype)
+
+    def declared(self) -> str:
+        """The array as the kernel declares it, for messages."""
+        if not self.shape:
+            return f"wp.array({self.dtype or 'any dtype'}, {self.ndim}-d)"
+        axes = ", ".join(map(str, self.shape))
+        return (
+            f"wp.array({wp_types.type_repr(self.composite)}, {self.ndim}-d), so {self.dtype} "
+            f"with {self.rank} axes, the last ({axes})"
+        )
+
+
+def _composite(t: Any) -> bool:
+    return bool(
+        wp_types.type_is_vector(t)
+        or wp_types.type_is_matrix(t)
+        or wp_types.type_is_quaternion(t)
+        or wp_types.type_is_transformation(t)
+    )
+
 
 def _param(kernel_name: str, arg: Any) -> Param:
+    """The parameter as Warp represents it (``kernel.adj.args``): an array
+    type in any of Warp's spellings (``wp.array(dtype=float)``,
+    ``wp.array[float]``, ``wp.array2d[float]``, an overload's types) is read
+    through ``wp_types.is_array``, never by its class name."""
     where = f"parameter '{arg.label}' of warp kernel '{kernel_name}'"
     t = arg.type
-    if isinstance(t, wp.array):
-        if type(t) is not wp_types.array:
+    if wp_types.is_array(t):
+        family = wp_types.concrete_array_type(t)
+        if family is not wp_types.array:
             raise TypeError(
-                f"{where} is a {type(t).__name__}; warp-ffi passes plain wp.array parameters"
+                f"{where} is a wp.{family.__name__} ({_type_text(t)}); warp-ffi passes "
+                "wp.array parameters (a JAX array is a plain contiguous array)"
+            )
+        if not isinstance(t.ndim, int):
+            raise TypeError(
+                f"{where} is {_type_text(t)}, an array of any rank; warp-ffi passes arrays of "
+                "a declared rank: annotate it as wp.array[dtype] (1-d) or wp.array2d[dtype] "
+                "to wp.array4d[dtype], or pass an overload (kernel.add_overload) of that rank"
             )
         if t.dtype is typing.Any:
             return Param(arg.label, None, t.ndim)
         name = dtype_name_of(t.dtype)
-        if name is None:
-            raise TypeError(
-                f"{where} is an array of {wp_types.type_repr(t.dtype)}; warp-ffi passes arrays "
-                f"of scalars ({', '.join(SUPPORTED_DTYPES)}): give vectors and matrices a "
-                "trailing axis instead"
-            )
-        return Param(arg.label, name, t.ndim)
+        if name is not None:
+            return Param(arg.label, name, t.ndim)
+        scalar = dtype_name_of(getattr(t.dtype, "_wp_scalar_type_", None))
+        if _composite(t.dtype) and scalar is not None:
+            shape = tuple(int(n) for n in t.dtype._shape_)
+            return Param(arg.label, scalar, t.ndim, shape, t.dtype)
+        raise TypeError(
+            f"{where} is an array of {wp_types.type_repr(t.dtype)}; warp-ffi passes arrays "
+            f"of scalars ({', '.join(SUPPORTED_DTYPES)}) and of Warp's vectors, matrices, "
+            "quaternions and transforms of them"
+        )
     name = dtype_name_of(t)
     if name is None:
         raise TypeError(
-            f"{where} has type {wp_types.type_repr(t)}; warp-ffi passes wp.array parameters "
+            f"{where} has type {_type_text(t)}; warp-ffi passes wp.array parameters "
             f"and scalars ({', '.join(SUPPORTED_DTYPES)})"
         )
     return Param(arg.label, name, None)
+
+
+def _type_text(t: Any) -> str:
+    # Array annotations print as their source (``wp.array2d[wp.float32]``);
+    # Warp's type_repr names everything else.
+    return repr(t) if isinstance(t, wp_types._ArrayAnnotationBase) else wp_types.type_repr(t)
+
+
+def _digest(kernel: Any) -> str:
+    # An overload (``add_overload``/``wp.overload``) shares its generic
+    # kernel's function and options but compiles differently: its argument
+    # types are part of its digest.
+    if getattr(kernel, "generic_parent", None) is None:
+        return kernel_digest(kernel.func, kernel.options)
+    return kernel_digest(kernel.func, {**kernel.options, "<warp overload>": kernel.sig})
 
 
 class KernelInfo(KernelInfoBase):
@@ -107,7 +177,7 @@ class KernelInfo(KernelInfoBase):
             name=name,
             label=f"warp kernel '{name}'",
             qualname=f"{kernel.func.__module__}.{kernel.func.__qualname__}",
-            digest=kernel_digest(kernel.func, kernel.options),
+            digest=_digest(kernel),
         )
         self.params: tuple[Param, ...] = tuple(_param(name, a) for a in kernel.adj.args)
         self.arrays = tuple(p for p in self.params if p.is_array)
@@ -120,9 +190,11 @@ class KernelInfo(KernelInfoBase):
     def generic(self) -> bool:
         return any(p.dtype is None for p in self.arrays)
 
-    def check_call(self, dtypes: Sequence[str], ranks: Sequence[int] | None, n_in: int) -> None:
+    def check_call(
+        self, dtypes: Sequence[str], shapes: Sequence[tuple[int, ...]] | None, n_in: int
+    ) -> None:
         """Check arrays (inputs then outputs) against the kernel's annotations
-        (their ranks too, unless ``ranks`` is None)."""
+        (their ranks and an element's axes too, unless ``shapes`` is None)."""
         n = len(dtypes)
         if n != len(self.arrays):
             scalars = ", ".join(p.name for p in self.scalars)
@@ -135,12 +207,14 @@ class KernelInfo(KernelInfoBase):
             )
         for k, (p, dtype) in enumerate(zip(self.arrays, dtypes, strict=True)):
             what = f"input {k}" if k < n_in else f"output {k - n_in}"
-            rank = p.ndim if ranks is None else ranks[k]
-            if (p.dtype is not None and p.dtype != dtype) or p.ndim != rank:
-                declared = f"{p.dtype or 'any dtype'}, {p.ndim}-d"
+            shape = None if shapes is None else tuple(shapes[k])
+            rank = p.rank if shape is None else len(shape)
+            inner = p.shape if shape is None else shape[len(shape) - len(p.shape) :]
+            if (p.dtype is not None and p.dtype != dtype) or p.rank != rank or p.shape != inner:
+                got = f"{dtype}[{rank}d]" if not p.shape else f"{dtype}{list(shape or ())}"
                 raise TypeError(
                     f"{what} of warp kernel '{self.name}' (parameter '{p.name}') is "
-                    f"{dtype}[{rank}d], but the kernel declares wp.array({declared})"
+                    f"{got}, but the kernel declares {p.declared()}"
                 )
 
     def specialized(self, dtypes: Sequence[str]) -> Any:
@@ -156,7 +230,9 @@ class KernelInfo(KernelInfoBase):
                 arrays = iter(dtypes)
                 for p in self.params:
                     if p.is_array:
-                        types.append(wp.array(dtype=getattr(wp, next(arrays)), ndim=p.ndim))
+                        dtype = next(arrays)
+                        element = p.element() if p.dtype is not None else getattr(wp, dtype)
+                        types.append(wp.array(dtype=element, ndim=p.ndim))
                     else:
                         types.append(
                             getattr(wp, typing.cast(str, p.dtype))
@@ -249,9 +325,31 @@ def _dims(value: Any, what: str) -> tuple[int, ...]:
         raise ValueError(f"{what} must have 1 to {MAX_DIMS} dimensions, got {value!r}")
     if any(d < 0 for d in dims):
         raise ValueError(f"{what} must be non-negative, got {value!r}")
-    if any(d >= 2**31 for d in dims):
-        raise ValueError(f"{what} must each be below 2**31 (Warp's launch bounds), got {value!r}")
     return tuple(dims)
+
+
+#: ``wp::launch_bounds_t`` holds each ``wp.tid()`` dimension as a uint32.
+_BOUND_MAX = 2**32 - 1
+
+
+def check_launch(info: KernelInfo, kernel: Any, shape: tuple[int, ...], block_dim: int) -> None:
+    """Refuse a launch grid that Warp refuses for this kernel specialization
+    (Warp's own check, with its reason: a kernel that uses ``wp.tid()`` gets
+    signed 32-bit coordinates), and one whose ``wp.tid()`` dimensions do not
+    fit Warp's launch bounds; folded dimensions have no such limit."""
+    for axis, n in enumerate(shape[: kernel.adj.kernel_dim]):
+        if n > _BOUND_MAX:
+            raise ValueError(
+                f"warp kernel '{info.name}' cannot be launched over the grid {shape}: dimension "
+                f"{axis} is {n}, but Warp's launch bounds hold each wp.tid() dimension as a "
+                f"32-bit unsigned int (at most {_BOUND_MAX})"
+            )
+    try:
+        wp_context._build_kernel_launch_bounds(shape, kernel, block_dim)
+    except ValueError as exc:
+        raise ValueError(
+            f"warp kernel '{info.name}' cannot be launched over the grid {shape}: {exc}"
+        ) from None
 
 
 def launch_shape(

@@ -30,6 +30,7 @@ __all__ = [
     "jaxtype_to_warptype",
     "runtime",
     "wp",
+    "wp_context",
     "wp_types",
 ]
 

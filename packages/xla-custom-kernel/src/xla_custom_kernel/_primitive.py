@@ -26,6 +26,7 @@ from ffi_core import (
     partitioned_call,
     recipe_context,
 )
+from ffi_core.bridge import bridge_primitive_abstract_eval
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
@@ -66,9 +67,12 @@ def user_outs(outs: Sequence[Any], multiple: bool) -> Any:
 
 
 def abstract_eval(*avals: Any, outs, multiple, static, backend, batch, sharding=None):
-    del avals, multiple, static, backend, sharding
+    del multiple, static, backend, sharding
     prefix = tuple(size for size, _ in batch)
-    return [o.update(shape=prefix + o.shape) for o in outs]
+    # ffi-core's rule: the outputs vary along the inputs' manual mesh axes.
+    return bridge_primitive_abstract_eval(
+        *avals, out_avals=[o.update(shape=prefix + o.shape) for o in outs]
+    )
 
 
 def _describe(aval: Any) -> str:
