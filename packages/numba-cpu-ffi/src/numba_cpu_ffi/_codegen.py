@@ -145,20 +145,8 @@ def _load_module(name: str, source: str, namespace: dict[str, Any], layers: Laye
         compile_handler=cached_cfunc(layers, f"{name}.handler"),
         compile_loop=cached_njit(layers, f"{name}.batch_loop"),
     )
-    filename = f"<{name}>"
-    if layers.write is not None:
-        path = layers.write / f"{name}.py"
-        filename = str(path)
-        # The source beside its compiled code, for tracebacks and readers; it
-        # is never imported (the text run is the one in memory).
-        try:
-            if not path.is_file() or path.read_text() != source:
-                fd, tmp = tempfile.mkstemp(dir=layers.write, suffix=".tmp")
-                with os.fdopen(fd, "w") as f:
-                    f.write(source)
-                os.replace(tmp, path)
-        except OSError:
-            pass  # a read-only cache
+    path = layers.write / f"{name}.py" if layers.write is not None else None
+    filename = str(path) if path is not None else f"<{name}>"
     module.__file__ = filename
     # A cfunc loaded from Numba's cache does not start the threading layer that
     # parallel code linked into it needs (Numba gathers the reload hooks before
@@ -173,6 +161,16 @@ def _load_module(name: str, source: str, namespace: dict[str, Any], layers: Laye
     except BaseException:
         del sys.modules[module.__name__]
         raise
+    if path is not None and not module.handler._cache_hits:
+        # Compiled here: its source beside its compiled code, for tracebacks
+        # and readers; it is never imported (the text run is the one in memory).
+        try:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "w") as f:
+                f.write(source)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only cache
     return module
 
 

@@ -106,21 +106,24 @@ def build(
     # The worker imports targets by name: the caller's sys.path, as the CLI's.
     env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd(), *sys.path] if p)
     workers = [
-        subprocess.Popen(
-            [sys.executable, "-m", "numba_cpu_ffi.prebuild", "--worker", f"{k}/{jobs}", target],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
+        (
+            f"{target} (worker {k + 1} of {jobs})",
+            subprocess.Popen(
+                [sys.executable, "-m", "numba_cpu_ffi.prebuild", "--worker", f"{k}/{jobs}", target],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            ),
         )
         for target in names
         for k in range(jobs)
     ]
     failures = []
-    for worker in workers:
+    for label, worker in workers:
         output, _ = worker.communicate()
         if worker.returncode != 0:
-            failures.append(f"{' '.join(worker.args[3:])} (exit {worker.returncode}):\n{output}")
+            failures.append(f"{label}, exit {worker.returncode}:\n{output}")
     if failures:
         raise PrebuildError("prebuilding failed in " + "\n".join(failures))
     files = [p for p in directory.iterdir() if p.is_file()]

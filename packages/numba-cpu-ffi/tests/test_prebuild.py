@@ -1,0 +1,212 @@
+"""Prebuilt kernels: a library builds its kernels into a directory it ships;
+a process that reads it compiles nothing (compiles counted), never writes
+into it, and survives a bad file in it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import ffi_core
+import pytest
+from numba_cpu_ffi import prebuilt_dirs
+from numba_cpu_ffi.prebuild import PrebuildError, build
+
+# A small operator library: kernels made in a factory (a closure over a
+# constant, one per static parameter), a prebuild function returning units.
+_LIBRARY = textwrap.dedent(
+    """
+    import functools
+    import jax, jax.numpy as jnp, numba
+    from numba_cpu_ffi import numba_kernel
+
+    @functools.cache
+    def _kernel(c):
+        @numba.njit
+        def scale_add(x, y, out):
+            for i in range(x.size):
+                out[i] = c * x[i] + y[i]
+        return scale_add
+
+    def scale_add(x, y, c):
+        return numba_kernel(_kernel(c), jax.ShapeDtypeStruct(x.shape, x.dtype))(x, y)
+
+    SCALES = (0.5, 1.5, 2.5)
+
+    def kernels():
+        x = jax.ShapeDtypeStruct((16,), jnp.float32)
+        f = jax.jit(scale_add, static_argnums=2)
+        return [functools.partial(f.lower, x, x, c) for c in SCALES]
+    """
+)
+
+# A user of the library, counting every Numba compile in its process.
+_USER = textwrap.dedent(
+    """
+    import numba.core.compiler as compiler
+    compiles = []
+    _compile_extra = compiler.compile_extra
+    def counted(*args, **kwargs):
+        compiles.append(args[2] if len(args) > 2 else kwargs.get("func"))
+        return _compile_extra(*args, **kwargs)
+    compiler.compile_extra = counted
+
+    import sys
+    import jax, jax.numpy as jnp, numpy as np
+    import numba_cpu_ffi, scale_lib
+    if len(sys.argv) > 1:
+        numba_cpu_ffi.add_prebuilt_dir(sys.argv[1])
+    x = jnp.arange(16, dtype=jnp.float32)
+    for c in scale_lib.SCALES:
+        got = jax.jit(scale_lib.scale_add, static_argnums=2)(x, x, c)
+        np.testing.assert_allclose(got, c * x + x)
+    print("compiles", len(compiles))
+    """
+)
+
+
+@pytest.fixture
+def library(tmp_path):
+    (tmp_path / "scale_lib.py").write_text(_LIBRARY)
+    return tmp_path
+
+
+def _env(library: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CPU_FFI_PREBUILT"}
+    path = os.pathsep.join([str(library), env.get("PYTHONPATH", "")])
+    return {**env, "PYTHONPATH": path, **extra}
+
+
+def _use(library: Path, *args: str, strict: bool = True, **env: str) -> tuple[int, str]:
+    result = subprocess.run(
+        [sys.executable, *(["-W", "error"] if strict else []), "-c", _USER, *args],
+        env=_env(library, **env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return int(result.stdout.split()[-1]), result.stderr
+
+
+def _files(root: Path) -> dict[str, tuple[int, int]]:
+    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in root.iterdir()}
+
+
+def _prebuild(library: Path, out: Path, jobs: int = 2) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "numba_cpu_ffi.prebuild",
+            "scale_lib:kernels",
+            "--out",
+            str(out),
+            "--jobs",
+            str(jobs),
+        ],
+        env=_env(library),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    # Three kernels and the one handler their call shape shares.
+    assert result.stdout.startswith("4 compiled entries, "), result.stdout
+
+
+def test_a_prebuilt_directory_makes_a_process_compile_nothing(library, tmp_path):
+    prebuilt = tmp_path / "prebuilt"
+    _prebuild(library, prebuilt)
+    shipped = _files(prebuilt)
+    # Without it a process compiles the kernels and the handler.
+    compiles, _ = _use(library, NUMBA_CPU_FFI_CACHE_DIR="")
+    assert compiles >= 4
+    # Named by the environment, no user cache: nothing compiled.
+    assert _use(library, NUMBA_CPU_FFI_CACHE_DIR="", NUMBA_CPU_FFI_PREBUILT=str(prebuilt)) == (
+        0,
+        "",
+    )
+    # Added by the library's API, beside an empty user cache that stays empty.
+    user = tmp_path / "user"
+    assert _use(library, str(prebuilt), NUMBA_CPU_FFI_CACHE_DIR=str(user)) == (0, "")
+    assert not any(user.iterdir())
+    assert _files(prebuilt) == shipped, "a prebuilt directory is never written"
+
+
+def test_the_user_cache_serves_factory_kernels_across_processes(library, tmp_path):
+    user = tmp_path / "user"
+    first, _ = _use(library, NUMBA_CPU_FFI_CACHE_DIR=str(user))
+    assert first >= 4
+    assert _use(library, NUMBA_CPU_FFI_CACHE_DIR=str(user)) == (0, "")
+
+
+def test_a_bad_prebuilt_file_is_ignored_not_deleted(library, tmp_path):
+    prebuilt = tmp_path / "prebuilt"
+    _prebuild(library, prebuilt, jobs=1)
+    index = sorted(p for p in prebuilt.iterdir() if p.name.startswith("k_") and p.suffix == ".nbi")
+    index[0].write_bytes(b"not a cache file")
+    compiles, err = _use(
+        library, strict=False, NUMBA_CPU_FFI_CACHE_DIR="", NUMBA_CPU_FFI_PREBUILT=str(prebuilt)
+    )
+    assert compiles == 1, err
+    message = (
+        f"numba-cpu-ffi's handler cache file {str(index[0])!r} does not match its checksum "
+        "(truncated or corrupt); it is ignored and the handler is compiled again"
+    )
+    assert message in err, err
+    assert index[0].read_bytes() == b"not a cache file"
+
+
+def test_a_directory_others_may_write_is_not_read(tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("NUMBA_CPU_FFI_PREBUILT", str(shared))
+    message = (
+        f"numba-cpu-ffi's prebuilt directory {str(shared)!r} is not read because group or "
+        "others may write into it (mode 0777); prebuilt directories must be real directories "
+        "that only their owner may write"
+    )
+    with pytest.warns(ffi_core.CacheDirWarning, match=re.escape(message)):
+        assert prebuilt_dirs() == ()
+
+
+@pytest.mark.parametrize(
+    ("targets", "jobs", "error", "message"),
+    [
+        (
+            "a:b:c",
+            1,
+            ValueError,
+            "each target must be 'module' or 'module:function' (a str), got 'a:b:c'",
+        ),
+        (
+            ["mod:"],
+            1,
+            ValueError,
+            "each target must be 'module' or 'module:function' (a str), got 'mod:'",
+        ),
+        ([], 1, ValueError, "`targets` must name at least one module"),
+        ("mod", 0, ValueError, "`jobs` must be an int of at least 1, got 0"),
+    ],
+)
+def test_bad_arguments(tmp_path, targets, jobs, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        build(targets, tmp_path / "out", jobs=jobs)
+
+
+def test_a_failing_worker_is_reported(tmp_path, library, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(library))
+    monkeypatch.syspath_prepend(str(library))
+    with pytest.raises(
+        PrebuildError,
+        match=r"^prebuilding failed in scale_lib:missing \(worker 1 of 1\), exit 1:\n",
+    ):
+        build("scale_lib:missing", tmp_path / "out")
