@@ -152,6 +152,39 @@ def bench_vmap(rounds: int, rows: int, cols: int) -> dict:
     return interleaved({"vmap": lambda: fv(x, x), "flat": lambda: ff(xf, xf)}, rounds, inner)
 
 
+@numba.njit
+def gather_add(x, idx, out):
+    # An indexed kernel (what bounds checks cost most on): out[i] = x[idx[i]] + 1.
+    for i in range(idx.size):
+        out[i] = x[idx[i]] + 1
+
+
+def bench_boundscheck(rounds: int) -> dict:
+    """The cost of ``boundscheck=True``: the 2^20 add and an indexed gather,
+    each with and without bounds checks, and a tiny call."""
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.random(2**20, dtype=np.float32))
+    idx = jnp.asarray(rng.integers(0, x.size, x.size, dtype=np.int32))
+    out = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    tiny = x[:16]
+    tiny_out = jax.ShapeDtypeStruct(tiny.shape, tiny.dtype)
+    res = {}
+    for label, kernel, args, outs, inner in (
+        ("add_2pow20", add, (x, x), out, 20),
+        ("gather_2pow20", gather_add, (x, idx), out, 20),
+        ("tiny_16", add, (tiny, tiny), tiny_out, 2000),
+    ):
+        plain = jax.jit(numba_kernel(kernel, outs, boundscheck=False))
+        checked = jax.jit(numba_kernel(kernel, outs, boundscheck=True))
+        r = interleaved(
+            {"plain": lambda f=plain: f(*args), "checked": lambda f=checked: f(*args)},
+            rounds,
+            inner,
+        )
+        res |= {f"{label}_{k}": v for k, v in r.items()}
+    return res
+
+
 def bench_wake(rounds: int) -> dict:
     """Numba alone: a prange kernel against its serial twin, by size (the cost of
     waking threads that ``parallel_min_elements`` is derived from)."""
@@ -238,6 +271,7 @@ def main() -> None:
         "vmap_8x100000_vs_flat": lambda: bench_vmap(rounds, 8, 100_000),
         "vmap_64x8192_vs_flat": lambda: bench_vmap(rounds, 64, 8192),
         "parallel_threshold": lambda: bench_wake(rounds),
+        "boundscheck_cost": lambda: bench_boundscheck(rounds),
     }
     unknown = set(args.only or ()) - set(groups)
     if unknown:
