@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from ffi_core import BoundPrimitive, ShardingRule, partitioned_call
 from ffi_core.checking import (
     CHECKS,
     TOLERANCES,
@@ -19,6 +20,8 @@ from ffi_core.checking import (
     first_difference,
     tolerance,
 )
+from jax.extend.core import Primitive
+from jax.interpreters import mlir
 
 X = jnp.array([1.0, 2.0, 3.0, 4.0], jnp.float32)
 
@@ -341,3 +344,88 @@ def test_custom_vjp_op_with_a_wrong_backward_fails():
     row = _rows(report, "autodiff")["autodiff: grad of a scalar loss"]
     assert row.status is Status.FAILED
     assert row.detail.startswith("<grad, v> = ")
+
+
+# An op partitioned by its rule (a primitive lowered by jnp code standing for a
+# bridge's native call): out[i] = v[i] * combine(w), combine a sum or a max.
+def _combining_op(rule, combine):
+    prim = Primitive(f"ffi_core_test_combine_{combine.__name__}")
+    prim.multiple_results = True
+    prim.def_abstract_eval(lambda w, v, *, out_avals: list(out_avals))
+    prim.def_impl(lambda w, v, *, out_avals: [v * combine(w)])
+    mlir.register_lowering(
+        prim,
+        mlir.lower_fun(lambda w, v, *, out_avals: [v * combine(w)], multiple_results=True),
+    )
+
+    def op(w, v):
+        out_avals = (jax.core.ShapedArray(v.shape, v.dtype),)
+        resolved = rule.resolve([w.shape, v.shape], [v.shape], name="kernel 'combine'")
+        return partitioned_call(BoundPrimitive(prim, ()), [w, v], out_avals, resolved)[0]
+
+    return op
+
+
+W = jnp.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0], jnp.float32)
+
+
+def test_sharding_splits_the_factors_a_rule_keeps_whole():
+    # Shardy wants special factors in rule order: "k" (implicitly whole) comes
+    # before "i" here, which the rule names to keep whole.
+    rule = ShardingRule("k, i -> i", need_replication_factors=("i",))
+    op = _combining_op(rule, jnp.sum)
+    report = check_kernel(op, W, X, checks=["sharding"], sharding_rule=rule)
+    assert report.results == (
+        CheckResult(
+            "sharding: sharded jit",
+            Status.SKIPPED,
+            "no factor of the rule 'k, i -> i' that an output carries divides among devices",
+        ),
+        CheckResult(
+            "sharding: shard_map",
+            Status.SKIPPED,
+            "no factor of the rule 'k, i -> i' that an output carries divides among devices",
+        ),
+        CheckResult(
+            "sharding: whole factors split in the inputs",
+            Status.PASSED,
+            "'k', 'i' gathered by the rule, results agree",
+        ),
+    )
+
+
+def test_sharding_splits_a_reduction_factor():
+    rule = ShardingRule("k, i -> i", reduction_factors=("k",))
+    report = check_kernel(
+        _combining_op(rule, jnp.sum), W, X, checks=["sharding"], sharding_rule=rule
+    )
+    assert [(r.check, r.status, r.detail) for r in report.results] == [
+        (
+            "sharding: sharded jit",
+            Status.PASSED,
+            "'i' split over 4 devices; device 0 computed 1 of 4",
+        ),
+        ("sharding: shard_map", Status.PASSED, "'i' split over 4 devices"),
+        (
+            "sharding: reduction factor split",
+            Status.PASSED,
+            "'k' split over 4 devices, the partial results summed",
+        ),
+    ]
+    # A maximum is no sum of the shards' maxima: declared a reduction, it fails.
+    wrong = _combining_op(rule, jnp.max)
+    report = check_kernel(wrong, W, X, checks=["sharding"], sharding_rule=rule, raises=False)
+    assert [(r.check, r.detail.split(":")[0]) for r in report.failed] == [
+        ("sharding: reduction factor split", "output 0 at index (0,)"),
+    ]
+
+
+def test_sharding_whole_factor_row_fails_where_the_op_splits_it():
+    # The op's own rule sums over "k", but check_kernel is told "k" stays whole
+    # (implied: an input-only factor, not a reduction one): splitting "k" in the
+    # inputs shows the op's results change.
+    op = _combining_op(ShardingRule("k, i -> i", reduction_factors=("k",)), jnp.max)
+    report = check_kernel(op, W, X, checks=["sharding"], sharding_rule="k, i -> i", raises=False)
+    assert [(r.check, r.detail.split(": ")[0]) for r in report.failed] == [
+        ("sharding: whole factors split in the inputs", "'k' kept whole"),
+    ]
