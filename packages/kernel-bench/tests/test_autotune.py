@@ -328,13 +328,14 @@ def test_cli_autotune_run_show_and_clear(capsys):
     assert main(["autotune", "run", "axpy", "--quick", "--budget", "0.05"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(
-        "# axpy/n=1e+04\naxpy on cpu: float32[10000], float32[10000], float32[1]\n"
+        "# kernel_bench.examples.axpy/n=1e+04\n"
+        "kernel_bench.examples.axpy on cpu: float32[10000], float32[10000], float32[1]\n"
     )
     assert "choice: " in out and "(measured in this process; margin " in out
 
     assert main(["autotune", "show"]) == 0
     out = capsys.readouterr().out
-    assert "axpy on cpu: float32[10000], float32[10000], float32[1]" in out
+    assert "kernel_bench.examples.axpy on cpu: float32[10000], float32[10000], float32[1]" in out
     assert "(read from the autotune cache (" in out
     # The fake clock times every backend alike: a tie, within the noise.
     assert "; margin 1.00x, noise 0.0%, machine quiet; measured again in the next process)" in out
@@ -372,7 +373,7 @@ def test_under_scan_grad_and_leak_checking():
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
     # The forward and transposed products were decided (once each per signature).
-    assert {d.op for d in found} == {"csr_matvec"}
+    assert {d.op for d in found} == {"kernel_bench.examples.csr_matvec"}
     assert len({d.key for d in found}) == autotune.stats()["measured"] >= 2
 
 
