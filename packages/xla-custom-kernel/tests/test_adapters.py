@@ -266,8 +266,9 @@ def test_a_seed_method_names_the_extra_where_its_bridge_is_absent(method, name, 
     k = XLACustomKernel(name)
     message = (
         f"def_{backend}_kernel of kernel {name!r} needs {package}-not-installed, which is not "
-        f'installed; install it with: uv add "xla-custom-kernel[{extra}]" '
-        f'(or pip install "xla-custom-kernel[{extra}]")'
+        f'installed; install it with `pip install "xla-custom-kernel[{extra}]"` (from wheels '
+        f'built from the repository: `pip install --find-links DIR "xla-custom-kernel[{extra}]"`; '
+        f'in a uv project: `uv add "xla-custom-kernel[{extra}]"`)'
     )
     with pytest.raises(ImportError, match=f"^{re.escape(message)}$"):
         getattr(k, method)(_kg)
@@ -296,8 +297,10 @@ def test_an_import_error_that_says_how_to_install_says_it_once(name, adapter_nam
         k(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype))
     assert str(info.value) == (
         f"backend {adapter_name!r} of kernel {name!r} failed on platform 'cpu': ImportError: "
-        f"{adapter_name} kernels need its bridge; install it with: uv add "
-        '"xla-custom-kernel[x]" (or pip install "xla-custom-kernel[x]"). No other backend is '
+        f"{adapter_name} kernels need its bridge; install it with `pip install "
+        '"xla-custom-kernel[x]"` (from wheels built from the repository: `pip install '
+        '--find-links DIR "xla-custom-kernel[x]"`; in a uv project: `uv add '
+        '"xla-custom-kernel[x]"`). No other backend is '
         f"registered for cpu; register one, for example with get_kernel({name!r})"
         ".def_jax_kernel(...)"
     )
