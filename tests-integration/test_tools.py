@@ -137,7 +137,10 @@ def test_bench_autotune_runs():
     results = json.loads(done.stdout)
     suite = results["suite"]
     cases = {c["case"].split("/")[0] for c in suite["cases"]}
-    assert cases == {"axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat"}
+    assert cases == {
+        f"kernel_bench.examples.{n}"
+        for n in ("axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat")
+    }
     for c in suite["cases"]:
         assert set(c["auto_chose"]) <= set(c["us_per_call"]) - {"auto"}
         assert c["chosen_over_best"] >= 1.0

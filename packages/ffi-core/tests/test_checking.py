@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from ffi_core import BoundPrimitive, ShardingRule, partitioned_call
 from ffi_core.checking import (
     CHECKS,
     TOLERANCES,
@@ -19,6 +20,8 @@ from ffi_core.checking import (
     first_difference,
     tolerance,
 )
+from jax.extend.core import Primitive
+from jax.interpreters import mlir
 
 X = jnp.array([1.0, 2.0, 3.0, 4.0], jnp.float32)
 
@@ -393,4 +396,207 @@ def test_custom_vjp_op_with_a_wrong_backward_fails():
     report = check_kernel(_custom_vjp_square(3.0), X, checks=["autodiff"], raises=False)
     row = _rows(report, "autodiff")["autodiff: grad of a scalar loss"]
     assert row.status is Status.FAILED
-    assert row.detail.startswith("<grad, v> = ")
+    assert row.detail.startswith("input 0 (`x`): <grad, v> = ")
+
+
+# An op partitioned by its rule (a primitive lowered by jnp code standing for a
+# bridge's native call): out[i] = v[i] * combine(w), combine a sum or a max.
+def _combining_op(rule, combine):
+    prim = Primitive(f"ffi_core_test_combine_{combine.__name__}")
+    prim.multiple_results = True
+    prim.def_abstract_eval(lambda w, v, *, out_avals: list(out_avals))
+    prim.def_impl(lambda w, v, *, out_avals: [v * combine(w)])
+    mlir.register_lowering(
+        prim,
+        mlir.lower_fun(lambda w, v, *, out_avals: [v * combine(w)], multiple_results=True),
+    )
+
+    def op(w, v):
+        out_avals = (jax.core.ShapedArray(v.shape, v.dtype),)
+        resolved = rule.resolve([w.shape, v.shape], [v.shape], name="kernel 'combine'")
+        return partitioned_call(BoundPrimitive(prim, ()), [w, v], out_avals, resolved)[0]
+
+    return op
+
+
+W = jnp.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0], jnp.float32)
+
+
+def test_sharding_splits_the_factors_a_rule_keeps_whole():
+    # Shardy wants special factors in rule order: "k" (implicitly whole) comes
+    # before "i" here, which the rule names to keep whole.
+    rule = ShardingRule("k, i -> i", need_replication_factors=("i",))
+    op = _combining_op(rule, jnp.sum)
+    report = check_kernel(op, W, X, checks=["sharding"], sharding_rule=rule)
+    assert report.results == (
+        CheckResult(
+            "sharding: sharded jit",
+            Status.SKIPPED,
+            "no factor of the rule 'k, i -> i' that an output carries divides among devices",
+        ),
+        CheckResult(
+            "sharding: shard_map",
+            Status.SKIPPED,
+            "no factor of the rule 'k, i -> i' that an output carries divides among devices",
+        ),
+        CheckResult(
+            "sharding: whole factors split in the inputs",
+            Status.PASSED,
+            "'k', 'i' gathered by the rule, results agree",
+        ),
+    )
+
+
+def test_sharding_splits_a_reduction_factor():
+    rule = ShardingRule("k, i -> i", reduction_factors=("k",))
+    report = check_kernel(
+        _combining_op(rule, jnp.sum), W, X, checks=["sharding"], sharding_rule=rule
+    )
+    assert [(r.check, r.status, r.detail) for r in report.results] == [
+        (
+            "sharding: sharded jit",
+            Status.PASSED,
+            "'i' split over 4 devices; device 0 computed 1 of 4",
+        ),
+        ("sharding: shard_map", Status.PASSED, "'i' split over 4 devices"),
+        (
+            "sharding: reduction factor split",
+            Status.PASSED,
+            "'k' split over 4 devices, the partial results summed",
+        ),
+    ]
+    # A maximum is no sum of the shards' maxima: declared a reduction, it fails.
+    wrong = _combining_op(rule, jnp.max)
+    report = check_kernel(wrong, W, X, checks=["sharding"], sharding_rule=rule, raises=False)
+    assert [(r.check, r.detail.split(":")[0]) for r in report.failed] == [
+        ("sharding: reduction factor split", "output 0 at index (0,)"),
+    ]
+
+
+def test_sharding_whole_factor_row_fails_where_the_op_splits_it():
+    # The op's own rule sums over "k", but check_kernel is told "k" stays whole
+    # (implied: an input-only factor, not a reduction one): splitting "k" in the
+    # inputs shows the op's results change.
+    op = _combining_op(ShardingRule("k, i -> i", reduction_factors=("k",)), jnp.max)
+    report = check_kernel(op, W, X, checks=["sharding"], sharding_rule="k, i -> i", raises=False)
+    assert [(r.check, r.detail.split(": ")[0]) for r in report.failed] == [
+        ("sharding: whole factors split in the inputs", "'k' kept whole"),
+    ]
+
+
+# data * v, whose JVP rule covers v only (the tangent of `data` is dropped):
+# right when only v is differentiated.
+@jax.custom_jvp
+def _scale_by_data(data, v):
+    return data * v
+
+
+@_scale_by_data.defjvp
+def _scale_by_data_jvp(primals, tangents):
+    data, v = primals
+    return data * v, data * tangents[1]
+
+
+def test_differentiable_inputs_are_the_ones_named():
+    data = X + 1.0
+    report = check_kernel(_scale_by_data, data, X, checks=["autodiff"], raises=False)
+    assert [r.check for r in report.failed] == [
+        "autodiff: JVP vs finite differences",
+        "autodiff: grad of a scalar loss",
+        "autodiff: second order (check_grads)",
+    ]
+    hint = (
+        "; if the op is not differentiable in input 0 (`data`), name the inputs it is "
+        "differentiable in with `differentiable=`"
+    )
+    jvp = report.failed[0].detail
+    assert re.fullmatch(
+        r"input 0 \(`data`\): output 0 at index \(\d,\): finite differences give \S+, "
+        r"the JVP rule gives \S+ \(in float64; rtol=1e-06\)" + re.escape(hint),
+        jvp,
+    ), jvp
+    assert report.failed[1].detail.startswith("input 0 (`data`): <grad, v> = ")
+    for differentiable in [("v",), (1,), [1, "v"]]:
+        report = check_kernel(
+            _scale_by_data, data, X, checks=["autodiff"], differentiable=differentiable
+        )
+        assert report.ok and len(report.passed) == 6
+    report = check_kernel(_scale_by_data, data, X, checks=["autodiff"], differentiable=())
+    assert report.results == (
+        CheckResult("autodiff", Status.SKIPPED, "`differentiable` names no input"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("differentiable", "error", "message"),
+    [
+        (
+            "v",
+            TypeError,
+            "`differentiable` must be a collection of input positions (int) or the op's "
+            "parameter names (str), got 'v'",
+        ),
+        (
+            [1.0],
+            TypeError,
+            "`differentiable` must be a collection of input positions (int) or the op's "
+            "parameter names (str), got [1.0]",
+        ),
+        (
+            ["w"],
+            ValueError,
+            "`differentiable` names 'w', which is not a parameter of the op; its positional "
+            "parameters: data, v",
+        ),
+        (
+            [2],
+            ValueError,
+            "`differentiable` names input 2, but the op is given 2 inputs (0 to 1)",
+        ),
+    ],
+)
+def test_bad_differentiable(differentiable, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        check_kernel(_scale_by_data, X, X, differentiable=differentiable)
+
+
+def test_differentiable_refuses_an_integer_input():
+    def op(x, indices):
+        return x[indices]
+
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "`differentiable` names input 1 (`indices`), of dtype int32; only floating-point "
+            "and complex inputs are differentiated"
+        ),
+    ):
+        check_kernel(op, X, jnp.arange(2), differentiable=["indices"])
+
+
+def test_other_args_take_their_own_keywords():
+    def op(x, *, shape):  # a static keyword that follows the input's size
+        return jnp.reshape(x * 2.0, shape)
+
+    other = jnp.ones(6, jnp.float32)
+    report = check_kernel(
+        op, X, kwargs={"shape": (2, 2)}, other_args=(other,), checks=["compile"], raises=False
+    )
+    row = _rows(report, "compile")["compile: new shape"]
+    assert row.status is Status.FAILED
+    assert row.detail.startswith("raised TypeError: cannot reshape array of shape (6,)")
+    report = check_kernel(
+        op,
+        X,
+        kwargs={"shape": (2, 2)},
+        other_args=(other,),
+        other_kwargs={"shape": (3, 2)},
+        checks=["compile"],
+    )
+    assert _rows(report, "compile")["compile: new shape"] == CheckResult(
+        "compile: new shape", Status.PASSED, "the FFI targets registered for the first shape served"
+    )
+    with pytest.raises(
+        TypeError, match=re.escape("`other_kwargs` must be a mapping or None, got <class 'list'>")
+    ):
+        check_kernel(op, X, kwargs={"shape": (2, 2)}, other_kwargs=[("shape", (3, 2))])

@@ -23,7 +23,9 @@ def test_native_without_numba_names_the_extra() -> None:
     )
     assert result.stdout.splitlines() == [
         "ModuleNotFoundError",
-        'ffi_core.native needs numba: install it with `uv add "ffi-core[native]"`',
+        'ffi_core.native needs numba: install it with `pip install "ffi-core[native]"` (from '
+        'wheels built from the repository: `pip install --find-links DIR "ffi-core[native]"`; '
+        'in a uv project: `uv add "ffi-core[native]"`)',
     ]
 
 

@@ -98,3 +98,46 @@ def test_export_of_a_partitioned_call_is_refused(mesh):
     # On one device, the rule changes nothing and the call exports.
     one = jax.jit(lambda a, v: matvec(a, v, rule))
     jax.export.export(one)(jnp.ones((8, 6)), jnp.ones(6))
+
+
+# A "kernel" whose inputs name their factors out of the order the rule keeps
+# whole: out[i] = v[i] * sum(w), rule "k, i -> i" (k implicitly whole).
+scaled_p = Primitive("ffi_core_test_scaled_by_sum")
+scaled_p.multiple_results = True
+scaled_p.def_abstract_eval(lambda w, v, *, out_avals: list(out_avals))
+mlir.register_lowering(
+    scaled_p,
+    mlir.lower_fun(lambda w, v, *, out_avals: [v * w.sum()], multiple_results=True),
+)
+scaled_p.def_impl(lambda w, v, *, out_avals: [v * w.sum()])
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        ShardingRule("k, i -> i", need_replication_factors=("i",)),
+        ShardingRule("k, i -> i", need_replication_factors=("i", "k")),
+        ShardingRule("k, i -> i", need_replication_factors=("k", "i")),
+    ],
+)
+def test_special_factors_lower_in_rule_order(mesh, rule):
+    # Shardy refuses special factors out of the order they appear in the rule
+    # ("indices of special factors must be sorted"): i after k here.
+    assert rule.whole_factors == ("k", "i")
+    assert rule.need_replication_factors in (("i",), ("k", "i"))
+    w = jax.device_put(jnp.arange(8, dtype=jnp.float32), NamedSharding(mesh, P("r")))
+    v = jax.device_put(jnp.arange(6, dtype=jnp.float32), NamedSharding(mesh, P("c")))
+    out_avals = (jax.core.ShapedArray((6,), jnp.float32),)
+
+    def f(w, v):
+        resolved = rule.resolve([w.shape, v.shape], [(6,)], name="kernel 'scaled'")
+        return partitioned_call(BoundPrimitive(scaled_p, ()), [w, v], out_avals, resolved)[0]
+
+    np.testing.assert_allclose(jax.jit(f)(w, v), np.arange(6) * np.arange(8).sum())
+
+
+def test_reduction_factors_kept_in_rule_order():
+    rule = ShardingRule("i k j, k j -> i", reduction_factors=("j", "k"))
+    assert rule.reduction_factors == ("k", "j")
+    assert rule.factors == ("i", "k", "j")
+    assert rule == ShardingRule("i k j, k j -> i", reduction_factors=("k", "j"))

@@ -101,6 +101,15 @@ def test_bad_factor_lists():
     ):
         ShardingRule("i k -> i", reduction_factors=("i",))
     with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "`reduction_factors` and `need_replication_factors` both name 'k' in "
+            "`sharding_rule` 'i k -> i'; a factor is either summed over (split, partial "
+            "results added) or kept whole, not both"
+        ),
+    ):
+        ShardingRule("i k -> i", reduction_factors=("k",), need_replication_factors=("k",))
+    with pytest.raises(
         TypeError,
         match=re.escape("`reduction_factors` must be a sequence of factor names (str), got 'k'"),
     ):

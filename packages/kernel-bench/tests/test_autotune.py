@@ -196,8 +196,9 @@ def test_backends_whose_bridge_is_absent_are_passed_over_and_explained(capsys):
         xck.BackendAdapter(absent, ("cpu",), "vmap", extra="absent", module=f"{absent}_ffi")
     )
     reason = (
-        f"{absent.replace('_', '-')}-ffi is not installed; install it with: uv add "
-        '"xla-custom-kernel[absent]" (or pip install "xla-custom-kernel[absent]")'
+        f"{absent.replace('_', '-')}-ffi is not installed; install it with `pip install "
+        '"xla-custom-kernel[absent]"` (from wheels built from the repository: '
+        '`pip install --find-links DIR "xla-custom-kernel[absent]"`; in a uv project: `uv add "xla-custom-kernel[absent]"`)'
     )
     op = _op({"slow": _doubling(), "fast": _doubling()})
     getattr(op, f"def_{absent}_kernel")(lambda outs: pytest.fail("an absent backend ran"))
@@ -364,13 +365,14 @@ def test_cli_autotune_run_show_and_clear(capsys):
     assert main(["autotune", "run", "axpy", "--quick", "--budget", "0.05"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(
-        "# axpy/n=1e+04\naxpy on cpu: float32[10000], float32[10000], float32[1]\n"
+        "# kernel_bench.examples.axpy/n=1e+04\n"
+        "kernel_bench.examples.axpy on cpu: float32[10000], float32[10000], float32[1]\n"
     )
     assert "choice: " in out and "(measured in this process; margin " in out
 
     assert main(["autotune", "show"]) == 0
     out = capsys.readouterr().out
-    assert "axpy on cpu: float32[10000], float32[10000], float32[1]" in out
+    assert "kernel_bench.examples.axpy on cpu: float32[10000], float32[10000], float32[1]" in out
     assert "(read from the autotune cache (" in out
     # The fake clock times every backend alike: a tie, within the noise.
     assert "; margin 1.00x, noise 0.0%, machine quiet; measured again in the next process)" in out
@@ -408,7 +410,7 @@ def test_under_scan_grad_and_leak_checking():
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
     # The forward and transposed products were decided (once each per signature).
-    assert {d.op for d in found} == {"csr_matvec"}
+    assert {d.op for d in found} == {"kernel_bench.examples.csr_matvec"}
     assert len({d.key for d in found}) == autotune.stats()["measured"] >= 2
 
 

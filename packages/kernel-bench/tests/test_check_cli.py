@@ -44,15 +44,39 @@ def ops(monkeypatch):
 def test_check_bundled_example(capsys):
     assert main(["check", "axpy", "--checks", "results", "vmap: batch axis 0"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("check_kernel(axpy): 4 passed, 0 failed, 0 skipped\n")
+    assert out.startswith(
+        "check_kernel(kernel_bench.examples.axpy): 4 passed, 0 failed, 0 skipped\n"
+    )
     assert "results: reference" in out and "vmap: batch axis 0" in out
 
 
 def test_check_without_targets_checks_every_bundled_example(capsys):
     assert main(["check", "--checks", "results: eager vs jit"]) == 0
     out = capsys.readouterr().out
-    names = re.findall(r"^check_kernel\((\w+)\): 1 passed", out, re.M)
+    names = re.findall(r"^check_kernel\(kernel_bench\.examples\.(\w+)\): 1 passed", out, re.M)
     assert names == ["axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat"]
+
+
+def test_a_users_op_may_take_an_examples_short_name(tmp_path, monkeypatch, capsys):
+    # The bundled examples are namespaced (kernel_bench.examples.csr_matvec):
+    # a library's own csr_matvec, imported after them, is no duplicate.
+    import kernel_bench.examples
+
+    assert kernel_bench.examples.csr_matvec.name == "kernel_bench.examples.csr_matvec"
+    (tmp_path / "kernel_bench_user_ops.py").write_text(
+        "import jax, numpy as np\n"
+        "from kernel_bench import BenchmarkConfig\n"
+        "from xla_custom_kernel import XLACustomKernel\n"
+        "csr_matvec = XLACustomKernel('csr_matvec')\n"
+        "csr_matvec.def_jax_kernel(lambda outs: lambda x: 2 * x)\n"
+        "csr_matvec.def_call(lambda x: csr_matvec(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype)))\n"
+        "csr_matvec.def_benchmark_data(lambda *, platform: "
+        "[BenchmarkConfig('n=4', (np.arange(4, dtype=np.float32),))])\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["check", "kernel_bench_user_ops:csr_matvec", "--checks", "results"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("check_kernel(csr_matvec): 2 passed, 0 failed, 1 skipped\n")
 
 
 def test_check_module_attr_uses_the_smallest_benchmark_case(capsys, ops):

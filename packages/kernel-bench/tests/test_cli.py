@@ -208,7 +208,8 @@ def test_run_with_tags_on_explicit_kernels(capsys, target_module):
     [
         (
             ["run", "no_such_module_xyz"],
-            "cannot import module 'no_such_module_xyz': No module named 'no_such_module_xyz'",
+            "cannot import module 'no_such_module_xyz': ModuleNotFoundError: No module named "
+            "'no_such_module_xyz'",
         ),
         (
             ["run", "kernel_bench_cli_target:missing"],
@@ -250,7 +251,8 @@ def test_run_with_tags_on_explicit_kernels(capsys, target_module):
         (["--output", "x.png"], "--output must end in .json or .csv, got 'x.png'"),
         (
             ["list", "no_such_module_xyz"],
-            "cannot import module 'no_such_module_xyz': No module named 'no_such_module_xyz'",
+            "cannot import module 'no_such_module_xyz': ModuleNotFoundError: No module named "
+            "'no_such_module_xyz'",
         ),
     ],
 )
@@ -279,11 +281,14 @@ def test_list_shows_tags_backends_and_data(capsys, target_module):
     assert capsys.readouterr().out == "no registered kernels with tags no-such-tag\n"
 
 
+EXAMPLES = ("axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat")
+
+
 def test_list_defaults_to_the_bundled_examples(capsys):
     assert main(["list", "--tags", "example"]) == 0
     out = capsys.readouterr().out
-    for name in ("axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat"):
-        assert re.search(rf"^{name} .*numba.*jax", out, re.M), out
+    for name in EXAMPLES:
+        assert re.search(rf"^kernel_bench\.examples\.{name} .*numba.*jax", out, re.M), out
 
 
 def test_compare_two_files(tmp_path, capsys):
@@ -361,7 +366,7 @@ def test_bundled_suite_runs(tmp_path, capsys):
     assert code == 0, out
     result = BenchmarkResult.load(tmp_path / "kernel-bench-results.json")
     kernels = {r.label.split("/")[0] for r in result.records}
-    assert kernels == {"axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat"}
+    assert kernels == {f"kernel_bench.examples.{n}" for n in EXAMPLES}
     backends = {r.backend for r in result.records}
     assert backends >= {"numba", "jax", "auto"}
     assert ("warp" in backends) == (importlib.util.find_spec("warp_ffi") is not None)
@@ -371,9 +376,9 @@ def test_bundled_suite_runs(tmp_path, capsys):
     choices = out.split("autotuned backends (", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
     assert choices[0].split()[:4] == ["operation", "call", "signature", "auto"]
     picked = {line.split()[0]: line for line in choices[2:] if line.strip()}
-    assert set(picked) >= {"axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat"}
+    assert set(picked) >= {f"kernel_bench.examples.{n}" for n in EXAMPLES}
     assert all(" measured " in line for line in picked.values()), out
-    assert set(picked) == {"axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat"}
+    assert set(picked) == {f"kernel_bench.examples.{n}" for n in EXAMPLES}
     # The consistency check closes the report; it never changes the exit status.
     assert re.search(
         r'^consistency: "auto" against the fastest fixed backend, in program, in 5 cases: ',
@@ -454,7 +459,9 @@ def test_devices_runs_kernels_with_a_sharding_rule_on_a_mesh(capsys):
     assert code == 0
     out = capsys.readouterr().out
     sharded = out.split("sharded over 4 CPU devices (kernels with a sharding rule):")[1]
-    rows = [line for line in sharded.splitlines() if line.startswith("exp_trace/")]
+    rows = [
+        line for line in sharded.splitlines() if line.startswith("kernel_bench.examples.exp_trace/")
+    ]
     assert rows and all(re.search(r"\(25%\)\s+no$", row) for row in rows), sharded
 
 
@@ -465,3 +472,41 @@ def test_devices_beyond_those_jax_has_are_refused(capsys):
         "--devices 64: JAX has 4 CPU devices; start the command with "
         "XLA_FLAGS=--xla_force_host_platform_device_count=64"
     ) in capsys.readouterr().err
+
+
+def test_run_output_writes_the_plot_beside_the_records(tmp_path, capsys, target_module):
+    out = tmp_path / "bench" / "mine.json"
+    assert main(["run", "kernel_bench_cli_target:double", *FAST, "--output", str(out)]) == 0
+    text = capsys.readouterr().out
+    png = tmp_path / "bench" / "mine.png"
+    assert f"records: {out}" in text and f"plot: {png}" in text
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    other = tmp_path / "other.json"
+    argv = ["run", "kernel_bench_cli_target:double", *FAST, "--output", str(other), "--no-plot"]
+    assert main(argv) == 0
+    assert other.is_file() and not other.with_suffix(".png").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "kernel_bench_cli_broken:op"],
+        ["check", "kernel_bench_cli_broken:op"],
+        ["autotune", "run", "kernel_bench_cli_broken:op"],
+        ["list", "kernel_bench_cli_broken"],
+    ],
+)
+def test_a_module_that_fails_to_import_is_one_line(tmp_path, monkeypatch, capsys, argv):
+    (tmp_path / "kernel_bench_cli_broken.py").write_text(
+        'raise RuntimeError("mylib needs its data files\\nsee the docs")\n'
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        "kernel-bench: error: cannot import module 'kernel_bench_cli_broken': RuntimeError: "
+        "mylib needs its data files"
+    )

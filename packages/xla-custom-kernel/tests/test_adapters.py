@@ -271,18 +271,16 @@ def test_a_seed_method_registers_an_absent_bridge_as_unavailable(method, name, m
     assert [e.platform for e in (entries if isinstance(entries, tuple) else (entries,))] == list(
         platforms
     )
-    reason = (
-        f'{package}-not-installed is not installed; install it with: uv add "xla-custom-kernel[{extra}]" '
-        f'(or pip install "xla-custom-kernel[{extra}]")'
-    )
+    reason = f'{package}-not-installed is not installed; install it with `pip install "xla-custom-kernel[{extra}]"` (from wheels built from the repository: `pip install --find-links DIR "xla-custom-kernel[{extra}]"`; in a uv project: `uv add "xla-custom-kernel[{extra}]"`)'
     for platform in platforms:
         assert k.available_backends(platform) == []
         assert k.unavailable_backends(platform) == {backend: reason}
         assert list(k._kernels[platform]) == [backend]
     message = (
         f"backend {backend!r} of kernel {name!r} (chosen for the call) needs "
-        f"{package}-not-installed, which is not installed; install it with: uv add "
-        f'"xla-custom-kernel[{extra}]" (or pip install "xla-custom-kernel[{extra}]")'
+        f"{package}-not-installed, which is not installed; install it with `pip install "
+        f'"xla-custom-kernel[{extra}]"` (from wheels built from the repository: '
+        f'`pip install --find-links DIR "xla-custom-kernel[{extra}]"`; in a uv project: `uv add "xla-custom-kernel[{extra}]"`)'
     )
     x = jnp.ones(2)
     with pytest.raises(ImportError, match=f"^{re.escape(message)}$"):
@@ -312,8 +310,10 @@ def test_an_import_error_that_says_how_to_install_says_it_once(name, adapter_nam
         k(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype))
     assert str(info.value) == (
         f"backend {adapter_name!r} of kernel {name!r} failed on platform 'cpu': ImportError: "
-        f"{adapter_name} kernels need its bridge; install it with: uv add "
-        '"xla-custom-kernel[x]" (or pip install "xla-custom-kernel[x]"). No other backend is '
+        f"{adapter_name} kernels need its bridge; install it with `pip install "
+        '"xla-custom-kernel[x]"` (from wheels built from the repository: `pip install '
+        '--find-links DIR "xla-custom-kernel[x]"`; in a uv project: `uv add '
+        '"xla-custom-kernel[x]"`). No other backend is '
         f"registered for cpu; register one, for example with get_kernel({name!r})"
         ".def_jax_kernel(...)"
     )

@@ -14,8 +14,10 @@ def test_benchmark_without_kernel_bench(name, monkeypatch):
         ImportError,
         match=re.escape(
             "backend 'auto' needs a chooser that measures the registered backends, and none is "
-            "registered; kernel-bench provides one: install it with "
-            'uv add "xla-custom-kernel[bench]" (or pip install "xla-custom-kernel[bench]"), '
+            "registered; kernel-bench provides one: install it with `pip install "
+            '"xla-custom-kernel[bench]"` (from wheels built from the repository: `pip install '
+            '--find-links DIR "xla-custom-kernel[bench]"`; in a uv project: `uv add '
+            '"xla-custom-kernel[bench]"`), '
             "or pick a backend by name"
         ),
     ):

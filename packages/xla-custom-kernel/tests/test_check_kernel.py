@@ -155,7 +155,9 @@ def test_jvp_rule_off_by_a_factor(name):
     with pytest.raises(AssertionError) as info:
         check_kernel(op, X, kwargs={"outs": _struct(X)}, checks=["autodiff"])
     message = str(info.value)
-    assert "autodiff: JVP vs finite differences  failed  output 0 at index (0,):" in message
+    assert (
+        "autodiff: JVP vs finite differences  failed  input 0: output 0 at index (0,):" in message
+    )
     assert re.search(r"finite differences give [-\d.e]+, the JVP rule gives [-\d.e]+", message)
 
 

@@ -93,8 +93,7 @@ def test_the_registrations_are_all_there_and_say_what_is_missing():
     assert scale.available_backends("gpu") == ["pallas", "jax"]
     assert list(scale.unavailable_backends("gpu")) == ["numba_cuda", "warp", "triton", "cuda_raw"]
     assert scale.unavailable_backends("cpu") == {
-        "warp": 'warp-ffi is not installed; install it with: uv add "xla-custom-kernel[warp]" '
-        '(or pip install "xla-custom-kernel[warp]")'
+        "warp": 'warp-ffi is not installed; install it with `pip install "xla-custom-kernel[warp]"` (from wheels built from the repository: `pip install --find-links DIR "xla-custom-kernel[warp]"`; in a uv project: `uv add "xla-custom-kernel[warp]"`)'
     }
     assert scale.defaults == {"cpu": "numba", "gpu": "pallas", "tpu": "jax"}
     assert repr(scale) == (
@@ -111,8 +110,9 @@ def test_asking_for_a_gpu_bridge_raises_the_extras_import_error(backend):
     module, extra = GPU_BRIDGES[backend]
     message = (
         f"backend {backend!r} of kernel 'cpu_pieces_only_scale' (chosen for the call) needs "
-        f"{module.replace('_', '-')}, which is not installed; install it with: uv add "
-        f'"xla-custom-kernel[{extra}]" (or pip install "xla-custom-kernel[{extra}]")'
+        f"{module.replace('_', '-')}, which is not installed; install it with `pip install "
+        f'"xla-custom-kernel[{extra}]"` (from wheels built from the repository: '
+        f'`pip install --find-links DIR "xla-custom-kernel[{extra}]"`; in a uv project: `uv add "xla-custom-kernel[{extra}]"`)'
     )
     x = jnp.arange(4.0)
     with pytest.raises(ImportError, match=f"^{re.escape(message)}$"):

@@ -159,8 +159,9 @@ def test_generator_import_error_names_the_extra(name):
         match=re.escape(
             f"backend 'warp' of kernel {name!r} failed on platform 'cpu': ModuleNotFoundError: "
             "No module named 'warp_that_is_not_installed' "
-            '(install it with: uv add "xla-custom-kernel[warp]" '
-            '(or pip install "xla-custom-kernel[warp]")). '
+            '(install it with `pip install "xla-custom-kernel[warp]"` (from wheels built from '
+            'the repository: `pip install --find-links DIR "xla-custom-kernel[warp]"`; in a uv '
+            'project: `uv add "xla-custom-kernel[warp]"`)). '
             f"{_switch(name, 'cpu', 'jax')}"
         ),
     ):

@@ -30,16 +30,18 @@ def absent(name):
 
 def _reason(backend):
     return (
-        f"{backend.replace('_', '-')}-ffi is not installed; install it with: uv add "
-        '"xla-custom-kernel[absent]" (or pip install "xla-custom-kernel[absent]")'
+        f"{backend.replace('_', '-')}-ffi is not installed; install it with `pip install "
+        '"xla-custom-kernel[absent]"` (from wheels built from the repository: '
+        '`pip install --find-links DIR "xla-custom-kernel[absent]"`; in a uv project: `uv add "xla-custom-kernel[absent]"`)'
     )
 
 
 def _import_error(backend, kernel, why):
     return (
         f"backend {backend!r} of kernel {kernel!r} ({why}) needs "
-        f"{backend.replace('_', '-')}-ffi, which is not installed; install it with: uv add "
-        '"xla-custom-kernel[absent]" (or pip install "xla-custom-kernel[absent]")'
+        f"{backend.replace('_', '-')}-ffi, which is not installed; install it with `pip install "
+        '"xla-custom-kernel[absent]"` (from wheels built from the repository: '
+        '`pip install --find-links DIR "xla-custom-kernel[absent]"`; in a uv project: `uv add "xla-custom-kernel[absent]"`)'
     )
 
 

@@ -150,22 +150,54 @@ class ShardingRule:
                 f"dimensions of `sharding_rule` {self.rule!r} carry; a reduction factor is "
                 "summed over and appears in no output"
             )
+        both = [f for f in reduction if f in replication]
+        if both:
+            raise ValueError(
+                f"`reduction_factors` and `need_replication_factors` both name "
+                f"{', '.join(map(repr, both))} in `sharding_rule` {self.rule!r}; a factor is "
+                "either summed over (split, partial results added) or kept whole, not both"
+            )
         object.__setattr__(self, "inputs", inputs)
         object.__setattr__(self, "outputs", outputs)
+        # Shardy numbers factors in the order they first appear in the rule and
+        # wants each list of special factors in that order: kept so here.
+        object.__setattr__(self, "reduction_factors", self._in_rule_order(reduction))
+        object.__setattr__(self, "need_replication_factors", self._in_rule_order(replication))
+
+    @property
+    def factors(self) -> tuple[str, ...]:
+        """Every factor, in the order it first appears in the rule (inputs,
+        then outputs): the order Shardy numbers them in. Empty for
+        ``"elementwise"`` until resolved.
+
+        Example:
+            >>> ShardingRule("k, i -> i").factors
+            ('k', 'i')
+        """
+        arrays = (*(self.inputs or ()), *(self.outputs or ()))
+        return tuple(dict.fromkeys(f for names in arrays for f in names))
+
+    def _in_rule_order(self, names: Sequence[str]) -> tuple[str, ...]:
+        return tuple(f for f in self.factors if f in names)
 
     @property
     def whole_factors(self) -> tuple[str, ...]:
-        """The factors never split: ``need_replication_factors``, and the
-        factors of inputs only that are not reduction factors."""
+        """The factors never split, in rule order (:attr:`factors`):
+        ``need_replication_factors``, and the factors of inputs only that are
+        not reduction factors.
+
+        Example:
+            >>> ShardingRule("k, i -> i", need_replication_factors=("i",)).whole_factors
+            ('k', 'i')
+        """
         # "elementwise" (no factors named until resolved) keeps nothing whole.
         outputs = {f for names in self.outputs or () for f in names}
-        implicit = [
+        return tuple(
             f
-            for names in self.inputs or ()
-            for f in names
-            if f not in outputs and f not in self.reduction_factors
-        ]
-        return tuple(dict.fromkeys((*self.need_replication_factors, *implicit)))
+            for f in self.factors
+            if f in self.need_replication_factors
+            or (f not in outputs and f not in self.reduction_factors)
+        )
 
     @property
     def elementwise(self) -> bool:

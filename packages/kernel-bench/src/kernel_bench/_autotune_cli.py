@@ -11,7 +11,7 @@ import functools
 import importlib
 from typing import Any
 
-from ._cli_common import SUITE_MODULE, add_scale_and_platform, resolve
+from ._cli_common import EXAMPLES_PREFIX, SUITE_MODULE, add_scale_and_platform, resolve, short_name
 
 __all__ = ["add_autotune_command", "run_autotune"]
 
@@ -79,12 +79,15 @@ def _suite_kernel(parser: argparse.ArgumentParser, target: str, scale: str) -> l
     # An operation of the bundled suite by name, else MODULE[:ATTR] as for run.
     suite = importlib.import_module(SUITE_MODULE)
     suite.set_scale(scale)
-    by_name = {k.name: k for k in suite.example_kernels()}
+
+    kernels = suite.example_kernels()
+    by_name = {**{short_name(k.name): k for k in kernels}, **{k.name: k for k in kernels}}
     if target in by_name:
         return [by_name[target]]
     if ":" not in target and "." not in target:
+        names = ", ".join(short_name(k.name) for k in kernels)
         parser.error(
-            f"no operation named '{target}' in the bundled suite ({', '.join(by_name)}); "
+            f"no operation named '{target}' in the bundled suite ({names}); "
             "name one of those, or give MODULE[:ATTR]"
         )
     return resolve(parser, target, None)
@@ -95,14 +98,15 @@ def run_autotune(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
     from . import autotune
     from ._kernel import AUTO, default_platform
 
+    # A bundled example by its short name too (`axpy` for kernel_bench.examples.axpy).
+    names = {n for op in getattr(args, "ops", None) or () for n in (op, EXAMPLES_PREFIX + op)}
     if args.action == "clear":
-        ops = args.ops or [None]
-        removed = sum(autotune.clear(op) for op in ops)
+        removed = sum(autotune.clear(op) for op in (sorted(names) or [None]))
         what = "all operations" if not args.ops else ", ".join(args.ops)
         print(f"removed {removed} decision(s) of {what} from {autotune.cache_dir()}")
         return 0
     if args.action == "show":
-        decisions = [d for d in autotune.cached_decisions() if not args.ops or d.op in args.ops]
+        decisions = [d for d in autotune.cached_decisions() if not names or d.op in names]
         if not decisions:
             print(f"no autotune decisions in {autotune.cache_dir()}")
             return 0

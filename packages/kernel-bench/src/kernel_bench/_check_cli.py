@@ -9,8 +9,9 @@ function).
 from __future__ import annotations
 
 import argparse
-import importlib
 from typing import Any
+
+from ._cli_common import import_module, short_name
 
 __all__ = ["add_check_command", "run_check"]
 
@@ -40,22 +41,23 @@ def add_check_command(commands: Any) -> None:
 
 
 def _bundled() -> dict[str, Any]:
+    # By the short name the command line takes (`csr_matvec`), and by the full one.
     from .examples import example_kernels
 
-    return {op.name: op for op in example_kernels()}
+    kernels = example_kernels()
+    return {**{short_name(op.name): op for op in kernels}, **{op.name: op for op in kernels}}
 
 
 def _from_module(parser: argparse.ArgumentParser, target: str) -> Any:
     module_name, _, attr = target.partition(":")
     if not attr:
-        bundled = ", ".join(_bundled())
+        from .examples import example_kernels
+
+        bundled = ", ".join(short_name(op.name) for op in example_kernels())
         parser.error(
             f"operation '{target}' is neither a bundled example ({bundled}) nor MODULE:ATTR"
         )
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        parser.error(f"cannot import module '{module_name}': {exc}")
+    obj: Any = import_module(parser, module_name)
     for part in attr.split("."):
         if not hasattr(obj, part):
             parser.error(f"module '{module_name}' has no attribute '{attr}'")
@@ -72,7 +74,7 @@ def _inputs(parser: argparse.ArgumentParser, op: Any, platform: str) -> dict[str
     # example, else its smallest benchmark case.
     from .examples._samples import SAMPLES
 
-    sample = SAMPLES.get(op.name)
+    sample = SAMPLES.get(short_name(op.name))
     if sample is not None and _bundled().get(op.name) is op:
         return {
             "args": sample.args,
@@ -101,7 +103,7 @@ def run_check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from ._kernel import default_platform
 
     bundled = _bundled()
-    targets = args.targets or list(bundled)
+    targets = args.targets or [op.name for op in dict.fromkeys(bundled.values())]
     ops = [bundled.get(t) or _from_module(parser, t) for t in targets]
     platform = default_platform()
     status = 0

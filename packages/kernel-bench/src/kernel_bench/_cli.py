@@ -149,7 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--speedup-vs", metavar="B", help="add the speedup against backend B to the table"
     )
-    run.add_argument("--plot", type=pathlib.Path, metavar="PNG", help="write the plot to PNG")
+    run.add_argument(
+        "--plot",
+        type=pathlib.Path,
+        metavar="PNG",
+        help="write the plot to PNG (default: beside --output's FILE)",
+    )
+    run.add_argument("--no-plot", action="store_true", help="write no PNG")
 
     listing = commands.add_parser(
         "list",

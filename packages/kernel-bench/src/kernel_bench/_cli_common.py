@@ -20,6 +20,14 @@ __all__ = ["SUITE_MODULE", "LazyHelpParser", "add_scale_and_platform", "import_m
 # name when a command needs it: `list` and the suite share the one name, and
 # `compare` never imports Numba.
 SUITE_MODULE = "kernel_bench.examples"
+# The bundled examples' kernel names start so (`kernel_bench.examples.axpy`);
+# the command line also takes them without it (`axpy`).
+EXAMPLES_PREFIX = f"{SUITE_MODULE}."
+
+
+def short_name(name: str) -> str:
+    """A bundled example's kernel name as the command line takes it (``axpy``)."""
+    return name.removeprefix(EXAMPLES_PREFIX)
 
 
 class LazyHelpParser(argparse.ArgumentParser):
@@ -49,11 +57,16 @@ def add_scale_and_platform(
 
 
 def import_module(parser: argparse.ArgumentParser, module: str) -> Any:
-    """``module`` imported, else a usage error naming it."""
+    """``module`` imported, else a usage error naming it: one line with the
+    exception's type and the first line of its message (whatever the module
+    raised while it was imported), never a traceback."""
     try:
         return importlib.import_module(module)
-    except ImportError as exc:
-        parser.error(f"cannot import module '{module}': {exc}")
+    except Exception as exc:  # the user's module: anything it raises is its error
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        parser.error(
+            f"cannot import module '{module}': {type(exc).__name__}: {lines[0] if lines else ''}"
+        )
 
 
 def resolve(parser: argparse.ArgumentParser, target: str, tags: Sequence[str] | None) -> list[Any]:

@@ -247,7 +247,11 @@ def run_targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
     result = _benchmark_all(kernels, args)
     if args.speedup_vs is not None and args.speedup_vs not in {r.backend for r in result.records}:
         parser.error(f"--speedup-vs {args.speedup_vs}: no kernel ran a backend of that name")
-    status = _report(result, args.speedup_vs, args.output, args.plot)
+    # The plot: where --plot says, else beside --output's records (as --help says).
+    png_path = args.plot
+    if png_path is None and args.output is not None and not args.no_plot:
+        png_path = args.output.with_suffix(".png")
+    status = _report(result, args.speedup_vs, args.output, png_path)
     _report_sharded(kernels, args)
     return status
 

@@ -18,6 +18,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ffi_core.bridge import install_hint as requirement_hint
+
 from ._entry import BATCHING_MODES
 from ._platforms import PLATFORMS, check_platform
 
@@ -224,8 +226,7 @@ def install_hint(backend: str) -> str:
     adapter = backend_adapter(backend)
     if adapter is None or adapter.extra is None:
         return ""
-    extra = f'"xla-custom-kernel[{adapter.extra}]"'
-    return f"install it with: uv add {extra} (or pip install {extra})"
+    return requirement_hint(f"xla-custom-kernel[{adapter.extra}]")
 
 
 def _installed(module: str) -> bool:

@@ -16,6 +16,8 @@ import importlib.metadata
 import threading
 from typing import Any, Protocol, runtime_checkable
 
+from ffi_core.bridge import install_hint
+
 from ._call_site import CallSite
 
 __all__ = [
@@ -34,8 +36,7 @@ CHOOSER_ENTRY_POINTS = "xla_custom_kernel.choosers"
 #: What :func:`get_chooser` says where no chooser is installed.
 NO_CHOOSER = (
     "backend 'auto' needs a chooser that measures the registered backends, and none is "
-    "registered; kernel-bench provides one: install it with "
-    'uv add "xla-custom-kernel[bench]" (or pip install "xla-custom-kernel[bench]"), '
+    f"registered; kernel-bench provides one: {install_hint('xla-custom-kernel[bench]')}, "
     "or pick a backend by name"
 )
 

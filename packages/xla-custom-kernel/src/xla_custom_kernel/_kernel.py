@@ -235,7 +235,7 @@ class XLACustomKernel(BackendMethods, RuleMethods, DataMethods):
             ... )
             >>> _ = op.def_doc_absent_kernel(lambda outs: lambda x: x)
             >>> op.unavailable_backends("gpu")["doc_absent"]
-            'doc-absent-ffi is not installed; install it with: uv add "xla-custom-kernel[absent]" (or pip install "xla-custom-kernel[absent]")'
+            'doc-absent-ffi is not installed; install it with `pip install "xla-custom-kernel[absent]"` (from wheels built from the repository: `pip install --find-links DIR "xla-custom-kernel[absent]"`; in a uv project: `uv add "xla-custom-kernel[absent]"`)'
         """
         return self._table.unavailable(platform)
 

@@ -20,6 +20,7 @@ Changed only in minor releases, each change listed in the CHANGELOG.
 from .._autodiff import nondifferentiable_call as nondifferentiable_call
 from .._autodiff import raise_on_differentiation as raise_on_differentiation
 from .._errors import KernelCompileError as KernelCompileError
+from .._install import install_hint as install_hint
 from .._rules import bridge_primitive as bridge_primitive
 from .._rules import bridge_primitive_abstract_eval as bridge_primitive_abstract_eval
 from .._rules import bridge_primitive_batching as bridge_primitive_batching
@@ -65,6 +66,7 @@ __all__ = [
     "bridge_primitive_batching",
     "check_kernel_type",
     "function_kernel_fields",
+    "install_hint",
     "kernel_digest",
     "kernel_op",
     "nondifferentiable_call",

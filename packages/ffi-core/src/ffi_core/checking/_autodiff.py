@@ -5,6 +5,8 @@ loss, and second order (``jax.test_util.check_grads``).
 In float64 where the op takes it (the check casts its floating-point inputs;
 an op that refuses them is checked in its own dtypes, with looser
 tolerances). An op without a JVP or transpose rule is reported so, skipped.
+The inputs differentiated are those ``differentiable`` names (default: every
+floating-point one); a failure names the input whose rule is wrong.
 """
 
 from __future__ import annotations
@@ -40,7 +42,10 @@ class _Problem:
     def __init__(self, case: Case, args: Sequence[Any]) -> None:
         self.case = case
         self.args = list(args)
-        self.diff = [i for i, x in enumerate(args) if is_inexact(x)]
+        chosen = case.options.differentiable
+        self.diff = [
+            i for i, x in enumerate(args) if is_inexact(x) and (chosen is None or i in chosen)
+        ]
         leaves = jax.tree.leaves(jax.eval_shape(case.fn, *args))
         self.outs = [k for k, leaf in enumerate(leaves) if is_inexact(leaf)]
 
@@ -94,6 +99,9 @@ def check_autodiff(case: Case) -> list[CheckResult]:
     if not any(is_inexact(x) for x in case.args):
         why = "the op has no floating-point input"
         return case.run("autodiff", lambda: skipped("autodiff", why))
+    if case.options.differentiable == ():
+        why = "`differentiable` names no input"
+        return case.run("autodiff", lambda: skipped("autodiff", why))
     args, precision, note = _precision(case)
     fd_key = "float64" if note == "float64" else "float32"
     with precision():
@@ -114,12 +122,14 @@ def check_autodiff(case: Case) -> list[CheckResult]:
             # A jax.custom_vjp op (Warp's grad, say) has reverse mode only.
             why = f"the op is a jax.custom_vjp function: reverse mode only ({describe_error(exc)})"
             rows = case.run(_JVP, lambda: skipped(_JVP, why))
-            rows += case.run(_GRAD, lambda: _check_grad(problem, primals, tangents, fd_key))
+            rows += case.run(_GRAD, lambda: _check_grad(case, problem, primals, tangents, fd_key))
             return rows
-        rows = case.run(_JVP, lambda: _check_jvp(problem, primals, tangents, jvp_out, fd_key, note))
+        rows = case.run(
+            _JVP, lambda: _check_jvp(case, problem, primals, tangents, jvp_out, fd_key, note)
+        )
         rows += case.run(_JVP_VMAP, lambda: _check_jvp_vmap(case, problem, primals, tangents))
         transpose = case.run(
-            _TRANSPOSE, lambda: _check_transpose(problem, primals, tangents, jvp_out, fd_key)
+            _TRANSPOSE, lambda: _check_transpose(case, problem, primals, tangents, jvp_out, fd_key)
         )
         rows += transpose
         if any(r.status is Status.SKIPPED and r.check == _TRANSPOSE for r in transpose):
@@ -127,7 +137,7 @@ def check_autodiff(case: Case) -> list[CheckResult]:
         rows += case.run(
             _TRANSPOSE_VMAP, lambda: _check_transpose_vmap(case, problem, primals, jvp_out)
         )
-        rows += case.run(_GRAD, lambda: _check_grad(problem, primals, tangents, fd_key))
+        rows += case.run(_GRAD, lambda: _check_grad(case, problem, primals, tangents, fd_key))
         if fd_key == "float64":
             rows += case.run(_ORDER2, lambda: _check_order2(problem, primals))
         else:
@@ -173,9 +183,25 @@ def _check_transpose_vmap(case: Case, problem, primals, jvp_out) -> CheckResult:
 _ORDER2 = "autodiff: second order (check_grads)"
 
 
-def _check_jvp(problem, primals, tangents, jvp_out, fd_key, note) -> CheckResult:
+def _only(tangents: Sequence[Any], pos: int) -> list[Any]:
+    return [t if k == pos else jnp.zeros_like(t) for k, t in enumerate(tangents)]
+
+
+def _failed(case: Case, problem: _Problem, pos: int, check: str, detail: str) -> CheckResult:
+    # The row naming the input; where the op has several floating-point inputs
+    # and the user did not choose them, how to leave this one out.
+    which = case.describe_input(problem.diff[pos])
+    hint = ""
+    if case.options.differentiable is None and len(problem.diff) > 1:
+        hint = (
+            f"; if the op is not differentiable in {which}, name the inputs it is "
+            "differentiable in with `differentiable=`"
+        )
+    return failed(check, f"{which}: {detail}{hint}")
+
+
+def _jvp_mismatch(problem, primals, tangents, jvp_out, fd_key) -> str | None:
     eps, rtol = _FD[fd_key]
-    check = _JVP
     plus = problem(*[p + eps * t for p, t in zip(primals, tangents, strict=True)])
     minus = problem(*[p - eps * t for p, t in zip(primals, tangents, strict=True)])
     fd = [(a - b) / (2 * eps) for a, b in zip(plus, minus, strict=True)]
@@ -184,17 +210,30 @@ def _check_jvp(problem, primals, tangents, jvp_out, fd_key, note) -> CheckResult
         close = np.isclose(np.asarray(j), np.asarray(f), rtol=rtol, atol=rtol * scale)
         if not np.all(close):
             index = tuple(int(i) for i in np.argwhere(~close)[0])
-            out = problem.outs[k]
-            return failed(
-                check,
-                f"output {out} at index {index}: finite differences give "
+            return (
+                f"output {problem.outs[k]} at index {index}: finite differences give "
                 f"{np.asarray(f)[index].item():.6g}, the JVP rule gives "
-                f"{np.asarray(j)[index].item():.6g} (in {fd_key}; rtol={rtol:g})",
+                f"{np.asarray(j)[index].item():.6g} (in {fd_key}; rtol={_FD[fd_key][1]:g})"
             )
+    return None
+
+
+def _check_jvp(case, problem, primals, tangents, jvp_out, fd_key, note) -> CheckResult:
+    check = _JVP
+    problem_text = _jvp_mismatch(problem, primals, tangents, jvp_out, fd_key)
+    if problem_text is not None:
+        # One input at a time, to name the one whose rule is wrong.
+        for pos in range(len(primals)):
+            only = _only(tangents, pos)
+            _, out = jax.jvp(problem, primals, only)
+            alone = _jvp_mismatch(problem, primals, only, out, fd_key)
+            if alone is not None:
+                return _failed(case, problem, pos, check, alone)
+        return failed(check, problem_text)
     return passed(check, "in float64" if fd_key == "float64" else f"in the op's dtypes: {note}")
 
 
-def _check_transpose(problem, primals, tangents, jvp_out, fd_key) -> CheckResult:
+def _check_transpose(case, problem, primals, tangents, jvp_out, fd_key) -> CheckResult:
     check = _TRANSPOSE
     try:
         _, vjp = jax.vjp(problem, *primals)
@@ -204,16 +243,13 @@ def _check_transpose(problem, primals, tangents, jvp_out, fd_key) -> CheckResult
         return skipped(check, f"the op has no transpose rule ({describe_error(exc)})")
     rtol = _FD[fd_key][0] * 10 if fd_key == "float64" else 1e-3
     # Per input: <J_i v_i, w> = <v_i, J_i^T w>, so a failure names the input.
-    for pos, i in enumerate(problem.diff):
-        only = [t if k == pos else jnp.zeros_like(t) for k, t in enumerate(tangents)]
-        _, jv = jax.jvp(problem, primals, only)
+    for pos in range(len(problem.diff)):
+        _, jv = jax.jvp(problem, primals, _only(tangents, pos))
         lhs, rhs = _dot(jv, cotangents), _dot([tangents[pos]], [ct[pos]])
         if abs(lhs - rhs) > rtol * max(1.0, abs(lhs), abs(rhs)):
             where = _first_wrong_cotangent(problem, primals, pos, cotangents, ct[pos])
-            return failed(
-                check,
-                f"input {i}: <J v, w> = {lhs:.6g} but <v, J^T w> = {rhs:.6g}{where}",
-            )
+            detail = f"<J v, w> = {lhs:.6g} but <v, J^T w> = {rhs:.6g}{where}"
+            return _failed(case, problem, pos, check, detail)
     return passed(check)
 
 
@@ -245,7 +281,7 @@ def _first_wrong_cotangent(problem, primals, pos, cotangents, ct) -> str:
     )
 
 
-def _check_grad(problem, primals, tangents, fd_key) -> CheckResult:
+def _check_grad(case, problem, primals, tangents, fd_key) -> CheckResult:
     check = _GRAD
     weights = _random_like(problem(*primals), 3)
 
@@ -254,13 +290,24 @@ def _check_grad(problem, primals, tangents, fd_key) -> CheckResult:
 
     grads = jax.jit(jax.grad(loss, argnums=tuple(range(len(primals)))))(*primals)
     eps, rtol = _FD[fd_key]
-    lhs = _dot(tangents, [jnp.conj(g) for g in grads])
-    plus = loss(*[p + eps * t for p, t in zip(primals, tangents, strict=True)])
-    minus = loss(*[p - eps * t for p, t in zip(primals, tangents, strict=True)])
-    fd = float((plus - minus) / (2 * eps))
-    if abs(lhs - fd) > rtol * max(1.0, abs(fd)):
-        return failed(check, f"<grad, v> = {lhs:.6g}, finite differences give {fd:.6g}")
-    return passed(check)
+
+    def mismatch(v: Sequence[Any]) -> str | None:
+        lhs = _dot(v, [jnp.conj(g) for g in grads])
+        plus = loss(*[p + eps * t for p, t in zip(primals, v, strict=True)])
+        minus = loss(*[p - eps * t for p, t in zip(primals, v, strict=True)])
+        fd = float((plus - minus) / (2 * eps))
+        if abs(lhs - fd) > rtol * max(1.0, abs(fd)):
+            return f"<grad, v> = {lhs:.6g}, finite differences give {fd:.6g}"
+        return None
+
+    whole = mismatch(tangents)
+    if whole is None:
+        return passed(check)
+    for pos in range(len(primals)):  # name the input whose gradient is wrong
+        alone = mismatch(_only(tangents, pos))
+        if alone is not None:
+            return _failed(case, problem, pos, check, alone)
+    return failed(check, whole)
 
 
 def _check_order2(problem, primals) -> CheckResult:

@@ -12,7 +12,6 @@ passes where its results are right."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._spec import array_sig
-from ._case import Case, describe_error
+from ._case import Case, describe_error, param_names
 from ._compare import first_difference
 from ._report import CheckResult, failed, passed, skipped
 
@@ -132,14 +131,6 @@ def _compiled(fn: Callable[..., Any], *args: Any) -> Any:
     return jax.jit(fn).trace(*args).lower().compile()
 
 
-def _params(fn: Callable[..., Any]) -> list[str]:
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return []
-    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-
-
 def _other_dtype(dtype: np.dtype) -> np.dtype:
     if dtype.kind in "fc":
         return np.dtype(np.int32)
@@ -151,7 +142,7 @@ def check_bad_inputs(case: Case) -> list[CheckResult]:
     args: Sequence[Any] = case.args
     if not args:
         return case.run("bad_inputs", lambda: skipped("bad_inputs", "the op takes no inputs"))
-    names = _params(case.options.signature_of)
+    names = param_names(case.options.signature_of)
     param = names[0] if names else None
     x = jnp.asarray(args[0])
     bad = x.astype(_other_dtype(np.dtype(x.dtype)))

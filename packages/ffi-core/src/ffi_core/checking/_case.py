@@ -4,6 +4,7 @@ check family gets, and the input variations they share."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -14,12 +15,22 @@ import numpy as np
 from ._compare import first_difference
 from ._report import CheckResult, failed, passed, skipped
 
-__all__ = ["Case", "describe_error", "is_inexact", "row_inputs", "stack_rows"]
+__all__ = ["Case", "describe_error", "is_inexact", "param_names", "row_inputs", "stack_rows"]
 
 
 def is_inexact(x: Any) -> bool:
     """Whether ``x`` holds floating-point or complex numbers."""
     return jnp.issubdtype(np.dtype(x.dtype), jnp.inexact)
+
+
+def param_names(fn: Callable[..., Any]) -> list[str]:
+    """The names of ``fn``'s positional parameters, in order (empty where
+    its signature cannot be read)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 def row_inputs(args: Sequence[Any], row: int) -> list[Any]:
@@ -101,6 +112,12 @@ class Case:
             return [compute()]
         except Exception as exc:  # a row that raises fails; the other rows still run
             return [failed(check, f"raised {describe_error(exc)}")]
+
+    def describe_input(self, index: int) -> str:
+        """``input 3 (`v`)``: the input by position, and by the op's parameter
+        name where its signature gives one."""
+        names = param_names(self.options.signature_of)
+        return f"input {index}" + (f" (`{names[index]}`)" if index < len(names) else "")
 
     @property
     def expected(self) -> Any:

@@ -1,7 +1,8 @@
 """Checks of compilation and registration, by counting: a second call with the
 same shapes neither compiles nor registers an FFI target again, and a call
-with new sizes of the same dtypes and ranks registers nothing new (bridges
-read sizes at run time, so one registration serves every shape)."""
+with new sizes of the same dtypes and ranks (``other_args``, called with
+``other_kwargs`` where given) registers nothing new (bridges read sizes at run
+time, so one registration serves every shape)."""
 
 from __future__ import annotations
 
@@ -69,6 +70,10 @@ def _new_shape(case: Case) -> CheckResult:
     jitted, _ = _counted(case)
     jax.block_until_ready(jitted(*case.args))
     before = set(registered_targets())
+    other_kwargs = case.options.other_kwargs
+    if other_kwargs is not None:  # keywords that follow the new sizes
+        op = case.options.signature_of
+        jitted = jax.jit(lambda *args: op(*args, **other_kwargs))
     jax.block_until_ready(jitted(*other))
     new = _new_targets(before)
     if new:

@@ -6,11 +6,13 @@ import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+import jax.numpy as jnp
+
 from ..bridge._bounds import bounds_checking
 from ._aliases import check_aliases
 from ._autodiff import check_autodiff
 from ._bad_inputs import check_bad_inputs
-from ._case import Case, describe_error
+from ._case import Case, describe_error, is_inexact, param_names
 from ._compile import check_compile
 from ._export import check_export
 from ._report import CheckReport, CheckResult, failed, skipped
@@ -37,6 +39,8 @@ class Options:
     sharding_rule: Any = None
     sanitize: bool = False
     kwargs: Mapping[str, Any] | None = None
+    other_kwargs: Mapping[str, Any] | None = None
+    differentiable: tuple[int, ...] | None = None
 
 
 #: The check families, in the order they run: name -> the function running it.
@@ -78,6 +82,42 @@ def _check_names(names: Collection[str] | None, what: str) -> tuple[str, ...]:
 
 def _sequence(value: Any) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+
+def _differentiable(value: Any, op: Callable[..., Any], args: Sequence[Any]) -> tuple[int, ...]:
+    # Positions of the inputs named by position or by the op's parameter name.
+    accepted = "a collection of input positions (int) or the op's parameter names (str)"
+    if isinstance(value, str | bytes) or not isinstance(value, Collection):
+        raise TypeError(f"`differentiable` must be {accepted}, got {value!r}")
+    names = param_names(op)
+    found = []
+    for item in value:
+        if isinstance(item, str):
+            if item not in names:
+                known = ", ".join(names) or "none (its signature names no positional parameter)"
+                raise ValueError(
+                    f"`differentiable` names {item!r}, which is not a parameter of the op; "
+                    f"its positional parameters: {known}"
+                )
+            index = names.index(item)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            index = item
+        else:
+            raise TypeError(f"`differentiable` must be {accepted}, got {value!r}")
+        if not 0 <= index < len(args):
+            raise ValueError(
+                f"`differentiable` names input {index}, but the op is given {len(args)} "
+                f"inputs (0 to {len(args) - 1})"
+            )
+        x = jnp.asarray(args[index])
+        if not is_inexact(x):
+            which = f"input {index}" + (f" (`{names[index]}`)" if index < len(names) else "")
+            raise ValueError(
+                f"`differentiable` names {which}, of dtype {x.dtype}; only "
+                "floating-point and complex inputs are differentiated"
+            )
+        found.append(index)
+    return tuple(sorted(set(found)))
 
 
 def _check_options(tolerances, vmap_methods, other_args, aliases, export_imports) -> None:
@@ -129,6 +169,8 @@ def check_kernel(
     tolerances: Mapping[str, tuple[float, float]] | None = None,
     vmap_methods: Sequence[str | None] | None = None,
     other_args: Sequence[Any] | None = None,
+    other_kwargs: Mapping[str, Any] | None = None,
+    differentiable: Collection[int | str] | None = None,
     aliases: Mapping[int, int] | None = None,
     sharding_rule: Any = None,
     export_imports: Sequence[str] | None = None,
@@ -181,6 +223,13 @@ def check_kernel(
             handle the batch axis).
         other_args: the inputs in other sizes (same dtypes and ranks), to check
             that new shapes register no new FFI target.
+        other_kwargs: the keywords of the call on ``other_args`` (default:
+            ``kwargs``): the ``outs`` and static keywords that follow the new
+            sizes (``{"shape": (7, 11)}``).
+        differentiable: the inputs the op is differentiable in, by position or
+            by the op's parameter name (``(3,)``, ``("v",)``); the ``autodiff``
+            rows differentiate these alone, the other inputs held constant.
+            Default: every floating-point input.
         aliases: ``{input: output}`` that share a buffer (default: those the
             op's bridge calls declare with ``input_output_aliases``).
         sharding_rule: the op's sharding rule (an ``ffi_core.ShardingRule`` or
@@ -217,8 +266,9 @@ def check_kernel(
         raise TypeError(f"`op` must be callable, got {type(op)!r}")
     if reference is not None and not callable(reference):
         raise TypeError(f"`reference` must be callable or None, got {type(reference)!r}")
-    if kwargs is not None and not isinstance(kwargs, Mapping):
-        raise TypeError(f"`kwargs` must be a mapping or None, got {type(kwargs)!r}")
+    for what, given in (("kwargs", kwargs), ("other_kwargs", other_kwargs)):
+        if given is not None and not isinstance(given, Mapping):
+            raise TypeError(f"`{what}` must be a mapping or None, got {type(given)!r}")
     if not isinstance(sanitize, bool):
         raise TypeError(f"`sanitize` must be a bool, got {type(sanitize)!r}")
     for what, value, least in (("batch_size", batch_size, 2), ("threads", threads, 1)):
@@ -227,6 +277,8 @@ def check_kernel(
         if value < least:
             raise ValueError(f"`{what}` must be at least {least}, got {value}")
     _check_options(tolerances, vmap_methods, other_args, aliases, export_imports)
+    if differentiable is not None:
+        differentiable = _differentiable(differentiable, op, args)
     selected = _check_names(checks, "checks") or tuple(CHECKS)
     reasons = dict(skip) if isinstance(skip, Mapping) else {}
     excluded = {
@@ -252,6 +304,8 @@ def check_kernel(
             sharding_rule=sharding_rule,
             sanitize=sanitize,
             kwargs=bound,
+            other_kwargs=None if other_kwargs is None else dict(other_kwargs),
+            differentiable=differentiable,
         ),
         families=frozenset(c for c in selected if c in CHECKS),
         rows=frozenset(c for c in selected if c not in CHECKS),

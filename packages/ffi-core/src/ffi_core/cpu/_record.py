@@ -92,7 +92,9 @@ def bind_record(handler: Any, record: HandlerRecord) -> BoundHandler:
 
     target = int(handler.address)
     word = ir.IntType(8 * WORD_BYTES)
-    name = "ffi_core_bound_" + hashlib.sha256(f"{target}:{record.address}".encode()).hexdigest()[:16]
+    name = (
+        "ffi_core_bound_" + hashlib.sha256(f"{target}:{record.address}".encode()).hexdigest()[:16]
+    )
     codegen = cpu_target.target_context.codegen()
     module = codegen._create_empty_module(name)
     entry = ir.Function(module, ir.FunctionType(word, [word]), name)

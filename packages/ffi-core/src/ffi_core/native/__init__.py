@@ -3,15 +3,15 @@
 For handlers that run without Python: read buffers and dims, answer the
 metadata handshake, create errors, get the stream and device ordinal, and call
 a kernel so that an exception it raises becomes an ``XLA_FFI_Error*``. Needs
-the ``native`` extra (``uv add "ffi-core[native]"``).
+the ``native`` extra (``pip install "ffi-core[native]"``).
 """
+
+from .._install import install_hint as _install_hint
 
 try:
     import numba as _numba  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        'ffi_core.native needs numba: install it with `uv add "ffi-core[native]"`'
-    ) from exc
+    raise ImportError(f"ffi_core.native needs numba: {_install_hint('ffi-core[native]')}") from exc
 
 from ._frame import answer_metadata as answer_metadata
 from ._frame import arg_buffer as arg_buffer

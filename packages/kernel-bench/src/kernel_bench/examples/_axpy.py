@@ -10,7 +10,7 @@ import numpy as np
 from xla_custom_kernel import XLACustomKernel
 
 from .._config import BenchmarkConfig
-from ._common import check_vectors, config, stable_ffi_name
+from ._common import NAMESPACE, check_vectors, config, stable_ffi_name
 from ._scale import sizes
 
 try:
@@ -28,7 +28,9 @@ def _axpy_numba(x, y, a, out):
         out[i] = a[0] * x[i] + y[i]
 
 
-axpy = XLACustomKernel("axpy", doc="a * x + y for vectors x, y and a scalar a (shape (1,)).")
+axpy = XLACustomKernel(
+    f"{NAMESPACE}axpy", doc="a * x + y for vectors x, y and a scalar a (shape (1,))."
+)
 axpy.def_tags("example", "elementwise")
 # Under a sharded jit each device computes its slice of x and y; `a` (shape (1,)) whole.
 axpy.def_sharding_rule("i, i, a -> i")

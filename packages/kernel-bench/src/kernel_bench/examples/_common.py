@@ -8,9 +8,15 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .._cli_common import EXAMPLES_PREFIX
 from .._config import BenchmarkConfig
 
-__all__ = ["check_vectors", "config", "stable_ffi_name"]
+__all__ = ["NAMESPACE", "check_vectors", "config", "stable_ffi_name"]
+
+#: The prefix of the bundled examples' kernel names
+#: (``kernel_bench.examples.csr_matvec``): kernel names are unique in a
+#: process, so the examples take names no user's operation takes.
+NAMESPACE = EXAMPLES_PREFIX
 
 # The dtypes the elementwise examples' kernels are written for.
 VECTOR_DTYPES = ("float32", "float64")

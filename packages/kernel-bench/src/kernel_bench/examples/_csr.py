@@ -22,7 +22,7 @@ from jax.experimental import sparse as jsparse
 from xla_custom_kernel import XLACustomKernel
 
 from .._config import BenchmarkConfig
-from ._common import config, stable_ffi_name
+from ._common import NAMESPACE, config, stable_ffi_name
 from ._scale import sizes
 
 try:
@@ -212,7 +212,8 @@ def _csr_matvec_ct_data(ct, v, indices, rows, transpose):
 
 
 csr_matvec = XLACustomKernel(
-    "csr_matvec", doc="y = A @ v (or A.T @ v with transpose=True) for a CSR matrix A of `shape`."
+    f"{NAMESPACE}csr_matvec",
+    doc="y = A @ v (or A.T @ v with transpose=True) for a CSR matrix A of `shape`.",
 )
 _def_product(
     csr_matvec,
@@ -300,7 +301,8 @@ def _csr_matmat_ct_data(ct, b, indices, rows, transpose):
 
 
 csr_matmat = XLACustomKernel(
-    "csr_matmat", doc="Y = A @ B (or A.T @ B with transpose=True) for a CSR matrix A of `shape`."
+    f"{NAMESPACE}csr_matmat",
+    doc="Y = A @ B (or A.T @ B with transpose=True) for a CSR matrix A of `shape`.",
 )
 _def_product(
     csr_matmat,

@@ -14,7 +14,7 @@ from numba_cpu_ffi import numba_kernel
 from xla_custom_kernel import XLACustomKernel
 
 from .._config import BenchmarkConfig
-from ._common import check_vectors, config, stable_ffi_name
+from ._common import NAMESPACE, check_vectors, config, stable_ffi_name
 from ._scale import sizes
 
 __all__ = ["exp_trace"]
@@ -37,7 +37,7 @@ def _exp_trace_numba_kg(outs: Any, *, dt: float, tau: float) -> Any:
 
 
 exp_trace = XLACustomKernel(
-    "exp_trace", doc="Exponential trace update: trace * exp(-dt / tau) + spikes."
+    f"{NAMESPACE}exp_trace", doc="Exponential trace update: trace * exp(-dt / tau) + spikes."
 )
 exp_trace.def_tags("example", "elementwise", "snn")
 exp_trace.def_sharding_rule("elementwise")

@@ -14,7 +14,7 @@ from numba_cpu_ffi import numba_kernel
 from xla_custom_kernel import XLACustomKernel
 
 from .._config import BenchmarkConfig
-from ._common import check_vectors, config, stable_ffi_name
+from ._common import NAMESPACE, check_vectors, config, stable_ffi_name
 from ._scale import sizes
 
 try:
@@ -48,7 +48,7 @@ def _lif_jax(v, i_ext, *, dt, tau, v_th, v_reset):
 
 
 lif_step = XLACustomKernel(
-    "lif_step",
+    f"{NAMESPACE}lif_step",
     doc="One Euler step of leaky integrate-and-fire neurons: (new potentials, spikes).",
 )
 lif_step.def_tags("example", "snn")
