@@ -177,7 +177,7 @@ def bench_boundscheck(rounds: int) -> dict:
         plain = jax.jit(numba_kernel(kernel, outs, boundscheck=False))
         checked = jax.jit(numba_kernel(kernel, outs, boundscheck=True))
         r = interleaved(
-            {"plain": lambda f=plain: f(*args), "checked": lambda f=checked: f(*args)},
+            {"plain": lambda f=plain, a=args: f(*a), "checked": lambda f=checked, a=args: f(*a)},
             rounds,
             inner,
         )
