@@ -21,6 +21,11 @@ Operators: a CSR binary-event matvec (n = 10^4 and 10^5, 100 connections per
 row, 1 % of events active), a dense binary-event matmul, and a
 just-in-time-connectivity (scalar weight) binary matvec; each at a tiny size,
 where the per-call cost dominates, and at a realistic one.
+
+``--first-call`` times what a test suite or a notebook pays instead: each
+bridge in fresh processes (alternating, ``--processes`` each; ours with an
+empty cache directory), every operator's first call (compile included), in
+the order above, and the process's whole run from its first import.
 """
 
 from __future__ import annotations
@@ -123,10 +128,70 @@ def _time(f: Callable[..., Any], args: tuple[Any, ...], calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
+def _first_calls(ours: bool) -> None:
+    """In a fresh process: each operator's first call, as JSON on stdout."""
+    import json
+
+    start = time.perf_counter()
+    import jax
+
+    cases = _cases(_load_brainevent(ours=ours), quick=True)
+    firsts = {}
+    for label, (f, args) in cases.items():
+        t = time.perf_counter()
+        jax.block_until_ready(f(*args))
+        firsts[label] = time.perf_counter() - t
+    print(json.dumps({"firsts": firsts, "process_s": time.perf_counter() - start}))
+
+
+def first_call_main(processes: int) -> None:
+    import json
+    import os
+    import subprocess
+    import tempfile
+
+    runs: dict[str, list[dict[str, Any]]] = {"brainevent": [], "ours": []}
+    with tempfile.TemporaryDirectory() as work:
+        for p in range(processes):
+            order = ["brainevent", "ours"] if p % 2 == 0 else ["ours", "brainevent"]
+            for bridge in order:
+                env = {**os.environ, "NUMBA_CPU_FFI_CACHE_DIR": tempfile.mkdtemp(dir=work)}
+                flag = "--child-ours" if bridge == "ours" else "--child-theirs"
+                out = subprocess.run(
+                    [sys.executable, __file__, flag],
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+                runs[bridge].append(json.loads(out.strip().splitlines()[-1]))
+    labels = list(runs["ours"][0]["firsts"])
+    print(f"first call per operator, median of {processes} fresh processes each")
+    print(f"{'operator':42} {'brainevent':>12} {'ours':>12} {'ours/theirs':>12}")
+    for label in [*labels, "whole process"]:
+
+        def pick(r: dict[str, Any], label: str = label) -> float:
+            return r["process_s"] if label == "whole process" else r["firsts"][label]
+
+        a = statistics.median(pick(r) for r in runs["brainevent"])
+        b = statistics.median(pick(r) for r in runs["ours"])
+        print(f"{label:42} {_fmt(a):>12} {_fmt(b):>12} {b / a:>11.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds and sizes")
+    parser.add_argument("--first-call", action="store_true", help="time first calls instead")
+    parser.add_argument("--processes", type=int, default=3, help="with --first-call")
+    parser.add_argument("--child-ours", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-theirs", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.child_ours or options.child_theirs:
+        _first_calls(ours=options.child_ours)
+        return
+    if options.first_call:
+        first_call_main(options.processes)
+        return
     import jax
     import numpy as np
 
@@ -153,6 +218,8 @@ def main() -> None:
 
 
 def _fmt(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
     return f"{seconds * 1e6:.1f} us" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"
 
 

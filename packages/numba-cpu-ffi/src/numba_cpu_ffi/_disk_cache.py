@@ -1,16 +1,19 @@
-"""Numba's cache for generated handlers, kept in one checked directory and
-verified before anything in it is loaded.
+"""Numba's cache for compiled kernels and handlers, kept in checked
+directories and verified before anything in them is loaded.
 
 Numba's own ``cache=True`` chooses its directory itself (``$NUMBA_CACHE_DIR``,
-a ``__pycache__`` beside the source, ``~/.cache/numba``) and unpickles its
-index and data files as it finds them: a truncated or flipped file raises at
-every later call, in every process, and some flipped bytes make LLVM abort the
-process. Here a handler's compiled code goes only to the directory that
-:func:`numba_cpu_ffi.cache_dir` checked (0700, owned by the user), and each
-file carries a SHA-256 of its contents that is verified before Numba sees a
-byte of it. A file that fails the check, or an entry that fails to load, is
-deleted with a :class:`HandlerCacheWarning` naming it, and the handler is
-compiled again and saved afresh.
+a ``__pycache__`` beside the source, ``~/.cache/numba``), names its files by
+the source file and line, and unpickles its index and data files as it finds
+them: a truncated or flipped file raises at every later call, in every
+process, and some flipped bytes make LLVM abort the process. Here compiled
+code goes only to the directory that :func:`numba_cpu_ffi.cache_dir` checked
+(0700, owned by the user), under a name the caller derives from everything
+the code depends on, and each file carries a SHA-256 of its contents that is
+verified before Numba sees a byte of it. A file that fails the check, or an
+entry that fails to load, is deleted with a :class:`HandlerCacheWarning`
+naming it, and the code is compiled again and saved afresh. Prebuilt
+directories (:class:`Layers`' ``read``) are searched after it and never
+written: a bad file there is ignored with the same warning.
 """
 
 from __future__ import annotations
