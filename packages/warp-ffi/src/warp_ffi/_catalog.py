@@ -17,6 +17,7 @@ from ffi_core.bridge import BridgeCatalog
 
 from ._codegen import load_kernel
 from ._primitive import make_target
+from ._inout import check_in_out_step
 from ._spec import CallSig, KernelInfo
 from ._warp import wp
 
@@ -42,6 +43,7 @@ def _rebuild(info: Any, sig: Any, step: Mapping[str, Any]) -> None:
     # warp-ffi's own CallSig, which knows the kernel's arrays of a backward call.
     del sig
     sig = CallSig.from_step(step)
+    check_in_out_step(info, sig)
     loaded = load_kernel(info, sig.primal_dtypes())
     if loaded.code_hash != step["code"]:
         raise ffi_core.MissingKernelError(
@@ -61,6 +63,9 @@ _catalog.register(
         "backward": ffi_core.StepField.flag(),
         "hint": ffi_core.StepField.flag(),
         "grid_from_output": ffi_core.StepField.flag(),
+        "in_out": ffi_core.StepField.added(
+            ffi_core.StepField.sequence(ffi_core.StepField.integer(0, 1023))
+        ),
     },
     fields={"code": ffi_core.StepField.digest()},
 )

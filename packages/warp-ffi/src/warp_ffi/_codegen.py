@@ -27,6 +27,7 @@ from ffi_core import KernelCompileError as _KernelCompileError
 from ffi_core import Unexportable
 from ffi_core.cpu import AttrSig, CpuPlan, HandlerBody, HandlerSpec, build_handler
 
+from ._inout import buffer_of_array
 from ._native import ARRAY_T, bounds_layout
 from ._spec import (
     DIMS_ATTR,
@@ -166,7 +167,8 @@ def handler_body(info: KernelInfo, sig: CallSig, loaded: Loaded) -> HandlerBody:
     if sig.grid_from_output:
         # The default grid, the first output's (row) shape, read from its buffer
         # (whose rank the template checked).
-        first_ndim = cast(int, info.arrays[n_in].ndim)  # an array Param always has an ndim
+        first = info.arrays[sig.in_out[0] if sig.in_out else n_in]
+        first_ndim = cast(int, first.ndim)  # an array Param always has an ndim
         grid = f"b_{n_call_in + (n_in if sig.backward else 0)}"
         lead = int(sig.batched is not None)
         for k in range(first_ndim):
@@ -204,15 +206,14 @@ def handler_body(info: KernelInfo, sig: CallSig, loaded: Loaded) -> HandlerBody:
     # Every array slot filled: (struct, parameter, buffer index in the frame, zeroed).
     slots: list[tuple[str, str, int, bool]] = []
     for k, p in enumerate(info.arrays):
-        if k < n_in:
+        if sig.backward and k < n_in:
             slots.append(("args", p.name, k, False))
-            if sig.backward:
-                slots.append(("adj", p.name, n_call_in + k, True))
+            slots.append(("adj", p.name, n_call_in + k, True))
         elif sig.backward:
             slots.append(("args", p.name, n_call_in + k, False))
             slots.append(("adj", p.name, n_call_in + n_arr + k - n_in, False))
-        else:
-            slots.append(("args", p.name, n_call_in + k - n_in, False))
+        else:  # an in-out parameter sees its output buffer
+            slots.append(("args", p.name, buffer_of_array(k, n_call_in, sig.in_out), False))
 
     stores = []
     for m, (struct, pname, index, zeroed) in enumerate(slots):

@@ -37,6 +37,7 @@ from ffi_core.cuda._launch import MAX_GRID
 from jax.interpreters import mlir
 
 from ._codegen import KernelCompileError
+from ._inout import buffer_of_array
 from ._spec import KernelInfo, attribute_value, bounds
 from ._warp import compile_for_arch, wp_types
 
@@ -189,6 +190,7 @@ def lower(
     backward: bool,
     aliases: dict[int, int],
     scalars: tuple[tuple[str, Any], ...],
+    in_out: tuple[int, ...] = (),
 ) -> Any:
     """Lower one call of the kernel (``n_in`` primal inputs) over the launch
     grid ``shape`` to a launch.
@@ -197,7 +199,8 @@ def lower(
     (see ``backward_counts``) they are the primal inputs, the outputs'
     cotangents, then here zeros for the inputs' gradients (Warp's adjoint
     adds into them), aliased to the gradient outputs; the outputs are the
-    gradients, the outputs replayed, and the cotangents again.
+    gradients, the outputs replayed, and the cotangents again. An in-out
+    parameter (``in_out``, forward only) is launched on its output buffer.
     """
     kernel = info.specialized(dtypes)
     label = f"warp kernel '{info.name}'" + (" (backward)" if backward else "")
@@ -225,7 +228,7 @@ def lower(
             *(first_out + n_arr + j for j in range(n_out)),
         ]
     else:
-        primal, adjoint = list(range(n_arr)), None
+        primal, adjoint = [buffer_of_array(k, n_in, in_out) for k in range(n_arr)], None
     layout = gpu_layout(info, dtypes, grid, mult, primal, adjoint)
     options = kernel.module.options | kernel.options
     block = int(options.get("block_dim", 256))

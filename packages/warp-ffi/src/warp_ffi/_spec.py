@@ -397,6 +397,9 @@ class CallSig(ffi_core.CallSig):
     #: read by the handler from that buffer instead of an attribute: a call
     #: then reads no attribute at all when the kernel has no scalars.
     grid_from_output: bool = False
+    #: The array indices of the in-out parameters (``_inout``): the first
+    #: outputs, which the kernel sees in their place.
+    in_out: tuple[int, ...] = ()
 
     def name_parts(self) -> tuple[str, ...]:
         return (repr(self),)
@@ -406,7 +409,7 @@ class CallSig(ffi_core.CallSig):
         specialization): forward, the inputs and outputs; backward, the primal
         inputs and the scratch outputs the forward is replayed into."""
         if not self.backward:
-            return tuple(a.dtype for a in (*self.inputs, *self.outputs))
+            return tuple(a.dtype for a in (*self.inputs, *self.outputs[len(self.in_out) :]))
         n_in, n_out = backward_counts(len(self.inputs), len(self.outputs))
         return tuple(a.dtype for a in (*self.inputs[:n_in], *self.outputs[n_in : n_in + n_out]))
 
@@ -419,6 +422,7 @@ class CallSig(ffi_core.CallSig):
             "backward": self.backward,
             "hint": self.hint,
             "grid_from_output": self.grid_from_output,
+            "in_out": list(self.in_out),
         }
 
     @classmethod
@@ -437,6 +441,7 @@ class CallSig(ffi_core.CallSig):
             step["backward"],
             step["hint"],
             step["grid_from_output"],
+            tuple(step.get("in_out", ())),
         )
 
 
