@@ -44,7 +44,7 @@ def _rebuild(info: Any, sig: Any, step: Mapping[str, Any]) -> None:
     del sig
     sig = CallSig.from_step(step)
     check_in_out_step(info, sig)
-    loaded = load_kernel(info, sig.primal_dtypes())
+    loaded = load_kernel(info, sig.primal_dtypes(), sig.block_dim)
     if loaded.code_hash != step["code"]:
         raise ffi_core.MissingKernelError(
             f"warp kernel {step['kernel']!r} is known here, but a Warp function it calls "
@@ -66,6 +66,7 @@ _catalog.register(
         "in_out": ffi_core.StepField.added(
             ffi_core.StepField.sequence(ffi_core.StepField.integer(0, 1023))
         ),
+        "block_dim": ffi_core.StepField.added(ffi_core.StepField.integer(1, 1024)),
     },
     fields={"code": ffi_core.StepField.digest()},
 )

@@ -36,6 +36,8 @@ class _Launch:
     backward: bool = False
     #: The array indices of the in-out parameters (``_inout``).
     in_out: tuple[int, ...] = ()
+    #: The user's ``block_dim`` (None: Warp's default for the device).
+    block_dim: int | None = None
 
     def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Any:
         info: KernelInfo = call.info
@@ -50,6 +52,7 @@ class _Launch:
             batched=None,
             backward=self.backward,
             in_out=self.in_out,
+            block_dim=self.block_dim,
         )
 
 
@@ -124,6 +127,7 @@ def warp_kernel(
     input_output_aliases: dict[int, int] | None = None,
     sharding_rule: Any = None,
     in_out_argnames: Sequence[str] | None = None,
+    block_dim: int | None = None,
 ) -> Callable[..., Any]:
     """Wrap a ``@wp.kernel`` as a JAX operation.
 
@@ -182,6 +186,16 @@ def warp_kernel(
             (Warp's adjoint keeps one gradient per array); not combined with
             ``input_output_aliases``.
 
+        block_dim: threads per block of the launch, as Warp's
+            ``wp.launch(..., block_dim=...)`` and ``jax_kernel(...,
+            block_dim=...)`` take it (tile kernels cooperate across a block).
+            None (default): Warp's default, 256 on a GPU (or the module's
+            ``block_dim`` option) and 1 on the CPU. On the CPU a value above 1
+            is honoured as Warp honours it: only with
+            ``wp.config.enable_cpu_blocks`` (Warp's cooperative CPU blocks),
+            else the CPU launch has 1 thread per block. The adjoint kernel
+            runs with the same value.
+
     Returns:
         A function ``op(*inputs, **scalars)`` taking and returning JAX arrays.
         ``jax.grad``/``jax.vjp`` through it run Warp's adjoint kernel natively.
@@ -200,7 +214,7 @@ def warp_kernel(
     """
     info = kernel_info(kernel)
     launch = check_launch_dims(launch_dims)
-    options = _Options(launch, vmap_method, sharding_rule)
+    options = _Options(launch, vmap_method, sharding_rule, _check_block_dim(block_dim))
     if in_out_argnames is None:
         op = _wrap(info, outs, options, input_output_aliases, ())
     else:
@@ -217,6 +231,23 @@ class _Options:
     launch: Any
     vmap_method: str | None
     sharding_rule: Any
+    block_dim: int | None
+
+
+def _check_block_dim(block_dim: Any) -> int | None:
+    if block_dim is None:
+        return None
+    if isinstance(block_dim, bool) or not isinstance(block_dim, int | np.integer):
+        raise TypeError(f"`block_dim` must be an int or None, got {block_dim!r}")
+    if not 1 <= block_dim <= _MAX_BLOCK_DIM:
+        raise ValueError(
+            f"`block_dim` must be in 1..{_MAX_BLOCK_DIM} (threads per block), got {block_dim!r}"
+        )
+    return int(block_dim)
+
+
+#: CUDA's most threads per block, Warp's limit on the CPU too.
+_MAX_BLOCK_DIM = 1024
 
 
 def _check_outs(
@@ -287,7 +318,7 @@ def _wrap(
         info,
         outs,
         dtypes=DTYPES,
-        launch=_Launch(options.launch, in_out=in_out),
+        launch=_Launch(options.launch, in_out=in_out, block_dim=options.block_dim),
         vmap_method=options.vmap_method,
         input_output_aliases=input_output_aliases,
         sharding_rule=options.sharding_rule,

@@ -23,6 +23,7 @@ from jax.interpreters import batching, mlir
 from . import _gpu
 from ._codegen import load_kernel, plan
 from ._inout import output_params
+from ._warp import resolve_block_dim
 from ._spec import (
     DIMS_ATTR,
     CallSig,
@@ -109,6 +110,7 @@ class WarpCpuPlanner:
     backward: bool
     grid_from_output: bool
     in_out: tuple[int, ...] = ()
+    block_dim: int = 1
 
     @property
     def label(self) -> str:
@@ -116,9 +118,16 @@ class WarpCpuPlanner:
 
     def plan(self, inputs, outputs, batched, hint):
         sig = CallSig(
-            inputs, outputs, batched, self.backward, hint, self.grid_from_output, self.in_out
+            inputs,
+            outputs,
+            batched,
+            self.backward,
+            hint,
+            self.grid_from_output,
+            self.in_out,
+            self.block_dim,
         )
-        loaded = load_kernel(self.info, sig.primal_dtypes())
+        loaded = load_kernel(self.info, sig.primal_dtypes(), self.block_dim)
         if sig.backward and loaded.backward is None:
             raise NotImplementedError(backward_unavailable(self.info))
         return plan(self.info, sig, loaded)
@@ -136,19 +145,21 @@ def _lowering(
     batched,
     backward,
     in_out,
+    block_dim,
 ):
     del out_avals, vmap_method
     n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward, in_out)
-    loaded = load_kernel(info, dtypes)
+    block = resolve_block_dim(block_dim, cpu=True, module_default=1)
+    loaded = load_kernel(info, dtypes, block)
     shape = launch_shape(launch, in_rows, out_rows)
-    check_launch(info, loaded.kernel, shape, block_dim=1)  # CPU modules: block_dim 1
+    check_launch(info, loaded.kernel, shape, block_dim=block)
     grid, mult = bounds(shape, loaded.kernel_dim)
     attrs = {} if launch is None else {DIMS_ATTR: np.array([*grid, mult], np.int64)}
     attrs.update((name, attribute_value(v)) for name, v in scalars)
     return lower_cpu_call(
         ctx,
         operands,
-        WarpCpuPlanner(info, backward, launch is None, in_out),
+        WarpCpuPlanner(info, backward, launch is None, in_out, block),
         batched=batched,
         aliases=_backward_aliases(info, n_in, aliases, backward),
         attrs=attrs,
@@ -167,6 +178,7 @@ def _cuda_lowering(
     batched,
     backward,
     in_out,
+    block_dim,
 ):
     """The GPU path: Warp's CUDA build launched by ffi-core's launcher."""
     del out_avals, vmap_method
@@ -176,7 +188,9 @@ def _cuda_lowering(
     if backward and not options.get("enable_backward", True):
         raise NotImplementedError(backward_unavailable(info))
     shape = launch_shape(launch, in_rows, out_rows)
-    check_launch(info, kernel, shape, block_dim=int(options.get("block_dim", 256)))
+    block = resolve_block_dim(
+        block_dim, cpu=False, module_default=int(options.get("block_dim", 256))
+    )
     return _gpu.lower(
         ctx,
         operands,
@@ -189,12 +203,15 @@ def _cuda_lowering(
         aliases=_backward_aliases(info, n_in, aliases, backward),
         scalars=scalars,
         in_out=in_out,
+        block_dim=block,
     )
 
 
 def make_target(info, sig):
     """Load the kernel for ``sig`` and register its handler: the target name."""
-    planner = WarpCpuPlanner(info, sig.backward, sig.grid_from_output, sig.in_out)
+    planner = WarpCpuPlanner(
+        info, sig.backward, sig.grid_from_output, sig.in_out, sig.block_dim
+    )
     return ensure_target(planner.plan(sig.inputs, sig.outputs, sig.batched, sig.hint))
 
 

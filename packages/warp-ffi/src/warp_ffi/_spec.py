@@ -400,6 +400,9 @@ class CallSig(ffi_core.CallSig):
     #: The array indices of the in-out parameters (``_inout``): the first
     #: outputs, which the kernel sees in their place.
     in_out: tuple[int, ...] = ()
+    #: Threads per block of the CPU launch (above 1: Warp's cooperative CPU
+    #: blocks, ``wp.config.enable_cpu_blocks``).
+    block_dim: int = 1
 
     def name_parts(self) -> tuple[str, ...]:
         return (repr(self),)
@@ -423,6 +426,7 @@ class CallSig(ffi_core.CallSig):
             "hint": self.hint,
             "grid_from_output": self.grid_from_output,
             "in_out": list(self.in_out),
+            "block_dim": self.block_dim,
         }
 
     @classmethod
@@ -442,6 +446,7 @@ class CallSig(ffi_core.CallSig):
             step["hint"],
             step["grid_from_output"],
             tuple(step.get("in_out", ())),
+            step.get("block_dim", 1),
         )
 
 
