@@ -38,7 +38,7 @@ from jax.interpreters import mlir
 
 from ._codegen import KernelCompileError
 from ._inout import buffer_of_array
-from ._spec import KernelInfo, attribute_value, bounds, check_launch
+from ._spec import KernelInfo, attribute_dtype, attribute_value, bounds, check_launch
 from ._warp import compile_for_arch, wp_types
 
 __all__ = ["ENTRIES", "WarpImage", "compile_gpu", "gpu_layout", "lower"]
@@ -169,9 +169,10 @@ def gpu_layout(
                 k = next(arrays)
                 _array_param(b, buffers[k], p.ndim, np.dtype(dtypes[k]).itemsize)
             elif buffers is primal:
-                b.scalar(p.name, cast(str, p.dtype))  # a scalar Param always has a dtype
+                # A scalar Param always has a dtype; a 16-bit float is its bits.
+                b.scalar(p.name, attribute_dtype(cast(str, p.dtype)))
             else:
-                b.constant(0, cast(str, p.dtype))  # a scalar Param always has a dtype
+                b.constant(0, attribute_dtype(cast(str, p.dtype)))
     return b.build()
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from ffi_core.bridge import KernelInfo as KernelInfoBase
 from ffi_core.bridge import check_kernel_type, kernel_digest
 
-from ._warp import SUPPORTED_DTYPES, dtype_name_of, wp, wp_context, wp_types
+from ._warp import HALF_DTYPES, SUPPORTED_DTYPES, dtype_name_of, wp, wp_context, wp_types
 
 __all__ = [
     "DIMS_ATTR",
@@ -270,7 +270,8 @@ def _scalar(kernel_name: str, p: Param, value: Any) -> Any:
             f"{where} is static: it takes a Python or NumPy number, got a traced or device "
             "array; pass arrays as inputs"
         )
-    kind = np.dtype(p.dtype).kind
+    # bfloat16 is ml_dtypes' own kind ("V") to NumPy: a float here.
+    kind = "f" if p.dtype == "bfloat16" else np.dtype(p.dtype).kind
     ok = (
         isinstance(value, bool | np.bool_)
         if kind == "b"
@@ -291,13 +292,13 @@ def _scalar(kernel_name: str, p: Param, value: Any) -> Any:
 
 def attribute_dtype(dtype: str) -> str:
     """The dtype of the FFI attribute carrying a scalar of ``dtype``: XLA has
-    no float16 attributes, so a float16 travels as its 16 bits (uint16)."""
-    return "uint16" if dtype == "float16" else dtype
+    no float16 or bfloat16 attributes, so those travel as their 16 bits (uint16)."""
+    return "uint16" if dtype in HALF_DTYPES else dtype
 
 
 def attribute_value(value: Any) -> Any:
     """A checked scalar (from ``scalar_values``) as its attribute's value."""
-    return value.view(np.uint16) if value.dtype == np.float16 else value
+    return value.view(np.uint16) if value.dtype.name in HALF_DTYPES else value
 
 
 def check_launch_dims(launch_dims: Any) -> Any:

@@ -24,6 +24,7 @@ from warp._src import context as wp_context
 from warp._src import types as wp_types
 
 __all__ = [
+    "HALF_DTYPES",
     "SUPPORTED_DTYPES",
     "compile_for_arch",
     "dtype_name_of",
@@ -37,8 +38,12 @@ __all__ = [
 ]
 
 #: dtypes a Warp array or scalar parameter can take here, by name: ffi-core's
-#: ``BASIC_DTYPES``.
-SUPPORTED_DTYPES: tuple[str, ...] = BASIC_DTYPES
+#: ``BASIC_DTYPES`` and Warp's ``bfloat16``.
+SUPPORTED_DTYPES: tuple[str, ...] = (*BASIC_DTYPES, "bfloat16")
+
+#: The 16-bit floats: XLA has no attributes of them, so a scalar of one
+#: travels as its bits (uint16).
+HALF_DTYPES: tuple[str, ...] = ("float16", "bfloat16")
 
 _WARP_TYPES: dict[str, Any] = {name: getattr(wp, name) for name in SUPPORTED_DTYPES}
 _NAMES: dict[Any, str] = {t: name for name, t in _WARP_TYPES.items()}
