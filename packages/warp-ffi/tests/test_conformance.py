@@ -19,8 +19,7 @@ import pytest
 import warp as wp
 from ffi_core.cuda.testing import EmulatedGPU, emulated_gpu_fixture
 from warp._src.types import type_repr
-from warp_ffi import warp_kernel
-from warp_ffi import _gpu
+from warp_ffi import _gpu, warp_kernel
 from warp_ffi._catalog import kernel_info
 from warp_ffi.testing import LOWERING, on_cpu
 

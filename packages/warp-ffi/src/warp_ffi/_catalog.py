@@ -16,8 +16,8 @@ import ffi_core
 from ffi_core.bridge import BridgeCatalog
 
 from ._codegen import load_kernel
-from ._primitive import make_target
 from ._inout import check_in_out_step
+from ._primitive import make_target
 from ._spec import CallSig, KernelInfo
 from ._warp import wp
 

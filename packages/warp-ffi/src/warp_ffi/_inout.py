@@ -43,7 +43,9 @@ def check_in_out(info: KernelInfo, names: Any, n_outputs: int) -> tuple[int, ...
     n_in = len(arrays) - n_outputs
     for name in names:
         if name not in arrays:
-            kind = "a scalar parameter" if name in {p.name for p in info.scalars} else "no parameter"
+            kind = (
+                "a scalar parameter" if name in {p.name for p in info.scalars} else "no parameter"
+            )
             raise ValueError(
                 f"`in_out_argnames` names {name!r}, but that is {kind} of warp kernel "
                 f"'{info.name}'; in-out parameters are among its array inputs "

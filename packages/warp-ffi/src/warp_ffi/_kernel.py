@@ -16,8 +16,8 @@ from ffi_core import ShardingRule
 from ffi_core.bridge import BoundCall, KernelCall, kernel_op
 
 from ._catalog import kernel_info
-from ._primitive import backward_unavailable, warp_kernel_call_p
 from ._inout import check_in_out
+from ._primitive import backward_unavailable, warp_kernel_call_p
 from ._spec import DTYPES, KernelInfo, check_launch_dims
 
 __all__ = ["VMAP_METHODS", "kernel_info", "warp_kernel"]
@@ -358,7 +358,7 @@ def _wrap_in_out(
     def aval(args: Sequence[Any], k: int) -> Any:
         # The output an in-out input makes; where the input cannot be one,
         # a stand-in of the declared rank, so the call's checks name what is wrong.
-        x = args[k] if k < len(args) else None
+        x: Any = args[k] if k < len(args) else None
         if hasattr(x, "shape") and hasattr(x, "dtype"):
             name = np.dtype(x.dtype).name
             if name in DTYPES.names:

@@ -23,7 +23,6 @@ from jax.interpreters import batching, mlir
 from . import _gpu
 from ._codegen import load_kernel, plan
 from ._inout import output_params
-from ._warp import resolve_block_dim
 from ._spec import (
     DIMS_ATTR,
     CallSig,
@@ -33,6 +32,7 @@ from ._spec import (
     check_launch,
     launch_shape,
 )
+from ._warp import resolve_block_dim
 
 __all__ = ["warp_kernel_call_p"]
 
@@ -209,9 +209,7 @@ def _cuda_lowering(
 
 def make_target(info, sig):
     """Load the kernel for ``sig`` and register its handler: the target name."""
-    planner = WarpCpuPlanner(
-        info, sig.backward, sig.grid_from_output, sig.in_out, sig.block_dim
-    )
+    planner = WarpCpuPlanner(info, sig.backward, sig.grid_from_output, sig.in_out, sig.block_dim)
     return ensure_target(planner.plan(sig.inputs, sig.outputs, sig.batched, sig.hint))
 
 

@@ -136,7 +136,8 @@ def compile_for_arch(module: Any, arch: int, use_ptx: bool | None, block_dim: in
             None, arch, arch_suffix=suffix, use_ptx=use_ptx, block_dim=block_dim
         )
         folder = module.get_module_identifier(block_dim=block_dim)
-        return Path(wp.config.kernel_cache_dir) / folder / name
+        # Set by wp.init() (runtime() above).
+        return Path(str(wp.config.kernel_cache_dir)) / folder / name
     finally:
         if saved is not None:
             core.wp_cuda_context_set_current(saved)
