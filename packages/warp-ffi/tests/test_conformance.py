@@ -191,7 +191,7 @@ def test_parameters_warp_ffi_cannot_pass():
         f"parameter 'p' of warp kernel 'with_struct' has type {type_repr(Pair)}; warp-ffi "
         "passes wp.array "
         "parameters and scalars (bool, int8, int16, int32, int64, uint8, uint16, uint32, "
-        "uint64, float16, float32, float64)",
+        "uint64, float16, float32, float64, bfloat16)",
     ):
         warp_kernel(with_struct, S((4,), jnp.float32))
 

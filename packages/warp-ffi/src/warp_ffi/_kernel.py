@@ -214,7 +214,7 @@ def warp_kernel(
     """
     info = kernel_info(kernel)
     launch = check_launch_dims(launch_dims)
-    options = _Options(launch, vmap_method, sharding_rule, _check_block_dim(block_dim))
+    options = _Options(launch, vmap_method, sharding_rule, _check_block_dim(block_dim), launch_dims)
     if in_out_argnames is None:
         op = _wrap(info, outs, options, input_output_aliases, ())
     else:
@@ -232,6 +232,7 @@ class _Options:
     vmap_method: str | None
     sharding_rule: Any
     block_dim: int | None
+    launch_dims: Any  # as given, for messages
 
 
 def _check_block_dim(block_dim: Any) -> int | None:
@@ -256,7 +257,7 @@ def _check_outs(
     """The output-only avals against the kernel's last array parameters."""
     if options.sharding_rule is not None and isinstance(options.launch, tuple):
         raise ValueError(
-            f"`launch_dims` is fixed ({options.launch!r}), but with `sharding_rule` the kernel "
+            f"`launch_dims` is fixed ({options.launch_dims!r}), but with `sharding_rule` the kernel "
             "runs on shards whose shapes differ from the whole arrays; pass "
             "launch_dims=None (the first output's shape) or a callable of the input shapes"
         )
