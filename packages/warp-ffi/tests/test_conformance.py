@@ -19,7 +19,7 @@ import pytest
 import warp as wp
 from ffi_core.cuda.testing import EmulatedGPU, emulated_gpu_fixture
 from warp._src.types import type_repr
-from warp_ffi import warp_kernel
+from warp_ffi import _gpu, warp_kernel
 from warp_ffi._catalog import kernel_info
 from warp_ffi.testing import LOWERING, on_cpu
 
@@ -191,7 +191,7 @@ def test_parameters_warp_ffi_cannot_pass():
         f"parameter 'p' of warp kernel 'with_struct' has type {type_repr(Pair)}; warp-ffi "
         "passes wp.array "
         "parameters and scalars (bool, int8, int16, int32, int64, uint8, uint16, uint32, "
-        "uint64, float16, float32, float64)",
+        "uint64, float16, float32, float64, bfloat16)",
     ):
         warp_kernel(with_struct, S((4,), jnp.float32))
 
@@ -343,3 +343,268 @@ def test_launch_dims_beyond_int32_refused_only_where_warp_refuses_them(platform)
         "unsigned int (at most 4294967295)",
     ):
         jax.jit(warp_kernel(fill_seven, S((4,), jnp.int32), launch_dims=2**32)).lower()
+
+
+# ------------------------------------------- 3. in-out parameters (in_out_argnames)
+
+
+@wp.kernel
+def accumulate(a: wp.array[float], b: wp.array[float], c: wp.array[float]):
+    i = wp.tid()
+    b[i] += a[i]
+    c[i] = 2.0 * a[i]
+
+
+@wp.kernel
+def row_sum_into(x: wp.array2d[float], total: wp.array[float]):
+    i, j = wp.tid()
+    wp.atomic_add(total, i, x[i, j])
+
+
+@wp.kernel
+def read_two(a: wp.array[float], b: wp.array[float], out: wp.array[float]):
+    i = wp.tid()
+    out[i] = a[i] - b[i]
+
+
+def test_in_out_parameter_returns_its_new_value_first(platform):
+    a, b = _rand(10), _rand(10, seed=1)
+    op = warp_kernel(accumulate, S((10,), jnp.float32), in_out_argnames=["b"])
+    new_b, c = jax.jit(op)(a, b)
+    np.testing.assert_allclose(new_b, a + b, rtol=1e-6)
+    np.testing.assert_allclose(c, 2 * a, rtol=1e-6)
+    # Another shape of the in-out array: its own aliased call.
+    new_b, c = jax.jit(warp_kernel(accumulate, S((3,), jnp.float32), in_out_argnames=("b",)))(
+        a[:3], b[:3]
+    )
+    np.testing.assert_allclose(new_b, a[:3] + b[:3], rtol=1e-6)
+
+
+def test_in_out_only_kernel_under_vmap_and_scan(platform):
+    x = _rand(4, 6)
+    op = warp_kernel(row_sum_into, (), in_out_argnames=["total"], launch_dims=lambda x, t: x)
+    (total,) = jax.jit(op)(x, np.ones(4, np.float32))
+    np.testing.assert_allclose(total, 1 + x.sum(1), rtol=1e-5)
+    # vmap over the rows' batch with an unbatched starting value: each row
+    # starts from its own copy of it.
+    xs = _rand(3, 4, 6, seed=2)
+    (totals,) = jax.jit(jax.vmap(op, in_axes=(0, None)))(xs, np.zeros(4, np.float32))
+    np.testing.assert_allclose(totals, xs.sum(2), rtol=1e-5)
+    # A scan carry updated in place.
+    run = jax.jit(lambda t: jax.lax.scan(lambda t, _: (op(x, t)[0], None), t, None, length=3)[0])
+    np.testing.assert_allclose(run(np.zeros(4, np.float32)), 3 * x.sum(1), rtol=1e-5)
+
+
+def test_in_out_buffer_is_donated_not_copied():
+    op = jax.jit(
+        warp_kernel(accumulate, S((8,), jnp.float32), in_out_argnames=["b"]), donate_argnums=1
+    )
+    a = jnp.ones(8, jnp.float32)
+    b = jnp.arange(8, dtype=jnp.float32)
+    pointer = b.unsafe_buffer_pointer()
+    assert "copy" not in op.lower(a, b).compile().as_text()
+    new_b, _ = op(a, b)
+    assert b.is_deleted()
+    assert new_b.unsafe_buffer_pointer() == pointer
+    np.testing.assert_allclose(new_b, np.arange(8) + 1)
+
+
+def test_in_out_names_pick_different_targets():
+    a, b = _rand(5), _rand(5, seed=1)
+    on_a = warp_kernel(read_two, S((5,), jnp.float32), in_out_argnames=["a"])
+    on_b = warp_kernel(read_two, S((5,), jnp.float32), in_out_argnames=["b"])
+    same_a, out_a = jax.jit(on_a)(a, b)
+    same_b, out_b = jax.jit(on_b)(a, b)
+    np.testing.assert_array_equal(same_a, a)
+    np.testing.assert_array_equal(same_b, b)
+    np.testing.assert_allclose(out_a, a - b)
+    np.testing.assert_allclose(out_b, a - b)
+
+    def targets(op):
+        text = jax.jit(op).lower(a, b).as_text()
+        return set(re.findall(r"custom_call @(\S+)\(", text)) or set(
+            re.findall(r'call_target_name = "([^"]+)"', text)
+        )
+
+    assert targets(on_a) and targets(on_a).isdisjoint(targets(on_b))
+
+
+def test_in_out_under_sharded_jit(platform):
+    from ffi_core.testing import device_mesh
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = device_mesh((2,), ("r",))
+    op = warp_kernel(
+        accumulate, S((16,), jnp.float32), in_out_argnames=["b"], sharding_rule="elementwise"
+    )
+    put = lambda v: jax.device_put(v, NamedSharding(mesh, P("r")))  # noqa: E731
+    a, b = _rand(16), _rand(16, seed=1)
+    new_b, c = jax.jit(op)(put(a), put(b))
+    np.testing.assert_allclose(new_b, a + b, rtol=1e-6)
+    np.testing.assert_allclose(c, 2 * a, rtol=1e-6)
+    assert new_b.sharding.spec == P("r")
+
+
+def test_in_out_gradient_is_refused_with_the_fix():
+    op = warp_kernel(accumulate, S((4,), jnp.float32), in_out_argnames=["b"])
+    with raises(
+        NotImplementedError,
+        "warp kernel 'accumulate' has in-out parameters ('b'); its gradient is not available: "
+        "Warp's adjoint keeps one gradient per array, so an array both read and written would "
+        "get its result's gradient added to its starting value's. To differentiate, give the "
+        "kernel a separate input and output parameter for each (read 'x_in', write 'x_out')",
+    ):
+        jax.grad(lambda a: op(a, jnp.zeros(4))[1].sum())(jnp.ones(4))
+
+
+@pytest.mark.parametrize(
+    ("names", "kwargs", "exc", "message"),
+    [
+        (
+            "b",
+            {},
+            TypeError,
+            "`in_out_argnames` must be a sequence of parameter names (a list or tuple of str), "
+            "got 'b'",
+        ),
+        (["b", 1], {}, TypeError, "`in_out_argnames` must hold parameter names (str), got 1"),
+        (["b", "b"], {}, ValueError, "`in_out_argnames` names parameter 'b' twice: ['b', 'b']"),
+        (
+            ["z"],
+            {},
+            ValueError,
+            "`in_out_argnames` names 'z', but that is no parameter of warp kernel 'accumulate'; "
+            "in-out parameters are among its array inputs (a, b)",
+        ),
+        (
+            ["c"],
+            {},
+            ValueError,
+            "`in_out_argnames` names 'c', but `outs` describes it: the last 1 array parameters "
+            "of warp kernel 'accumulate' (c) are its output-only ones; an in-out parameter "
+            "comes before them, and `outs` describes only the output-only ones",
+        ),
+        (
+            ["b"],
+            {"input_output_aliases": {0: 0}},
+            ValueError,
+            "`input_output_aliases` cannot be combined with `in_out_argnames`; declare each "
+            "array the kernel updates in place as an in-out parameter",
+        ),
+    ],
+)
+def test_in_out_argnames_refused(names, kwargs, exc, message):
+    with raises(exc, message):
+        warp_kernel(accumulate, S((4,), jnp.float32), in_out_argnames=names, **kwargs)
+
+
+def test_in_out_names_a_scalar_parameter():
+    with raises(
+        ValueError,
+        "`in_out_argnames` names 'a', but that is a scalar parameter of warp kernel "
+        "'saxpy_subscript'; in-out parameters are among its array inputs (x, y)",
+    ):
+        warp_kernel(saxpy_subscript, S((4,), jnp.float32), in_out_argnames=["a"])
+
+
+def test_in_out_call_checks_name_the_input():
+    op = warp_kernel(accumulate, S((4,), jnp.float32), in_out_argnames=["b"])
+    with raises(
+        TypeError,
+        "input 1 of warp kernel 'accumulate' (parameter 'b') is int32[1d], but the kernel "
+        "declares wp.array(float32, 1-d)",
+    ):
+        op(jnp.ones(4), jnp.ones(4, jnp.int32))
+
+
+# ------------------------------------------------------- 5. block_dim (tile kernels)
+
+
+@wp.kernel(module="unique")
+def scale_by_block(a: wp.array[float], b: wp.array[float]):
+    i = wp.tid()
+    b[i] = a[i] * float(wp.block_dim())
+
+
+@wp.kernel(module="unique")
+def block_sums(out: wp.array[int]):
+    i = wp.tid()
+    out[i] = 0
+    s = wp.tile_sum(wp.tile(i))
+    wp.tile_store(out, s, offset=i)
+
+
+def _block_sums(n, block):
+    expected = np.zeros(n, np.int32)
+    for start in range(0, n, block):
+        expected[start] = sum(range(start, start + block))
+    return expected
+
+
+def test_block_dim_on_the_cpu_follows_warp(monkeypatch):
+    x = jnp.arange(32, dtype=jnp.float32)
+    # Warp's CPU launches one thread per block unless cooperative CPU blocks are on.
+    for block_dim in (None, 16):
+        op = warp_kernel(scale_by_block, S((32,), jnp.float32), block_dim=block_dim)
+        np.testing.assert_allclose(jax.jit(op)(x), x)
+        tiles = warp_kernel(block_sums, S((32,), jnp.int32), block_dim=block_dim)
+        np.testing.assert_array_equal(jax.jit(tiles)(), np.arange(32))
+    monkeypatch.setattr(wp.config, "enable_cpu_blocks", True)
+    for block_dim in (8, 16):
+        op = warp_kernel(scale_by_block, S((32,), jnp.float32), block_dim=block_dim)
+        np.testing.assert_allclose(jax.jit(op)(x), x * block_dim)
+        grad = jax.jit(jax.grad(lambda x, op=op: op(x).sum()))(x)
+        np.testing.assert_allclose(grad, np.full(32, float(block_dim)))
+        rows = jax.jit(jax.vmap(op))(jnp.stack([x, -x]))
+        np.testing.assert_allclose(rows, np.stack([x, -x]) * block_dim)
+        tiles = warp_kernel(block_sums, S((32,), jnp.int32), block_dim=block_dim)
+        np.testing.assert_array_equal(jax.jit(tiles)(), _block_sums(32, block_dim))
+
+
+def test_block_dim_on_the_gpu_is_the_launch_block(gpu):
+    x = jnp.arange(64, dtype=jnp.float32)
+    op = warp_kernel(scale_by_block, S((64,), jnp.float32), block_dim=32)
+    jax.jit(op).lower(x)
+    # Warp built the kernel's CUDA module for 32 threads per block.
+    kernel = kernel_info(scale_by_block).kernel
+    assert {key[3] for key in _gpu._images if key[0] is kernel} == {32}
+    # The emulated GPU runs Warp's CPU build (one thread per block) on the packed launch.
+    np.testing.assert_allclose(jax.jit(op)(x), x)
+    grad = jax.jit(jax.grad(lambda x: op(x).sum()))(x)
+    np.testing.assert_allclose(grad, np.ones(64))
+
+
+@pytest.mark.parametrize(
+    ("block_dim", "exc", "message"),
+    [
+        (True, TypeError, "`block_dim` must be an int or None, got True"),
+        (1.5, TypeError, "`block_dim` must be an int or None, got 1.5"),
+        (0, ValueError, "`block_dim` must be in 1..1024 (threads per block), got 0"),
+        (2048, ValueError, "`block_dim` must be in 1..1024 (threads per block), got 2048"),
+    ],
+)
+def test_block_dim_refused(block_dim, exc, message):
+    with raises(exc, message):
+        warp_kernel(scale_by_block, S((4,), jnp.float32), block_dim=block_dim)
+
+
+# ----------------------------------------------------------------------- bfloat16
+
+
+@wp.kernel
+def scale_bf16(x: wp.array[wp.bfloat16], s: wp.bfloat16, out: wp.array[wp.bfloat16]):
+    i = wp.tid()
+    out[i] = x[i] * s
+
+
+def test_bfloat16_arrays_and_scalars(platform):
+    x = jnp.arange(-4, 4, dtype=jnp.bfloat16)
+    op = warp_kernel(scale_bf16, S((8,), jnp.bfloat16))
+    out = jax.jit(lambda x: op(x, s=1.5))(x)
+    assert out.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(np.asarray(out, np.float32), np.arange(-4, 4) * 1.5)
+    grad = jax.grad(lambda x: op(x, s=-2.0).astype(jnp.float32).sum())(x)
+    np.testing.assert_array_equal(np.asarray(grad, np.float32), np.full(8, -2.0))
+    rows = jax.vmap(lambda x: op(x, s=2.0))(jnp.stack([x, x + 1]))
+    np.testing.assert_array_equal(np.asarray(rows, np.float32)[1], (np.arange(-4, 4) + 1) * 2.0)

@@ -78,7 +78,7 @@ def test_unsupported_parameter_types():
         TypeError,
         f"parameter 'x' of warp kernel 'structs' is an array of {type_repr(Particle)}; warp-ffi "
         "passes arrays of scalars (bool, int8, int16, int32, int64, uint8, uint16, uint32, "
-        "uint64, float16, float32, float64) and of Warp's vectors, matrices, quaternions and "
+        "uint64, float16, float32, float64, bfloat16) and of Warp's vectors, matrices, quaternions and "
         "transforms of them",
     ):
         warp_kernel(structs, S((4,), jnp.float32))
@@ -86,7 +86,7 @@ def test_unsupported_parameter_types():
         TypeError,
         "parameter 'v' of warp kernel 'with_vec_param' has type vec3f; warp-ffi passes "
         "wp.array parameters and scalars (bool, int8, int16, int32, int64, uint8, uint16, "
-        "uint32, uint64, float16, float32, float64)",
+        "uint32, uint64, float16, float32, float64, bfloat16)",
     ):
         warp_kernel(with_vec_param, S((4,), jnp.float32))
 
@@ -122,7 +122,7 @@ def test_input_dtype_and_rank():
         TypeError,
         "input 0 of warp kernel 'axpy' has dtype complex64, which Warp kernels do not take; "
         "supported: bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, "
-        "float32, float64",
+        "float32, float64, bfloat16",
     ):
         f(X.astype(jnp.complex64), X, alpha=1.0)
     with raises(
@@ -280,7 +280,7 @@ def test_dtype_conversion_refusals():
     with raises(
         TypeError,
         "`dtype` must be one of the dtypes Warp arrays take (bool, int8, int16, int32, int64, "
-        "uint8, uint16, uint32, uint64, float16, float32, float64), got <class "
+        "uint8, uint16, uint32, uint64, float16, float32, float64, bfloat16), got <class "
         "'jax.numpy.complex64'>",
     ):
         jaxtype_to_warptype(jnp.complex64)

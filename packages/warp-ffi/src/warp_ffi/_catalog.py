@@ -16,6 +16,7 @@ import ffi_core
 from ffi_core.bridge import BridgeCatalog
 
 from ._codegen import load_kernel
+from ._inout import check_in_out_step
 from ._primitive import make_target
 from ._spec import CallSig, KernelInfo
 from ._warp import wp
@@ -42,7 +43,8 @@ def _rebuild(info: Any, sig: Any, step: Mapping[str, Any]) -> None:
     # warp-ffi's own CallSig, which knows the kernel's arrays of a backward call.
     del sig
     sig = CallSig.from_step(step)
-    loaded = load_kernel(info, sig.primal_dtypes())
+    check_in_out_step(info, sig)
+    loaded = load_kernel(info, sig.primal_dtypes(), sig.block_dim)
     if loaded.code_hash != step["code"]:
         raise ffi_core.MissingKernelError(
             f"warp kernel {step['kernel']!r} is known here, but a Warp function it calls "
@@ -61,6 +63,10 @@ _catalog.register(
         "backward": ffi_core.StepField.flag(),
         "hint": ffi_core.StepField.flag(),
         "grid_from_output": ffi_core.StepField.flag(),
+        "in_out": ffi_core.StepField.added(
+            ffi_core.StepField.sequence(ffi_core.StepField.integer(0, 1023))
+        ),
+        "block_dim": ffi_core.StepField.added(ffi_core.StepField.integer(1, 1024)),
     },
     fields={"code": ffi_core.StepField.digest()},
 )

@@ -27,6 +27,7 @@ from ffi_core import KernelCompileError as _KernelCompileError
 from ffi_core import Unexportable
 from ffi_core.cpu import AttrSig, CpuPlan, HandlerBody, HandlerSpec, build_handler
 
+from ._inout import buffer_of_array
 from ._native import ARRAY_T, bounds_layout
 from ._spec import (
     DIMS_ATTR,
@@ -36,7 +37,7 @@ from ._spec import (
     attribute_order,
     backward_counts,
 )
-from ._warp import runtime, wp
+from ._warp import runtime, wp, wp_context
 
 __all__ = [
     "KernelCompileError",
@@ -70,6 +71,7 @@ class Loaded:
         forward: int,
         backward: int | None,
         kernel_dim: int,
+        block_dim: int = 1,
     ) -> None:
         self.kernel = kernel
         self.module_exec = module_exec
@@ -80,25 +82,29 @@ class Loaded:
         self.forward = forward
         self.backward = backward
         self.kernel_dim = kernel_dim
+        #: Threads per block the module was built for: above 1, Warp's
+        #: cooperative CPU blocks (``wp.config.enable_cpu_blocks``).
+        self.block_dim = block_dim
 
 
 _lock = threading.RLock()
 _loaded: dict[Any, Loaded] = {}
 
 
-def load_kernel(info: KernelInfo, dtypes: tuple[str, ...]) -> Loaded:
-    """Compile (or load from Warp's cache) the kernel for these array dtypes."""
+def load_kernel(info: KernelInfo, dtypes: tuple[str, ...], block_dim: int = 1) -> Loaded:
+    """Compile (or load from Warp's cache) the kernel for these array dtypes,
+    with ``block_dim`` threads per block (``wp_ffi._warp.resolve_block_dim``)."""
     kernel = info.specialized(dtypes)
     with _lock:
-        found = _loaded.get(kernel)
+        found = _loaded.get((kernel, block_dim))
         if found is not None:
             return found
         device = runtime()
         try:
-            # block_dim=1, as wp.launch loads CPU modules: one thread per
-            # grid point. (The module's default, 256, builds cooperative
-            # blocks, about 50 times slower for plain kernels.)
-            module_exec = kernel.module.load(device, block_dim=1)
+            # block_dim 1 unless asked, as wp.launch loads CPU modules: one
+            # thread per grid point. (The module's default, 256, builds
+            # cooperative blocks, about 50 times slower for plain kernels.)
+            module_exec = kernel.module.load(device, block_dim=block_dim)
             hooks = module_exec.get_kernel_hooks(kernel)
         except Exception as exc:
             raise KernelCompileError(
@@ -116,8 +122,8 @@ def load_kernel(info: KernelInfo, dtypes: tuple[str, ...]) -> Loaded:
             raise KernelCompileError(
                 f"warp kernel '{info.name}': Warp loaded its module but found no CPU entry point"
             )
-        loaded = Loaded(kernel, module_exec, forward, backward, kernel.adj.kernel_dim)
-        _loaded[kernel] = loaded
+        loaded = Loaded(kernel, module_exec, forward, backward, kernel.adj.kernel_dim, block_dim)
+        _loaded[kernel, block_dim] = loaded
         return loaded
 
 
@@ -166,7 +172,8 @@ def handler_body(info: KernelInfo, sig: CallSig, loaded: Loaded) -> HandlerBody:
     if sig.grid_from_output:
         # The default grid, the first output's (row) shape, read from its buffer
         # (whose rank the template checked).
-        first_ndim = cast(int, info.arrays[n_in].ndim)  # an array Param always has an ndim
+        first = info.arrays[sig.in_out[0] if sig.in_out else n_in]
+        first_ndim = cast(int, first.ndim)  # an array Param always has an ndim
         grid = f"b_{n_call_in + (n_in if sig.backward else 0)}"
         lead = int(sig.batched is not None)
         for k in range(first_ndim):
@@ -204,15 +211,14 @@ def handler_body(info: KernelInfo, sig: CallSig, loaded: Loaded) -> HandlerBody:
     # Every array slot filled: (struct, parameter, buffer index in the frame, zeroed).
     slots: list[tuple[str, str, int, bool]] = []
     for k, p in enumerate(info.arrays):
-        if k < n_in:
+        if sig.backward and k < n_in:
             slots.append(("args", p.name, k, False))
-            if sig.backward:
-                slots.append(("adj", p.name, n_call_in + k, True))
+            slots.append(("adj", p.name, n_call_in + k, True))
         elif sig.backward:
             slots.append(("args", p.name, n_call_in + k, False))
             slots.append(("adj", p.name, n_call_in + n_arr + k - n_in, False))
-        else:
-            slots.append(("args", p.name, n_call_in + k - n_in, False))
+        else:  # an in-out parameter sees its output buffer
+            slots.append(("args", p.name, buffer_of_array(k, n_call_in, sig.in_out), False))
 
     stores = []
     for m, (struct, pname, index, zeroed) in enumerate(slots):
@@ -230,17 +236,38 @@ def handler_body(info: KernelInfo, sig: CallSig, loaded: Loaded) -> HandlerBody:
             stores.append(f"store({struct} + {offsets[pname]}, d{m} + b * r{m}, types.uint64)")
     fn = loaded.backward if sig.backward else loaded.forward
     pointers = "(bounds, args, adj)" if sig.backward else "(bounds, args)"
-    call = f"call_void_fn({fn}, {pointers})"
     lines += ["if size * mult == 0:", "    return 0"]
+    entry = f"call_void_fn({fn}, {pointers})"
+    if loaded.block_dim == 1:  # Warp's entry points do not fail
+        call: tuple[str, ...] = (entry, "return 0")
+        row: tuple[str, ...] = (entry, "error = 0")
+    else:
+        # Cooperative CPU blocks report a failure (a block that cannot run)
+        # through Warp's runtime, taken (and cleared) around each launch.
+        take = f"call_message_fn({_take_block_error()})"
+        label = f"warp kernel '{info.name}'" + (" (backward)" if sig.backward else "")
+        lines.insert(0, f"block_label = cstring({label!r})")
+        failed = "error_create_prefixed(api, block_label, message, ErrorCode.INTERNAL)"
+        launch = (take, entry, f"message = {take}")
+        call = (*launch, "if message != 0:", f"    return {failed}", "return 0")
+        row = (*launch, "error = np.uintp(0)", "if message != 0:", f"    error = {failed}")
     return HandlerBody(
-        call=(call, "return 0"),
-        row=(*stores, call, "error = 0"),  # Warp's entry points do not fail
+        call=call,
+        row=(*stores, *row),
         imports=(
-            "from ffi_core.native import call_void_fn, load, stack_buffer, store",
-            "from warp_ffi._native import copy_scalar, fill_array, zero_buffer",
+            "from ffi_core.native import call_void_fn, cstring, error_create_prefixed, load, "
+            "stack_buffer, store",
+            "from warp_ffi._native import call_message_fn, copy_scalar, fill_array, zero_buffer",
         ),
         setup=tuple(lines),
     )
+
+
+def _take_block_error() -> int:
+    """The address of Warp's ``wp_take_cpu_block_error``."""
+    runtime()
+    core: Any = wp_context.runtime.core  # type: ignore[attr-defined]
+    return cast(int, ctypes.cast(core.wp_take_cpu_block_error, ctypes.c_void_p).value)
 
 
 @functools.cache

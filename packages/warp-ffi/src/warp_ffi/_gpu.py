@@ -37,7 +37,8 @@ from ffi_core.cuda._launch import MAX_GRID
 from jax.interpreters import mlir
 
 from ._codegen import KernelCompileError
-from ._spec import KernelInfo, attribute_value, bounds
+from ._inout import buffer_of_array
+from ._spec import KernelInfo, attribute_dtype, attribute_value, bounds, check_launch
 from ._warp import compile_for_arch, wp_types
 
 __all__ = ["ENTRIES", "WarpImage", "compile_gpu", "gpu_layout", "lower"]
@@ -64,7 +65,7 @@ class WarpImage:
 
 
 _lock = threading.Lock()
-_images: dict[tuple[Any, int, bool | None], WarpImage] = {}
+_images: dict[tuple[Any, int, bool | None, int], WarpImage] = {}
 #: Every entry compiled here: entry name -> (kernel info, array dtypes,
 #: backward). The emulated GPU of ``warp_ffi.testing`` runs Warp's CPU build
 #: of the same kernel for each.
@@ -76,21 +77,23 @@ def compile_gpu(
     dtypes: tuple[str, ...],
     capability: tuple[int, int],
     *,
+    block_dim: int = 256,
     use_ptx: bool | None = None,
 ) -> WarpImage:
     """Compile (or read from Warp's cache) the kernel for arrays of
     ``dtypes`` for a GPU of compute ``capability``; once per process.
-    ``use_ptx``: Warp's choice by default (a cubin where its NVRTC knows the
-    architecture)."""
+    ``block_dim``: the threads per block it is built for (Warp's tile
+    kernels depend on it). ``use_ptx``: Warp's choice by default (a cubin
+    where its NVRTC knows the architecture)."""
     kernel = info.specialized(dtypes)
     arch = capability[0] * 10 + capability[1]
-    key = (kernel, arch, use_ptx)
+    key = (kernel, arch, use_ptx, block_dim)
     with _lock:
         found = _images.get(key)
         if found is not None:
             return found
         try:
-            path = compile_for_arch(kernel.module, arch, use_ptx)
+            path = compile_for_arch(kernel.module, arch, use_ptx, block_dim)
             data = path.read_bytes()
             stem = path.name[: path.name.index(f".sm{arch}")]
             meta = json.loads((path.parent / f"{stem}.meta").read_text())
@@ -166,9 +169,10 @@ def gpu_layout(
                 k = next(arrays)
                 _array_param(b, buffers[k], p.ndim, np.dtype(dtypes[k]).itemsize)
             elif buffers is primal:
-                b.scalar(p.name, cast(str, p.dtype))  # a scalar Param always has a dtype
+                # A scalar Param always has a dtype; a 16-bit float is its bits.
+                b.scalar(p.name, attribute_dtype(cast(str, p.dtype)))
             else:
-                b.constant(0, cast(str, p.dtype))  # a scalar Param always has a dtype
+                b.constant(0, attribute_dtype(cast(str, p.dtype)))
     return b.build()
 
 
@@ -189,22 +193,27 @@ def lower(
     backward: bool,
     aliases: dict[int, int],
     scalars: tuple[tuple[str, Any], ...],
+    in_out: tuple[int, ...] = (),
+    block_dim: int = 256,
 ) -> Any:
     """Lower one call of the kernel (``n_in`` primal inputs) over the launch
-    grid ``shape`` to a launch.
+    grid ``shape`` to a launch of ``block_dim`` threads per block.
 
     Forward, the call's buffers are the inputs then the outputs. Backward
     (see ``backward_counts``) they are the primal inputs, the outputs'
     cotangents, then here zeros for the inputs' gradients (Warp's adjoint
     adds into them), aliased to the gradient outputs; the outputs are the
-    gradients, the outputs replayed, and the cotangents again.
+    gradients, the outputs replayed, and the cotangents again. An in-out
+    parameter (``in_out``, forward only) is launched on its output buffer.
     """
     kernel = info.specialized(dtypes)
     label = f"warp kernel '{info.name}'" + (" (backward)" if backward else "")
     capability = local_capabilities(label)[0]
-    image = compile_gpu(info, dtypes, capability)
+    image = compile_gpu(info, dtypes, capability, block_dim=block_dim)
     entry = image.backward if backward else image.forward
-    grid, mult = bounds(shape, kernel.adj.kernel_dim)  # known once Warp built the kernel
+    # Known once Warp built the kernel.
+    check_launch(info, kernel, shape, block_dim=block_dim)
+    grid, mult = bounds(shape, kernel.adj.kernel_dim)
     n_arr = len(info.arrays)
     n_out = n_arr - n_in
     avals_in = list(ctx.avals_in)
@@ -225,15 +234,13 @@ def lower(
             *(first_out + n_arr + j for j in range(n_out)),
         ]
     else:
-        primal, adjoint = list(range(n_arr)), None
+        primal, adjoint = [buffer_of_array(k, n_in, in_out) for k in range(n_arr)], None
     layout = gpu_layout(info, dtypes, grid, mult, primal, adjoint)
-    options = kernel.module.options | kernel.options
-    block = int(options.get("block_dim", 256))
-    blocks = min(max(1, -(-(math.prod(grid) * mult) // block)), MAX_GRID[0])
-    launch = launch_config(grid=blocks, block=block, shared_mem=image.shared_mem[entry])
+    blocks = min(max(1, -(-(math.prod(grid) * mult) // block_dim)), MAX_GRID[0])
+    launch = launch_config(grid=blocks, block=block_dim, shared_mem=image.shared_mem[entry])
 
     def build(cc: tuple[int, int]) -> tuple[bytes, str]:
-        return compile_gpu(info, dtypes, cc).data, entry
+        return compile_gpu(info, dtypes, cc, block_dim=block_dim).data, entry
 
     # Blocks and bounds are constants of the handler: the grid is named by the spec.
     plan = LaunchPlan(

@@ -16,6 +16,7 @@ from ffi_core import ShardingRule
 from ffi_core.bridge import BoundCall, KernelCall, kernel_op
 
 from ._catalog import kernel_info
+from ._inout import check_in_out
 from ._primitive import backward_unavailable, warp_kernel_call_p
 from ._spec import DTYPES, KernelInfo, check_launch_dims
 
@@ -33,6 +34,10 @@ class _Launch:
 
     launch_dims: Any
     backward: bool = False
+    #: The array indices of the in-out parameters (``_inout``).
+    in_out: tuple[int, ...] = ()
+    #: The user's ``block_dim`` (None: Warp's default for the device).
+    block_dim: int | None = None
 
     def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Any:
         info: KernelInfo = call.info
@@ -46,6 +51,8 @@ class _Launch:
             vmap_method=call.vmap_method,
             batched=None,
             backward=self.backward,
+            in_out=self.in_out,
+            block_dim=self.block_dim,
         )
 
 
@@ -73,6 +80,16 @@ def _call_fwd(bound: BoundCall, *args: Any) -> tuple[tuple[Any, ...], tuple[Any,
 def _call_bwd(bound: BoundCall, args: tuple[Any, ...], cts: tuple[Any, ...]) -> tuple[Any, ...]:
     call = bound.call
     info = call.info
+    in_out = cast(_Launch, bound.launch).in_out
+    if in_out:
+        names = ", ".join(f"'{info.arrays[k].name}'" for k in in_out)
+        raise NotImplementedError(
+            f"warp kernel '{info.name}' has in-out parameters ({names}); its gradient is not "
+            "available: Warp's adjoint keeps one gradient per array, so an array both read "
+            "and written would get its result's gradient added to its starting value's. "
+            "To differentiate, give the kernel a separate input and output parameter for "
+            "each (read 'x_in', write 'x_out')"
+        )
     if call.aliases:
         raise NotImplementedError(
             f"warp kernel '{info.name}' is called with input_output_aliases; its gradient "
@@ -109,6 +126,8 @@ def warp_kernel(
     vmap_method: str | None = None,
     input_output_aliases: dict[int, int] | None = None,
     sharding_rule: Any = None,
+    in_out_argnames: Sequence[str] | None = None,
+    block_dim: int | None = None,
 ) -> Callable[..., Any]:
     """Wrap a ``@wp.kernel`` as a JAX operation.
 
@@ -154,6 +173,28 @@ def warp_kernel(
             whole result. The gradient's adjoint kernel is partitioned when
             every array of the rule has the same factors (``"elementwise"``),
             otherwise it runs on the whole arrays.
+        in_out_argnames: names of array inputs the kernel both reads and
+            writes (Warp's ``in_out_argnames``). Each one's new value is
+            returned, aliased to the input: XLA gives the kernel the input's
+            own buffer where it can donate it (copying it first otherwise).
+            ``outs`` then describes only the output-only parameters (``()``
+            when there are none), and the call returns a tuple: the in-out
+            arrays in parameter order, then the outputs (the entries of a
+            sequence ``outs``, or the one array or pytree). They are the
+            first outputs for ``launch_dims`` (the default grid is the first
+            in-out array's shape) and ``sharding_rule``. Not differentiable
+            (Warp's adjoint keeps one gradient per array); not combined with
+            ``input_output_aliases``.
+
+        block_dim: threads per block of the launch, as Warp's
+            ``wp.launch(..., block_dim=...)`` and ``jax_kernel(...,
+            block_dim=...)`` take it (tile kernels cooperate across a block).
+            None (default): Warp's default, 256 on a GPU (or the module's
+            ``block_dim`` option) and 1 on the CPU. On the CPU a value above 1
+            is honoured as Warp honours it: only with
+            ``wp.config.enable_cpu_blocks`` (Warp's cooperative CPU blocks),
+            else the CPU launch has 1 thread per block. The adjoint kernel
+            runs with the same value.
 
     Returns:
         A function ``op(*inputs, **scalars)`` taking and returning JAX arrays.
@@ -173,35 +214,93 @@ def warp_kernel(
     """
     info = kernel_info(kernel)
     launch = check_launch_dims(launch_dims)
+    options = _Options(launch, vmap_method, sharding_rule, _check_block_dim(block_dim), launch_dims)
+    if in_out_argnames is None:
+        op = _wrap(info, outs, options, input_output_aliases, ())
+    else:
+        op = _wrap_in_out(info, outs, options, input_output_aliases, in_out_argnames)
+    # The op is defined here as far as its readers are concerned (check_kernel
+    # names its module, as before kernel_op made it).
+    op.__module__ = __name__
+    return op
+
+
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    # The options of warp_kernel that every kernel_op of one wrapped kernel shares.
+    launch: Any
+    vmap_method: str | None
+    sharding_rule: Any
+    block_dim: int | None
+    launch_dims: Any  # as given, for messages
+
+
+def _check_block_dim(block_dim: Any) -> int | None:
+    if block_dim is None:
+        return None
+    if isinstance(block_dim, bool) or not isinstance(block_dim, int | np.integer):
+        raise TypeError(f"`block_dim` must be an int or None, got {block_dim!r}")
+    if not 1 <= block_dim <= _MAX_BLOCK_DIM:
+        raise ValueError(
+            f"`block_dim` must be in 1..{_MAX_BLOCK_DIM} (threads per block), got {block_dim!r}"
+        )
+    return int(block_dim)
+
+
+#: CUDA's most threads per block, Warp's limit on the CPU too.
+_MAX_BLOCK_DIM = 1024
+
+
+def _check_outs(
+    info: KernelInfo, options: _Options, out_avals: tuple[Any, ...], batched_ranks: bool
+) -> None:
+    """The output-only avals against the kernel's last array parameters."""
+    if options.sharding_rule is not None and isinstance(options.launch, tuple):
+        raise ValueError(
+            f"`launch_dims` is fixed ({options.launch_dims!r}), but with `sharding_rule` the kernel "
+            "runs on shards whose shapes differ from the whole arrays; pass "
+            "launch_dims=None (the first output's shape) or a callable of the input shapes"
+        )
+    n_out = len(out_avals)
+    if n_out > len(info.arrays):
+        raise TypeError(
+            f"`outs` holds {n_out} outputs, but warp kernel '{info.name}' has "
+            f"{len(info.arrays)} array parameters"
+        )
+    params = info.arrays[len(info.arrays) - n_out :]
+    for j, (p, aval) in enumerate(zip(params, out_avals, strict=True)):
+        dtype = np.dtype(aval.dtype).name
+        shape = tuple(aval.shape)
+        inner = shape[len(shape) - len(p.shape) :]
+        if (p.dtype is not None and p.dtype != dtype) or (
+            not batched_ranks and (p.rank != len(shape) or p.shape != inner)
+        ):
+            raise TypeError(
+                f"`outs` entry {j} is {dtype}{list(shape)}, but warp kernel "
+                f"'{info.name}' declares its output parameter '{p.name}' as "
+                f"{p.declared()}"
+            )
+
+
+def _wrap(
+    info: KernelInfo,
+    outs: Any,
+    options: _Options,
+    input_output_aliases: dict[int, int] | None,
+    in_out: tuple[int, ...],
+) -> Callable[..., Any]:
+    """The kernel_op of the kernel; with in-out parameters, for one shape of
+    them: ``outs`` then starts with their avals, aliased to their inputs."""
     # With "expand_dims"/"broadcast_all" the kernel declares the batched
     # ranks: those are checked when a call is lowered.
-    batched_ranks = vmap_method in ("expand_dims", "broadcast_all")
+    batched_ranks = options.vmap_method in ("expand_dims", "broadcast_all")
+    # The outputs' avals as kernel_op made them, for check_call (which is
+    # given the inputs only); the in-out ones are inputs to the kernel.
+    wrapped_outs: list[tuple[Any, ...]] = []
 
     def check_outs(out_avals: tuple[Any, ...]) -> None:
-        if sharding_rule is not None and isinstance(launch, tuple):
-            raise ValueError(
-                f"`launch_dims` is fixed ({launch_dims!r}), but with `sharding_rule` the kernel "
-                "runs on shards whose shapes differ from the whole arrays; pass "
-                "launch_dims=None (the first output's shape) or a callable of the input shapes"
-            )
-        n_out = len(out_avals)
-        if n_out > len(info.arrays):
-            raise TypeError(
-                f"`outs` holds {n_out} outputs, but warp kernel '{info.name}' has "
-                f"{len(info.arrays)} array parameters"
-            )
-        for j, (p, aval) in enumerate(zip(info.arrays[-n_out:], out_avals, strict=True)):
-            dtype = np.dtype(aval.dtype).name
-            shape = tuple(aval.shape)
-            inner = shape[len(shape) - len(p.shape) :]
-            if (p.dtype is not None and p.dtype != dtype) or (
-                not batched_ranks and (p.rank != len(shape) or p.shape != inner)
-            ):
-                raise TypeError(
-                    f"`outs` entry {j} is {dtype}{list(shape)}, but warp kernel "
-                    f"'{info.name}' declares its output parameter '{p.name}' as "
-                    f"{p.declared()}"
-                )
+        _check_outs(info, options, out_avals[len(in_out) :], batched_ranks)
+        wrapped_outs.append(out_avals[len(in_out) :])
 
     def scalars(args: Sequence[Any], given: Mapping[str, Any]) -> dict[str, Any]:
         del args
@@ -216,28 +315,69 @@ def warp_kernel(
         shapes = [np.shape(x) for x in args] + [tuple(a.shape) for a in out_avals]
         info.check_call(dtypes, None if batched_ranks else shapes, len(args))
 
-    # The outputs' avals as kernel_op made them, for check_call (which is
-    # given the inputs only).
-    wrapped_outs: list[tuple[Any, ...]] = []
-
-    def remember_outs(out_avals: tuple[Any, ...]) -> None:
-        check_outs(out_avals)
-        wrapped_outs.append(out_avals)
-
-    op = kernel_op(
+    return kernel_op(
         info,
         outs,
         dtypes=DTYPES,
-        launch=_Launch(launch),
-        vmap_method=vmap_method,
+        launch=_Launch(options.launch, in_out=in_out, block_dim=options.block_dim),
+        vmap_method=options.vmap_method,
         input_output_aliases=input_output_aliases,
-        sharding_rule=sharding_rule,
+        sharding_rule=options.sharding_rule,
         scalars=scalars,
-        check_outs=remember_outs,
+        check_outs=check_outs,
         check_call=check_call,
         derivative=_call,
     )
-    # The op is defined here as far as its readers are concerned (check_kernel
-    # names its module, as before kernel_op made it).
-    op.__module__ = __name__
+
+
+def _wrap_in_out(
+    info: KernelInfo,
+    outs: Any,
+    options: _Options,
+    input_output_aliases: dict[int, int] | None,
+    in_out_argnames: Any,
+) -> Callable[..., Any]:
+    """The op of a kernel with in-out parameters: it returns their new values
+    (aliased to the inputs), then the outputs of ``outs``. One kernel_op per
+    shape of the in-out arrays, made on its first call."""
+    if input_output_aliases is not None:
+        raise ValueError(
+            "`input_output_aliases` cannot be combined with `in_out_argnames`; declare each "
+            "array the kernel updates in place as an in-out parameter"
+        )
+    spread = isinstance(outs, Sequence) and not ffi_core.is_output_spec(outs)
+    if spread and len(outs) == 0:  # every output is an in-out array
+        out_avals: tuple[Any, ...] = ()
+        rebuild: Callable[[Sequence[Any]], Any] = tuple
+    else:
+        out_avals, rebuild = ffi_core.output_avals(outs, accepted=DTYPES)
+    in_out = check_in_out(info, in_out_argnames, len(out_avals))
+    _check_outs(info, options, out_avals, options.vmap_method in ("expand_dims", "broadcast_all"))
+    structs = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals)
+    ops: dict[tuple[Any, ...], Callable[..., Any]] = {}
+
+    def aval(args: Sequence[Any], k: int) -> Any:
+        # The output an in-out input makes; where the input cannot be one,
+        # a stand-in of the declared rank, so the call's checks name what is wrong.
+        x: Any = args[k] if k < len(args) else None
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            name = np.dtype(x.dtype).name
+            if name in DTYPES.names:
+                return jax.ShapeDtypeStruct(tuple(np.shape(x)), name)
+        p = info.arrays[k]
+        return jax.ShapeDtypeStruct((0,) * p.rank, p.dtype or "float32")
+
+    def op(*args: Any, **given: Any) -> tuple[Any, ...]:
+        key = tuple(aval(args, k) for k in in_out)
+        inner = ops.get(key)
+        if inner is None:
+            aliases = {k: m for m, k in enumerate(in_out)}
+            inner = ops[key] = _wrap(info, (*key, *structs), options, aliases, in_out)
+        results = inner(*args, **given)
+        rest = rebuild(results[len(in_out) :])
+        return (*results[: len(in_out)], *(rest if spread else (rest,)))
+
+    op.__name__ = info.name
+    op.__qualname__ = info.name
+    op.__doc__ = f"{info.label} as a JAX operation."
     return op

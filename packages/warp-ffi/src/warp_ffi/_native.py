@@ -13,11 +13,13 @@ from typing import Any
 import numba
 import numpy as np
 from ffi_core.native import buffer_data, buffer_dim, buffer_rank, load, store, voidptr
+from llvmlite import ir
 from numba import types
+from numba.extending import intrinsic
 
 from ._warp import wp_types
 
-__all__ = ["ARRAY_T", "bounds_layout", "fill_array", "zero_buffer"]
+__all__ = ["ARRAY_T", "bounds_layout", "call_message_fn", "fill_array", "zero_buffer"]
 
 # Its fields' offsets are read from the class (ctypes descriptors), which Warp's types
 # annotate as instance fields only.
@@ -78,3 +80,18 @@ def copy_scalar(dst, src, width):
         store(dst, load(src, types.uint32), types.uint32)
     else:
         store(dst, load(src, types.uint64), types.uint64)
+
+
+@intrinsic
+def call_message_fn(typingctx, fn):
+    """``((const char* (*)(void))fn)()``: a C function taking nothing and
+    returning a message or NULL (Warp's ``wp_take_cpu_block_error``), as an
+    integer address."""
+    sig = types.uintp(fn)
+
+    def codegen(context, builder, sig, args):
+        i8p = ir.IntType(8).as_pointer()
+        callee = builder.inttoptr(args[0], ir.FunctionType(i8p, []).as_pointer())
+        return builder.ptrtoint(builder.call(callee, []), context.get_value_type(types.uintp))
+
+    return sig, codegen

@@ -22,6 +22,7 @@ from jax.interpreters import batching, mlir
 
 from . import _gpu
 from ._codegen import load_kernel, plan
+from ._inout import output_params
 from ._spec import (
     DIMS_ATTR,
     CallSig,
@@ -31,6 +32,7 @@ from ._spec import (
     check_launch,
     launch_shape,
 )
+from ._warp import resolve_block_dim
 
 __all__ = ["warp_kernel_call_p"]
 
@@ -62,9 +64,11 @@ def _check_int32(info, shapes, dtypes):
             )
 
 
-def _call_rows(ctx, info, batched, backward):
+def _call_rows(ctx, info, batched, backward, in_out=()):
     """``(n_in, input rows, output rows, dtypes)`` of a call: its arrays as the
-    kernel sees them, checked against the kernel's annotations."""
+    kernel sees them (``dtypes``: one per array parameter), checked against
+    the kernel's annotations; the output rows are the call's outputs' (an
+    in-out array's first), without an element's axes."""
     n_in, ins, outs = _primal_avals(ctx.avals_in, ctx.avals_out, backward)
 
     def row(aval, is_batched):
@@ -72,13 +76,17 @@ def _call_rows(ctx, info, batched, backward):
 
     in_rows = [row(a, batched is not None and batched[i]) for i, a in enumerate(ins)]
     out_rows = [row(a, batched is not None) for a in outs]
-    dtypes = tuple(np.dtype(a.dtype).name for a in (*ins, *outs))
-    info.check_call(dtypes, [*in_rows, *out_rows], n_in)
-    _check_int32(info, in_rows + out_rows, dtypes)
+    # An in-out array is an input and an output: the kernel has one parameter.
+    kernel_outs = outs[len(in_out) :]
+    dtypes = tuple(np.dtype(a.dtype).name for a in (*ins, *kernel_outs))
+    rows = [*in_rows, *out_rows[len(in_out) :]]
+    info.check_call(dtypes, rows, n_in)
+    _check_int32(info, rows, dtypes)
     # The launch grid follows the Warp arrays' shapes: an element's axes (a
     # vector's, a matrix's) are not part of it.
     out_rows = [
-        r[: len(r) - len(p.shape)] for r, p in zip(out_rows, info.arrays[n_in:], strict=True)
+        r[: len(r) - len(p.shape)]
+        for r, p in zip(out_rows, output_params(info, n_in, in_out), strict=True)
     ]
     return n_in, in_rows, out_rows, dtypes
 
@@ -101,34 +109,57 @@ class WarpCpuPlanner:
     info: Any
     backward: bool
     grid_from_output: bool
+    in_out: tuple[int, ...] = ()
+    block_dim: int = 1
 
     @property
     def label(self) -> str:
         return f"warp kernel '{self.info.name}'"
 
     def plan(self, inputs, outputs, batched, hint):
-        sig = CallSig(inputs, outputs, batched, self.backward, hint, self.grid_from_output)
-        loaded = load_kernel(self.info, sig.primal_dtypes())
+        sig = CallSig(
+            inputs,
+            outputs,
+            batched,
+            self.backward,
+            hint,
+            self.grid_from_output,
+            self.in_out,
+            self.block_dim,
+        )
+        loaded = load_kernel(self.info, sig.primal_dtypes(), self.block_dim)
         if sig.backward and loaded.backward is None:
             raise NotImplementedError(backward_unavailable(self.info))
         return plan(self.info, sig, loaded)
 
 
 def _lowering(
-    ctx, *operands, info, out_avals, aliases, scalars, launch, vmap_method, batched, backward
+    ctx,
+    *operands,
+    info,
+    out_avals,
+    aliases,
+    scalars,
+    launch,
+    vmap_method,
+    batched,
+    backward,
+    in_out,
+    block_dim,
 ):
     del out_avals, vmap_method
-    n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward)
-    loaded = load_kernel(info, dtypes)
+    n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward, in_out)
+    block = resolve_block_dim(block_dim, cpu=True, module_default=1)
+    loaded = load_kernel(info, dtypes, block)
     shape = launch_shape(launch, in_rows, out_rows)
-    check_launch(info, loaded.kernel, shape, block_dim=1)  # CPU modules: block_dim 1
+    check_launch(info, loaded.kernel, shape, block_dim=block)
     grid, mult = bounds(shape, loaded.kernel_dim)
     attrs = {} if launch is None else {DIMS_ATTR: np.array([*grid, mult], np.int64)}
     attrs.update((name, attribute_value(v)) for name, v in scalars)
     return lower_cpu_call(
         ctx,
         operands,
-        WarpCpuPlanner(info, backward, launch is None),
+        WarpCpuPlanner(info, backward, launch is None, in_out, block),
         batched=batched,
         aliases=_backward_aliases(info, n_in, aliases, backward),
         attrs=attrs,
@@ -136,17 +167,30 @@ def _lowering(
 
 
 def _cuda_lowering(
-    ctx, *operands, info, out_avals, aliases, scalars, launch, vmap_method, batched, backward
+    ctx,
+    *operands,
+    info,
+    out_avals,
+    aliases,
+    scalars,
+    launch,
+    vmap_method,
+    batched,
+    backward,
+    in_out,
+    block_dim,
 ):
     """The GPU path: Warp's CUDA build launched by ffi-core's launcher."""
     del out_avals, vmap_method
-    n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward)
+    n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward, in_out)
     kernel = info.specialized(dtypes)
     options = kernel.module.options | kernel.options
     if backward and not options.get("enable_backward", True):
         raise NotImplementedError(backward_unavailable(info))
     shape = launch_shape(launch, in_rows, out_rows)
-    check_launch(info, kernel, shape, block_dim=int(options.get("block_dim", 256)))
+    block = resolve_block_dim(
+        block_dim, cpu=False, module_default=int(options.get("block_dim", 256))
+    )
     return _gpu.lower(
         ctx,
         operands,
@@ -158,12 +202,14 @@ def _cuda_lowering(
         backward=backward,
         aliases=_backward_aliases(info, n_in, aliases, backward),
         scalars=scalars,
+        in_out=in_out,
+        block_dim=block,
     )
 
 
 def make_target(info, sig):
     """Load the kernel for ``sig`` and register its handler: the target name."""
-    planner = WarpCpuPlanner(info, sig.backward, sig.grid_from_output)
+    planner = WarpCpuPlanner(info, sig.backward, sig.grid_from_output, sig.in_out, sig.block_dim)
     return ensure_target(planner.plan(sig.inputs, sig.outputs, sig.batched, sig.hint))
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from ffi_core.bridge import KernelInfo as KernelInfoBase
 from ffi_core.bridge import check_kernel_type, kernel_digest
 
-from ._warp import SUPPORTED_DTYPES, dtype_name_of, wp, wp_context, wp_types
+from ._warp import HALF_DTYPES, SUPPORTED_DTYPES, dtype_name_of, wp, wp_context, wp_types
 
 __all__ = [
     "DIMS_ATTR",
@@ -270,7 +270,8 @@ def _scalar(kernel_name: str, p: Param, value: Any) -> Any:
             f"{where} is static: it takes a Python or NumPy number, got a traced or device "
             "array; pass arrays as inputs"
         )
-    kind = np.dtype(p.dtype).kind
+    # bfloat16 is ml_dtypes' own kind ("V") to NumPy: a float here.
+    kind = "f" if p.dtype == "bfloat16" else np.dtype(p.dtype).kind
     ok = (
         isinstance(value, bool | np.bool_)
         if kind == "b"
@@ -291,13 +292,13 @@ def _scalar(kernel_name: str, p: Param, value: Any) -> Any:
 
 def attribute_dtype(dtype: str) -> str:
     """The dtype of the FFI attribute carrying a scalar of ``dtype``: XLA has
-    no float16 attributes, so a float16 travels as its 16 bits (uint16)."""
-    return "uint16" if dtype == "float16" else dtype
+    no float16 or bfloat16 attributes, so those travel as their 16 bits (uint16)."""
+    return "uint16" if dtype in HALF_DTYPES else dtype
 
 
 def attribute_value(value: Any) -> Any:
     """A checked scalar (from ``scalar_values``) as its attribute's value."""
-    return value.view(np.uint16) if value.dtype == np.float16 else value
+    return value.view(np.uint16) if value.dtype.name in HALF_DTYPES else value
 
 
 def check_launch_dims(launch_dims: Any) -> Any:
@@ -397,6 +398,12 @@ class CallSig(ffi_core.CallSig):
     #: read by the handler from that buffer instead of an attribute: a call
     #: then reads no attribute at all when the kernel has no scalars.
     grid_from_output: bool = False
+    #: The array indices of the in-out parameters (``_inout``): the first
+    #: outputs, which the kernel sees in their place.
+    in_out: tuple[int, ...] = ()
+    #: Threads per block of the CPU launch (above 1: Warp's cooperative CPU
+    #: blocks, ``wp.config.enable_cpu_blocks``).
+    block_dim: int = 1
 
     def name_parts(self) -> tuple[str, ...]:
         return (repr(self),)
@@ -406,7 +413,7 @@ class CallSig(ffi_core.CallSig):
         specialization): forward, the inputs and outputs; backward, the primal
         inputs and the scratch outputs the forward is replayed into."""
         if not self.backward:
-            return tuple(a.dtype for a in (*self.inputs, *self.outputs))
+            return tuple(a.dtype for a in (*self.inputs, *self.outputs[len(self.in_out) :]))
         n_in, n_out = backward_counts(len(self.inputs), len(self.outputs))
         return tuple(a.dtype for a in (*self.inputs[:n_in], *self.outputs[n_in : n_in + n_out]))
 
@@ -419,6 +426,8 @@ class CallSig(ffi_core.CallSig):
             "backward": self.backward,
             "hint": self.hint,
             "grid_from_output": self.grid_from_output,
+            "in_out": list(self.in_out),
+            "block_dim": self.block_dim,
         }
 
     @classmethod
@@ -437,6 +446,8 @@ class CallSig(ffi_core.CallSig):
             step["backward"],
             step["hint"],
             step["grid_from_output"],
+            tuple(step.get("in_out", ())),
+            step.get("block_dim", 1),
         )
 
 

@@ -7,6 +7,7 @@ choices (quiet, cache directory, verbosity) stay theirs.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,11 +24,13 @@ from warp._src import context as wp_context
 from warp._src import types as wp_types
 
 __all__ = [
+    "HALF_DTYPES",
     "SUPPORTED_DTYPES",
     "compile_for_arch",
     "dtype_name_of",
     "jaxinfo_to_warpinfo",
     "jaxtype_to_warptype",
+    "resolve_block_dim",
     "runtime",
     "wp",
     "wp_context",
@@ -35,8 +38,12 @@ __all__ = [
 ]
 
 #: dtypes a Warp array or scalar parameter can take here, by name: ffi-core's
-#: ``BASIC_DTYPES``.
-SUPPORTED_DTYPES: tuple[str, ...] = BASIC_DTYPES
+#: ``BASIC_DTYPES`` and Warp's ``bfloat16``.
+SUPPORTED_DTYPES: tuple[str, ...] = (*BASIC_DTYPES, "bfloat16")
+
+#: The 16-bit floats: XLA has no attributes of them, so a scalar of one
+#: travels as its bits (uint16).
+HALF_DTYPES: tuple[str, ...] = ("float16", "bfloat16")
 
 _WARP_TYPES: dict[str, Any] = {name: getattr(wp, name) for name in SUPPORTED_DTYPES}
 _NAMES: dict[Any, str] = {t: name for name, t in _WARP_TYPES.items()}
@@ -101,22 +108,45 @@ def runtime() -> Any:
     return wp.get_device("cpu")
 
 
-def compile_for_arch(module: Any, arch: int, use_ptx: bool | None) -> Any:
-    """Build ``module`` for GPU architecture ``arch`` (``sm_<arch>``) into
-    Warp's kernel cache, or find it there; the binary's path.
+def compile_for_arch(module: Any, arch: int, use_ptx: bool | None, block_dim: int) -> Any:
+    """Build ``module`` for GPU architecture ``arch`` (``sm_<arch>``) with
+    ``block_dim`` threads per block into Warp's kernel cache, or find it
+    there; the binary's path.
 
-    What ``wp.compile_aot_module(module, arch=arch)`` does, without its
-    warning about the module's generic kernels that have no overload yet
-    (they are not this kernel's business): the module's build for one
-    architecture, the CUDA context current before it put back after.
+    What ``wp.compile_aot_module(module, arch=arch)`` does, for one block
+    size and without its warning about the module's generic kernels that have
+    no overload yet (they are not this kernel's business): the module's build
+    for one architecture, the CUDA context current before it put back after.
     """
     runtime()
     # Set by wp.init() (runtime() above); Warp's types declare only its initial None.
     core: Any = wp_context.runtime.core  # type: ignore[attr-defined]
     saved = core.wp_cuda_context_get_current() if wp_context.is_cuda_driver_initialized() else None
     try:
-        module._compile(None, None, output_arch=arch, use_ptx=use_ptx)
-        return wp_context._get_module_artifact_path(module, None, arch, None, use_ptx)
+        options = module.resolve_options(wp.config, block_dim)
+        module._compile(None, None, output_arch=arch, use_ptx=use_ptx, options=options)
+        # Warp's _get_module_artifact_path, for this block size.
+        suffix = wp_context._validate_cuda_arch_suffix(
+            arch,
+            device_arch=arch,
+            toolkit_version=wp_context.runtime.toolkit_version,  # type: ignore[attr-defined]
+            device_name=None,
+        )
+        name = module._get_compile_output_name(
+            None, arch, arch_suffix=suffix, use_ptx=use_ptx, block_dim=block_dim
+        )
+        folder = module.get_module_identifier(block_dim=block_dim)
+        # Set by wp.init() (runtime() above).
+        return Path(str(wp.config.kernel_cache_dir)) / folder / name
     finally:
         if saved is not None:
             core.wp_cuda_context_set_current(saved)
+
+
+def resolve_block_dim(block_dim: int | None, *, cpu: bool, module_default: int) -> int:
+    """The threads per block of a launch, as Warp resolves them: on the CPU 1
+    unless ``wp.config.enable_cpu_blocks`` is set (then ``block_dim``, at most
+    1024); on a GPU ``block_dim``, or the module's (256 by default)."""
+    if not cpu:
+        return module_default if block_dim is None else block_dim
+    return int(wp_context._resolve_launch_block_dim(runtime(), block_dim))
