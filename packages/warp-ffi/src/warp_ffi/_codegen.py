@@ -29,14 +29,7 @@ from ffi_core.cpu import AttrSig, CpuPlan, HandlerBody, HandlerSpec, build_handl
 
 from ._inout import buffer_of_array
 from ._native import ARRAY_T, bounds_layout
-from ._spec import (
-    DIMS_ATTR,
-    CallSig,
-    KernelInfo,
-    attribute_dtype,
-    attribute_order,
-    backward_counts,
-)
+from ._spec import DIMS_ATTR, CallSig, KernelInfo, attribute_dtype, attribute_order, backward_counts
 from ._warp import runtime, wp, wp_context
 
 __all__ = [

@@ -38,7 +38,8 @@ from jax.interpreters import mlir
 
 from ._codegen import KernelCompileError
 from ._inout import buffer_of_array
-from ._spec import KernelInfo, attribute_dtype, attribute_value, bounds, check_launch
+from ._launch import bounds, check_launch
+from ._spec import KernelInfo, attribute_dtype, attribute_value
 from ._warp import compile_for_arch, wp_types
 
 __all__ = ["ENTRIES", "WarpImage", "compile_gpu", "gpu_layout", "lower"]

@@ -17,8 +17,9 @@ from ffi_core.bridge import BoundCall, KernelCall, kernel_op
 
 from ._catalog import kernel_info
 from ._inout import check_in_out
+from ._launch import check_launch_dims
 from ._primitive import backward_unavailable, warp_kernel_call_p
-from ._spec import DTYPES, KernelInfo, check_launch_dims
+from ._spec import DTYPES, KernelInfo
 
 __all__ = ["VMAP_METHODS", "kernel_info", "warp_kernel"]
 

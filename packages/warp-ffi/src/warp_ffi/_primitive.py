@@ -23,15 +23,8 @@ from jax.interpreters import batching, mlir
 from . import _gpu
 from ._codegen import load_kernel, plan
 from ._inout import output_params
-from ._spec import (
-    DIMS_ATTR,
-    CallSig,
-    attribute_value,
-    backward_counts,
-    bounds,
-    check_launch,
-    launch_shape,
-)
+from ._launch import bounds, check_launch, launch_shape
+from ._spec import DIMS_ATTR, CallSig, attribute_value, backward_counts
 from ._warp import resolve_block_dim
 
 __all__ = ["warp_kernel_call_p"]
