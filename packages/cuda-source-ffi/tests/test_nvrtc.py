@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -280,6 +282,46 @@ def test_disk_cache_used_by_a_fresh_process(
     loaded = compile_source(AXPY, name="axpy.cu", kernels=["axpy"], arch=(8, 0))
     assert calls == []
     assert loaded == first and loaded is not first
+
+
+JOB = """\
+import hashlib, json, sys
+from cuda_source_ffi import _nvrtc
+
+compiles = []
+real = _nvrtc._run_nvrtc
+def counting(source, name, *args):
+    compiles.append(name)
+    return real(source, name, *args)
+_nvrtc._run_nvrtc = counting
+
+source = sys.stdin.read()
+built = [_nvrtc.compile_source(source, name="axpy.cu", kernels=["axpy"], arch=(8, a))
+         for a in map(int, sys.argv[1:])]
+print(json.dumps({"compiles": compiles, "cubins": [hashlib.sha256(c.cubin).hexdigest()
+                                                   for c in built]}))
+"""
+
+
+def test_a_second_process_compiles_nothing(tmp_path: Path, cache_dir: Path) -> None:
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    env = dict(os.environ, CUDA_SOURCE_FFI_CACHE_DIR=str(cache_dir))
+
+    def run(*minors: str) -> dict:
+        done = subprocess.run(
+            [sys.executable, str(job), *minors],
+            input=AXPY, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    first = run("0")
+    assert first["compiles"] == ["axpy.cu"]
+    again = run("0", "6")  # sm_86: not cached yet
+    assert again["compiles"] == ["axpy.cu"]
+    assert again["cubins"][0] == first["cubins"][0]
+    assert len(list(cache_dir.glob("*.json"))) == 2
 
 
 TWO = AXPY + 'extern "C" __global__ void other(float* x) { x[0] = 1; }\n'
