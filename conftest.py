@@ -10,11 +10,21 @@ if _FLAG.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FLAG}".strip()
 
 
+#: Disk caches written by what the tests run: backend "auto"'s decisions and
+#: the GPU bridges' compiled kernels.
+_CACHE_DIRS = (
+    "KERNEL_BENCH_AUTOTUNE_DIR",
+    "NUMBA_CUDA_FFI_CACHE_DIR",
+    "TRITON_FFI_CACHE_DIR",
+    "CUDA_SOURCE_FFI_CACHE_DIR",
+)
+
+
 @pytest.fixture(autouse=True, scope="session")
-def _autotune_cache_dir(tmp_path_factory):
-    # Backend "auto" keeps its decisions on disk: the tests and the tutorials
-    # they run (subprocesses inherit the environment) use a fresh directory,
-    # never the user's cache.
+def _cache_dirs(tmp_path_factory):
+    # The tests and the tutorials they run (subprocesses inherit the
+    # environment) use fresh directories, never the user's caches.
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("KERNEL_BENCH_AUTOTUNE_DIR", str(tmp_path_factory.mktemp("autotune-cache")))
+        for env in _CACHE_DIRS:
+            mp.setenv(env, str(tmp_path_factory.mktemp(env.lower())))
         yield

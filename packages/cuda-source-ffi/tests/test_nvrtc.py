@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +27,7 @@ except ImportError as e:
     pytest.skip(f"NVRTC is not installed: {e}", allow_module_level=True)
 
 from ffi_core import CacheDirWarning
+from ffi_core.cuda._artifact_cache import _checksum
 from ffi_core.testing import whole_message
 
 AXPY = """\
@@ -281,14 +284,61 @@ def test_disk_cache_used_by_a_fresh_process(
     assert loaded == first and loaded is not first
 
 
+JOB = """\
+import hashlib, json, sys
+from cuda_source_ffi import _nvrtc
+
+compiles = []
+real = _nvrtc._run_nvrtc
+def counting(source, name, *args):
+    compiles.append(name)
+    return real(source, name, *args)
+_nvrtc._run_nvrtc = counting
+
+source = sys.stdin.read()
+built = [_nvrtc.compile_source(source, name="axpy.cu", kernels=["axpy"], arch=(8, a))
+         for a in map(int, sys.argv[1:])]
+print(json.dumps({"compiles": compiles, "cubins": [hashlib.sha256(c.cubin).hexdigest()
+                                                   for c in built]}))
+"""
+
+
+def test_a_second_process_compiles_nothing(tmp_path: Path, cache_dir: Path) -> None:
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    env = dict(os.environ, CUDA_SOURCE_FFI_CACHE_DIR=str(cache_dir))
+
+    def run(*minors: str) -> dict:
+        done = subprocess.run(
+            [sys.executable, str(job), *minors],
+            input=AXPY, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    first = run("0")
+    assert first["compiles"] == ["axpy.cu"]
+    again = run("0", "6")  # sm_86: not cached yet
+    assert again["compiles"] == ["axpy.cu"]
+    assert again["cubins"][0] == first["cubins"][0]
+    assert len(list(cache_dir.glob("*.json"))) == 2
+
+
 TWO = AXPY + 'extern "C" __global__ void other(float* x) { x[0] = 1; }\n'
 
 
-def _payload_with(path: Path, **changes: object) -> str:
-    """The entry at ``path`` with payload fields changed and a matching checksum."""
+def _rewritten(
+    path: Path, *, kind: str | None = None, key: str | None = None, drop: str = "", **fields: object
+) -> str:
+    """The entry at ``path`` with its kind, key or fields changed (``drop``: a
+    field removed) and a matching checksum."""
     data = json.loads(path.read_text())
-    data["payload"].update(changes)
-    data["checksum"] = _nvrtc._payload_checksum(data["payload"])
+    payload = data["payload"]
+    payload["fields"].update(fields)
+    payload["fields"].pop(drop, None)
+    payload["kind"] = kind or payload["kind"]
+    payload["key"] = key or payload["key"]
+    data["checksum"] = _checksum(payload)
     return json.dumps(data)
 
 
@@ -298,39 +348,56 @@ def _corruptions(path: Path) -> dict[str, tuple[str, str]]:
     data = json.loads(text)
     payload = data["payload"]
     plain = dict(data, checksum="0" * 64)
+    stored = payload["fields"]
+    cubin = "has a field 'cubin' that is not base64 of bytes starting with b'\\x7fELF'"
     return {
         "not-json": ("{not json", "is not valid JSON (truncated or corrupt)"),
         "empty": ("", "is not valid JSON (truncated or corrupt)"),
         "truncated": (text[: len(text) // 2], "is not valid JSON (truncated or corrupt)"),
         "a-list": ("[]", "is not an entry of this cache (its fields differ)"),
-        "old-format": (json.dumps(dict(data, format=1)), "has format 1, not 2"),
+        "old-format": (json.dumps(dict(data, format=0)), "has format 0, not 1"),
         "payload-fields": (
             json.dumps(dict(data, payload={"key": path.stem})),
             "is not an entry of this cache (its payload's fields differ)",
         ),
         "checksum": (
-            json.dumps(dict(plain, payload=dict(payload, ptx=""))),
+            json.dumps(dict(plain, payload=dict(payload, fields=dict(stored, ptx="")))),
             "does not match its checksum",
         ),
-        "wrong-type": (_payload_with(path, arch="sm_80"), "has field 'arch' of type str, not list"),
+        "other-kind": (
+            _rewritten(path, kind="Triton kernel"),
+            "holds a 'Triton kernel', not a 'NVRTC compile'",
+        ),
+        "missing-field": (
+            _rewritten(path, drop="log"),
+            "has the fields ['cubin', 'lowered', 'name', 'ptx'], not "
+            "['cubin', 'log', 'lowered', 'name', 'ptx']",
+        ),
+        "wrong-type": (
+            _rewritten(path, lowered="axpy"),
+            "has a field 'lowered' that is not a list of str",
+        ),
         "other-key": (
-            _payload_with(path, key="0" * 64),
+            _rewritten(path, key="0" * 64),
             "holds the entry of another compile (its key differs from its name)",
         ),
-        "other-arch": (_payload_with(path, arch=[9, 0]), "is for arch [9, 0], not [8, 0]"),
-        "cubin-base64": (_payload_with(path, cubin="!!"), "holds a cubin that is not base64"),
-        "cubin-elf": (_payload_with(path, cubin="AAAA"), "holds a cubin that is not an ELF file"),
+        "other-arch": (
+            _rewritten(path, ptx=stored["ptx"].replace(".target sm_80", ".target sm_90")),
+            "holds PTX that is not for sm_80",
+        ),
+        "cubin-base64": (_rewritten(path, cubin="!!"), cubin),
+        "cubin-elf": (_rewritten(path, cubin="AAAA"), cubin),
         "missing-kernel": (
-            _payload_with(path, entries={}),
-            "holds lowered names for [], not for ['axpy']",
+            _rewritten(path, lowered=[]),
+            "holds 0 lowered names, not one for each of ['axpy']",
         ),
         "other-entry": (
-            _payload_with(path, entries={"axpy": "other"}),
+            _rewritten(path, lowered=["other"]),
             "names 'other' as the entry of kernel 'axpy', which is not a matching .entry of "
             "its PTX",
         ),
         "absent-entry": (
-            _payload_with(path, entries={"axpy": "axpy2"}),
+            _rewritten(path, lowered=["axpy2"]),
             "names 'axpy2' as the entry of kernel 'axpy', which is not a matching .entry of "
             "its PTX",
         ),
@@ -341,8 +408,8 @@ def _corruptions(path: Path) -> dict[str, tuple[str, str]]:
     "corruption",
     [
         "not-json", "empty", "truncated", "a-list", "old-format", "payload-fields", "checksum",
-        "wrong-type", "other-key", "other-arch", "cubin-base64", "cubin-elf", "missing-kernel",
-        "other-entry", "absent-entry",
+        "other-kind", "missing-field", "wrong-type", "other-key", "other-arch", "cubin-base64",
+        "cubin-elf", "missing-kernel", "other-entry", "absent-entry",
     ],
 )  # fmt: skip
 def test_a_bad_disk_cache_entry_is_a_miss_and_rewritten(
@@ -408,14 +475,27 @@ def test_a_cache_directory_others_may_write_is_refused(
     directory.mkdir()
     directory.chmod(0o777)
     message = (
-        f"cuda-source-ffi's NVRTC cache is not kept on disk: the directory {str(directory)!r} "
-        "is refused because group or others may write into it (mode 0777). Use a directory "
+        "cuda-source-ffi's NVRTC cache ($CUDA_SOURCE_FFI_CACHE_DIR) is not kept on disk: the "
+        f"directory {str(directory)!r} is refused because group or others may write into it (mode 0777). Use a directory "
         "that only you own and may write (mode 0700), or remove this one so it is created anew."
     )
     with pytest.warns(CacheDirWarning, match=whole_message(message)):
         compiled = compile_source(AXPY, name="axpy.cu", kernels=["axpy"], arch=(8, 0))
     assert compiled.cubin.startswith(ELF_MAGIC)
     assert not list(directory.iterdir())
+
+
+def test_an_empty_cache_variable_means_no_disk_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUDA_SOURCE_FFI_CACHE_DIR", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calls = _count_compiles(monkeypatch)
+    compile_source(AXPY, name="axpy.cu", kernels=["axpy"], arch=(8, 0))
+    _nvrtc._clear_memory_cache()
+    compile_source(AXPY, name="axpy.cu", kernels=["axpy"], arch=(8, 0))
+    assert calls == ["axpy.cu", "axpy.cu"]
+    assert not list(tmp_path.iterdir())
 
 
 def test_include_dirs_are_cached_in_memory_only(tmp_path: Path, cache_dir: Path) -> None:

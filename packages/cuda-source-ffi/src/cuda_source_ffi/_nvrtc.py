@@ -10,14 +10,15 @@ Each kernel the caller names is registered as an NVRTC *name expression*, so an
 included (``"scale<float>"``), are both found and instantiated, and their
 mangled PTX entry names are read back.
 
-Results are cached per process and on disk (``$CUDA_SOURCE_FFI_CACHE_DIR``, else
-``cuda-source-ffi`` under ``ffi_core.cache_root()``, both checked by
-``ffi_core.checked_cache_dir``), keyed by everything that decides the output:
+Results are cached per process and on disk in ffi-core's ``ArtifactCache``
+(``$CUDA_SOURCE_FFI_CACHE_DIR``; ``""`` for none; else ``cuda-source-ffi``
+under ``ffi_core.cache_root()``, checked by ``ffi_core.checked_cache_dir``),
+keyed by everything that decides the output:
 the source, its name, the kernels, the architecture, the options, the NVRTC
 version and the content of every header file its ``#include`` lines reach.
 A second process skips the compile. Only sources that include no file from
 disk are cached on disk; the others in memory only. An entry read from disk is
-trusted only after its format, checksum, every field's type, its key, its
+trusted only after its format, checksum, kind, key, every field's type, its
 architecture and its lowered names (each a ``.entry`` of its PTX, and one per
 kernel asked for) are checked; anything else is a miss: the source is
 compiled again, the file rewritten, and an :class:`NvrtcCacheWarning` names it.
@@ -34,16 +35,15 @@ from ffi_core.cuda import ptx_entries, ptx_params
 from ._compiled import CompiledSource, NvrtcCompileError
 from ._headers import headers, include_dirs_of
 from ._nvrtc_cache import (
+    _CACHE,
     NvrtcCacheWarning,
-    _cache_dir,
     _cache_key,
-    _load,
+    _decode,
+    _encode,
     _memory,
     _memory_lock,
-    _store,
 )
 from ._nvrtc_cache import _clear_memory_cache as _clear_memory_cache
-from ._nvrtc_cache import _payload_checksum as _payload_checksum
 from ._nvrtc_library import _library as _library
 from ._nvrtc_library import _run_nvrtc, _supported_archs, nvrtc_version
 
@@ -56,8 +56,7 @@ __all__ = [
     "nvrtc_version",
 ]
 
-# ``_clear_memory_cache``, ``_payload_checksum`` and ``_library`` are imported by
-# name for the tests, which reach the cache and the library through this module.
+# ``_clear_memory_cache`` and ``_library`` are imported by name for the tests, which reach the cache and the library through this module.
 
 #: ``Input name expression was: " scale<float>"`` -- how NVRTC reports a name
 #: expression that names no ``__global__`` function of the source.
@@ -218,13 +217,15 @@ def compile_source(
         hit = _memory.get(key)
     if hit is not None:
         return hit
-    directory = None if searched or found.from_disk else _cache_dir()
-    path = directory / f"{key}.json" if directory is not None else None
-    compiled = _load(path, key, names, arch) if path is not None else None
-    if compiled is None:
+    if searched or found.from_disk:
         compiled = _compile(*compile_args)
-        if path is not None:
-            _store(path, key, compiled)
+    else:
+        compiled = _CACHE.fetch(
+            key,
+            lambda: _compile(*compile_args),
+            lambda built: _encode(built, names),
+            lambda values: _decode(values, names, arch),
+        )
     with _memory_lock:
         return _memory.setdefault(key, compiled)
 

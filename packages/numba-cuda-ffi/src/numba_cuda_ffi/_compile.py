@@ -6,6 +6,15 @@ PTX into a cubin for that architecture, so loading needs no PTX JIT from the
 driver. The kernel takes Numba's array ABI: each array argument is flattened
 into ``meminfo, parent, nitems, itemsize, data, shape[ndim], strides[ndim]``,
 every field 8 bytes, which the native handler packs.
+
+Compiled kernels are cached per process and on disk, in ffi-core's
+``ArtifactCache`` (``$NUMBA_CUDA_FFI_CACHE_DIR``; ``""`` for none; else
+``numba-cuda-ffi`` under ``ffi_core.cache_root()``), keyed by the kernel's
+digest (code, globals, closure values, options), the arrays' dtypes and ranks,
+the compute capability and the versions of numba, numba-cuda, the linker and
+this package: a second process loads the PTX and cubin without compiling. An
+entry is used only when its PTX has one entry taking the parameters the
+arrays give, for that architecture, and its image is a cubin or that PTX.
 """
 
 from __future__ import annotations
@@ -17,13 +26,14 @@ from typing import Any
 import numpy as np
 from ffi_core import ArraySig
 from ffi_core import KernelCompileError as _KernelCompileError
-from ffi_core.cuda import PtxError, ptx_entry, ptx_params
+from ffi_core.cuda import ArtifactCache, ArtifactField, BadArtifact, PtxError, ptx_entry, ptx_params
 
 from ._runtime import numba_cuda
 from ._spec import KernelInfo
 
 __all__ = [
     "ARRAY_FIELDS",
+    "CACHE_ENV",
     "CompiledKernel",
     "KernelCompileError",
     "Slot",
@@ -103,10 +113,77 @@ def _link_cubin(ptx: str, cc: tuple[int, int], options: dict[str, Any]) -> bytes
         linker.close()
 
 
+#: The disk cache of compiled kernels (see the README's "Kernel cache").
+CACHE_ENV = "NUMBA_CUDA_FFI_CACHE_DIR"
+
+_ELF_MAGIC = b"\x7fELF"
+
+_CACHE = ArtifactCache(
+    "numba-cuda kernel",
+    env=CACHE_ENV,
+    folder="numba-cuda-ffi",
+    purpose="numba-cuda-ffi's kernel cache",
+    fields={
+        "ptx": ArtifactField("str"),
+        "entry": ArtifactField("str"),
+        "image": ArtifactField("bytes"),
+    },
+    distributions=("numba", "numba-cuda", "numba-cuda-ffi", "cuda-core", "nvidia-nvjitlink"),
+)
+
+
 @functools.cache
-def compile_kernel(info: KernelInfo, arrays: tuple[ArraySig, ...], cc: tuple[int, int]):
+def compile_kernel(
+    info: KernelInfo, arrays: tuple[ArraySig, ...], cc: tuple[int, int]
+) -> CompiledKernel:
     """Compile ``info``'s kernel for ``arrays`` (the kernel's view: no batch
-    axis) and compute capability ``cc``; cached per process."""
+    axis) and compute capability ``cc``; cached per process, and on disk
+    (``$NUMBA_CUDA_FFI_CACHE_DIR``) across processes."""
+    layout = param_layout(arrays)
+    options = tuple(sorted(info.options.items()))
+    key = _CACHE.key(info.digest, arrays, cc, options)
+
+    def decode(values: dict[str, Any]) -> CompiledKernel:
+        ptx, entry, image = values["ptx"], values["entry"], values["image"]
+        try:
+            found = _checked_entry(info.name, ptx, layout, len(arrays))
+        except KernelCompileError as exc:
+            raise BadArtifact(f"holds PTX that does not fit: {exc}") from None
+        if entry != found:
+            raise BadArtifact(f"names entry {entry!r}, but its PTX has {found!r}")
+        if f".target sm_{cc[0]}{cc[1]}" not in ptx:
+            raise BadArtifact(f"holds PTX that is not for sm_{cc[0]}{cc[1]}")
+        if not image.startswith(_ELF_MAGIC) and image != ptx.encode() + b"\0":
+            raise BadArtifact("holds an image that is neither a cubin nor its PTX")
+        return CompiledKernel(info.name, cc, ptx, entry, image, layout)
+
+    def encode(compiled: CompiledKernel) -> dict[str, object]:
+        return {"ptx": compiled.ptx, "entry": compiled.entry, "image": compiled.image}
+
+    return _CACHE.fetch(key, lambda: _compile(info, arrays, cc, layout), encode, decode)
+
+
+def _checked_entry(name: str, ptx: str, layout: tuple[Slot, ...], arrays: int) -> str:
+    """The PTX's one entry, whose parameters must be ``layout``'s 8-byte values."""
+    try:
+        entry = ptx_entry(ptx)
+    except PtxError as exc:
+        raise KernelCompileError(f"kernel '{name}': {exc}") from None
+    sizes = ptx_params(ptx, entry)
+    if sizes != (8,) * len(layout):
+        raise KernelCompileError(
+            f"kernel '{name}' has PTX parameters of sizes {sizes}, not the "
+            f"{len(layout)} 8-byte values of Numba's array ABI for "
+            f"{arrays} arrays; this "
+            "numba-cuda version lays out kernel arguments differently"
+        )
+    return entry
+
+
+def _compile(
+    info: KernelInfo, arrays: tuple[ArraySig, ...], cc: tuple[int, int], layout: tuple[Slot, ...]
+) -> CompiledKernel:
+    """numba-cuda's compile to PTX, checked, then linked into a cubin."""
     cuda = numba_cuda()
     from numba.core.errors import NumbaError
 
@@ -128,18 +205,7 @@ def compile_kernel(info: KernelInfo, arrays: tuple[ArraySig, ...], cc: tuple[int
         raise KernelCompileError(
             f"kernel '{info.name}' does not compile for arrays ({sig}):\n{exc}"
         ) from None
-    layout = param_layout(arrays)
-    try:
-        entry = ptx_entry(ptx)
-    except PtxError as exc:
-        raise KernelCompileError(f"kernel '{info.name}': {exc}") from None
-    sizes = ptx_params(ptx, entry)
-    if sizes != (8,) * len(layout):
-        raise KernelCompileError(
-            f"kernel '{info.name}' has PTX parameters of sizes {sizes}, not the "
-            f"{len(layout)} 8-byte values of Numba's array ABI for {len(arrays)} arrays; this "
-            "numba-cuda version lays out kernel arguments differently"
-        )
+    entry = _checked_entry(info.name, ptx, layout, len(arrays))
     image = _link_cubin(ptx, cc, opts)
     if image is None:
         image = ptx.encode() + b"\0"

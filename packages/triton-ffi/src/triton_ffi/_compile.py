@@ -12,7 +12,9 @@ How it compiles:
     The pipeline is driven stage by stage in memory (``ttir`` -> ``ttgir`` ->
     ``llir`` -> ``ptx`` -> ``cubin``), the way ``triton.compile`` drives it,
     but without Triton's on-disk cache: that cache's location is a
-    process-wide knob, and a result here is cached per process instead.
+    process-wide knob. A result is cached per process, and on disk in
+    triton-ffi's own cache (``$TRITON_FFI_CACHE_DIR``, see ``_cache``), so a
+    second process loads it without compiling.
     Nothing global is set: every option goes to the backend explicitly
     (``enable_fp_fusion`` too, which otherwise makes Triton 3.9 warn, and the
     target ``arch``, which ``TRITON_OVERRIDE_ARCH`` would otherwise replace).
@@ -49,14 +51,16 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from ffi_core import KernelCompileError
-from ffi_core.cuda import PtxError, ptx_entries, ptx_params
-
 from ._arguments import DTYPES as DTYPES
 from ._arguments import _check_arguments, _check_cc
 from ._arguments import _import_triton as _import_triton
 from ._arguments import check_constexprs as check_constexprs
 from ._arguments import constexpr_mismatch as constexpr_mismatch
+from ._cache import cached_compile
+from ._compiled import _POINTER_ALIGN, _POINTER_SIZE, SCRATCH_PARAMS, _check_against_ptx
+from ._compiled import CompiledTriton as CompiledTriton
+from ._compiled import TritonCompileError as TritonCompileError
+from ._compiled import TritonParam as TritonParam
 
 __all__ = [
     "DTYPES",
@@ -66,76 +70,11 @@ __all__ = [
     "compile_triton",
 ]
 
-# ``DTYPES``, ``check_constexprs``, ``constexpr_mismatch`` and ``_import_triton``
-# are imported by name for the modules that take them from here.
+# ``DTYPES``, ``check_constexprs``, ``constexpr_mismatch``, ``_import_triton``
+# and ``_check_against_ptx`` are imported by name for the modules that take
+# them from here.
 
-#: The parameters Triton 3.x appends to every entry, in order (both pointers).
-SCRATCH_PARAMS = ("global_scratch", "profile_scratch")
-
-_POINTER_SIZE = 8
 _LOCK = threading.Lock()
-_POINTER_ALIGN = 16
-
-
-class TritonCompileError(KernelCompileError):
-    """A kernel that Triton cannot compile, or whose compiled entry does not
-    take the parameters its signature declares (a TypeError, as every
-    bridge's ``ffi_core.KernelCompileError``)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class TritonParam:
-    """One parameter of the compiled CUDA entry.
-
-    ``kind`` is ``"pointer"``, ``"scalar"`` or ``"scratch"`` (appended by
-    Triton); ``dtype`` is the numpy dtype name of the pointee or scalar (empty
-    for scratch); ``size`` its byte size in the launch; ``index`` its position
-    among the kernel's Python parameters (-1 for scratch).
-    """
-
-    name: str
-    kind: str
-    dtype: str
-    size: int
-    index: int
-
-
-@dataclasses.dataclass(frozen=True)
-class CompiledTriton:
-    """A kernel compiled for one target, with what a launcher needs.
-
-    ``name`` is the Python kernel's name and ``entry`` the PTX/cubin function
-    to look up. ``num_warps`` is the compiled value (Triton may change the
-    requested one, e.g. for warp specialization), so the block is
-    :attr:`block`. Scratch sizes are per program (per CTA).
-    """
-
-    name: str
-    entry: str
-    cc: tuple[int, int]
-    ptx: str
-    cubin: bytes
-    num_warps: int
-    num_stages: int
-    shared_mem: int
-    params: tuple[TritonParam, ...]
-    num_ctas: int = 1
-    cluster_dims: tuple[int, int, int] = (1, 1, 1)
-    global_scratch_size: int = 0
-    global_scratch_align: int = 1
-    profile_scratch_size: int = 0
-    profile_scratch_align: int = 1
-    pointer_align: int = _POINTER_ALIGN
-
-    @property
-    def block(self) -> tuple[int, int, int]:
-        """The thread block every launch must use (the PTX requires it exactly)."""
-        return (32 * self.num_warps, 1, 1)
-
-    @property
-    def param_sizes(self) -> tuple[int, ...]:
-        """The byte size of each entry parameter, in order."""
-        return tuple(p.size for p in self.params)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -163,7 +102,8 @@ def compile_triton(
     enable_fp_fusion: bool = True,
     aligned: bool = True,
 ) -> CompiledTriton:
-    """Compile ``kernel`` for compute capability ``cc`` (cached per process).
+    """Compile ``kernel`` for compute capability ``cc`` (cached per process,
+    and on disk across processes: ``$TRITON_FFI_CACHE_DIR``).
 
     ``aligned=False`` declares no pointer alignment (``pointer_align`` 1): for
     pointers that may be offset inside a buffer, such as one batch element's
@@ -251,33 +191,39 @@ def _compile_cached(
         "enable_fp_fusion": enable_fp_fusion,
         "arch": f"sm{arch}",
     }
-    try:
-        stages, metadata = _run_pipeline(fn, tsig, dict(constexprs), attrs, arch, options)
-    except Exception as exc:
-        raise TritonCompileError(
-            f"Triton could not compile kernel {fn.__name__!r} for sm_{arch}: {exc}"
-        ) from exc
-    entry = str(metadata["name"])
-    ptx = str(stages["ptx"])
-    _check_against_ptx(fn.__name__, ptx, entry, tuple(params))
-    return CompiledTriton(
-        name=fn.__name__,
-        entry=entry,
-        cc=cc,
-        ptx=ptx,
-        cubin=bytes(stages["cubin"]),
-        num_warps=int(metadata["num_warps"]),
-        num_stages=int(metadata["num_stages"]),
-        shared_mem=int(metadata["shared"] or 0),
-        params=tuple(params),
-        num_ctas=int(metadata["num_ctas"]),
-        cluster_dims=(int(metadata["num_ctas"]), 1, 1),
-        global_scratch_size=int(metadata["global_scratch_size"]),
-        global_scratch_align=int(metadata["global_scratch_align"]),
-        profile_scratch_size=int(metadata["profile_scratch_size"]),
-        profile_scratch_align=int(metadata["profile_scratch_align"]),
-        pointer_align=_POINTER_ALIGN if aligned else 1,
-    )
+    pointer_align = _POINTER_ALIGN if aligned else 1
+
+    def build() -> CompiledTriton:
+        try:
+            stages, metadata = _run_pipeline(fn, tsig, dict(constexprs), attrs, arch, options)
+        except Exception as exc:
+            raise TritonCompileError(
+                f"Triton could not compile kernel {fn.__name__!r} for sm_{arch}: {exc}"
+            ) from exc
+        entry = str(metadata["name"])
+        ptx = str(stages["ptx"])
+        _check_against_ptx(fn.__name__, ptx, entry, tuple(params))
+        return CompiledTriton(
+            name=fn.__name__,
+            entry=entry,
+            cc=cc,
+            ptx=ptx,
+            cubin=bytes(stages["cubin"]),
+            num_warps=int(metadata["num_warps"]),
+            num_stages=int(metadata["num_stages"]),
+            shared_mem=int(metadata["shared"] or 0),
+            params=tuple(params),
+            num_ctas=int(metadata["num_ctas"]),
+            cluster_dims=(int(metadata["num_ctas"]), 1, 1),
+            global_scratch_size=int(metadata["global_scratch_size"]),
+            global_scratch_align=int(metadata["global_scratch_align"]),
+            profile_scratch_size=int(metadata["profile_scratch_size"]),
+            profile_scratch_align=int(metadata["profile_scratch_align"]),
+            pointer_align=pointer_align,
+        )
+
+    parts = (signature, constexprs, sorted(options.items()), aligned)
+    return cached_compile(fn, parts, cc, tuple(params), pointer_align, build)
 
 
 def _run_pipeline(
@@ -313,23 +259,3 @@ def _run_pipeline(
         module = stage(module, metadata)
         outputs[ext] = module
     return outputs, metadata
-
-
-def _check_against_ptx(kernel: str, ptx: str, entry: str, params: tuple[TritonParam, ...]) -> None:
-    """Raise TritonCompileError unless the PTX ``entry`` exists and takes
-    exactly ``params`` (same count, same byte sizes, same order)."""
-    if entry not in ptx_entries(ptx):
-        raise TritonCompileError(
-            f"kernel {kernel!r}: the PTX has no entry {entry!r}; it has {list(ptx_entries(ptx))}"
-        )
-    try:
-        sizes = ptx_params(ptx, entry)
-    except PtxError as exc:
-        raise TritonCompileError(f"kernel {kernel!r}: {exc}") from exc
-    declared = tuple(p.size for p in params)
-    if sizes != declared:
-        layout = [(p.name, p.size) for p in params]
-        raise TritonCompileError(
-            f"kernel {kernel!r}: PTX entry {entry!r} takes parameters of {list(sizes)} bytes, "
-            f"but the declared layout is {layout}"
-        )

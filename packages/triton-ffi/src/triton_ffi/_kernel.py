@@ -17,7 +17,8 @@ from ffi_core import normalize_outs
 from ffi_core.bridge import KernelDTypes, KernelInfo, kernel_op
 
 from ._compile import DTYPES, constexpr_mismatch
-from ._planner import _digest, _grid, _Launch, _scalar_dtype
+from ._digest import kernel_digest
+from ._planner import _grid, _Launch, _scalar_dtype
 
 __all__ = ["SUPPORTED_DTYPES", "triton_kernel"]
 
@@ -123,7 +124,7 @@ def triton_kernel(
         name=name,
         label=label,
         qualname=f"{kernel.fn.__module__}.{kernel.fn.__qualname__}",
-        digest=_digest(kernel, label),
+        digest=kernel_digest(kernel, label),
     )
     # The outputs' pointers follow the inputs'; the scalars follow both.
     n_out = len(normalize_outs(outs)[0])

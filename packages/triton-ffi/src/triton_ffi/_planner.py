@@ -1,5 +1,5 @@
-"""How a Triton kernel is launched: its digest, the scalars' dtypes, the grid,
-and the planner ffi-core's CUDA launcher builds the target from.
+"""How a Triton kernel is launched: the scalars' dtypes, the grid, and the
+planner ffi-core's CUDA launcher builds the target from.
 
 ``_Launch`` is ``triton_kernel``'s launch (see ``ffi_core.bridge.kernel_op``):
 for the arrays of one call (the whole ones, or a shard's) it types the
@@ -35,48 +35,6 @@ __all__ = ["TritonKernel"]
 #: sees them, the compiled entry's parameters).
 _IMAGES: dict[str, tuple[TritonKernel, tuple[Any, ...], tuple[Any, ...]]] = {}
 _IMAGES_LOCK = threading.Lock()
-
-
-def _digest(kernel: Any, label: str) -> str:
-    """A digest of everything the compiled kernel depends on.
-
-    Triton's own ``JITFunction.cache_key`` (pure Python, no GPU needed) covers
-    the source, its line, the ``@triton.jit`` functions it calls (their keys,
-    recursively) and the ``tl.constexpr`` globals they read. Added here: every
-    global or closure value Triton recorded (``tl`` dtypes and named tuples are
-    allowed as globals but are not in its key), and the parameters' defaults
-    (a constexpr left out takes its default, which its key does not hold).
-    """
-    try:
-        key = kernel.cache_key
-    except Exception as exc:  # Triton refuses what it cannot compile either
-        raise TypeError(
-            f"{label}: Triton cannot tell what the kernel depends on: {type(exc).__name__}: {exc}"
-        ) from exc
-    h = hashlib.sha256(key.encode())
-    missing = object()
-    for (gname, _), (value, scope) in kernel.used_global_vals.items():
-        now = scope.get(gname, missing)
-        if now is not value and _differs(now, value):
-            shown = "removed" if now is missing else f"now {now!r}"
-            raise RuntimeError(
-                f"{label}: global {gname!r} was {value!r} when Triton first read the kernel "
-                f"and is {shown}; Triton compiles a kernel against the values it read "
-                "first: define the kernel again (run its @triton.jit definition) after "
-                "changing the global"
-            )
-        h.update(f"global:{gname}={type(value).__qualname__}:{value!r}".encode())
-    for param in kernel.params:
-        if param.has_default:
-            h.update(f"default:{param.name}={param.default!r}".encode())
-    return h.hexdigest()[:24]
-
-
-def _differs(now: Any, then: Any) -> bool:
-    try:
-        return bool(now != then)
-    except Exception:  # values that do not compare to a bool: Triton's own check decides
-        return False
 
 
 def _scalar_dtype(name: str, value: Any, label: str) -> str:

@@ -6,10 +6,16 @@ pointers, sizes and strides, constants and scalar attributes of the call,
 packed per launch on XLA's stream, on the device the call frame names. Each
 kernel image is loaded once per CUDA context and device; handlers declare
 themselves command-buffer compatible so XLA can capture them in CUDA graphs.
-:mod:`ffi_core.cuda.testing` runs these handlers without a GPU. Needs numba
-(``ffi-core[native]``) to build handlers; the rest is plain Python.
+:mod:`ffi_core.cuda.testing` runs these handlers without a GPU, and
+:class:`ArtifactCache` keeps every GPU bridge's compiled kernels on disk, keyed
+by content. Needs numba (``ffi-core[native]``) to build handlers; the rest is
+plain Python.
 """
 
+from ._artifact_cache import ArtifactCache as ArtifactCache
+from ._artifact_cache import ArtifactCacheWarning as ArtifactCacheWarning
+from ._artifact_cache import ArtifactField as ArtifactField
+from ._artifact_cache import BadArtifact as BadArtifact
 from ._driver import CTX_FN as CTX_FN
 from ._driver import LAUNCH_FN as LAUNCH_FN
 from ._driver import Driver as Driver
@@ -50,6 +56,10 @@ __all__ = [
     "LAUNCH_FN",
     "MAX_DEVICES",
     "VMAP_METHODS",
+    "ArtifactCache",
+    "ArtifactCacheWarning",
+    "ArtifactField",
+    "BadArtifact",
     "Driver",
     "DriverError",
     "Field",
