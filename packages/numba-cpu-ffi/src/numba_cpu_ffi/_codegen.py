@@ -10,8 +10,8 @@ becomes an FFI error naming the kernel) and the choice of threads.
 
 The handler does not link the kernel in: it reads the kernel's compiled
 address from the target's record (``ffi_core.cpu.HandlerRecord``: word 0 the
-serial form, word 1 the parallel form of a ``parallel=True`` kernel once a
-call needs it), so one handler serves every kernel of the same dtypes,
+serial form, word 1 the parallel form of a ``parallel=True`` kernel, each
+compiled once a call needs it), so one handler serves every kernel of the same dtypes,
 ranks, batching and cost hint, and a new kernel costs its own compile
 (``_compile``) and a two-instruction entry point (``ffi_core.cpu.bind_record``).
 Handlers are cached on disk by a digest of their source, like kernels.
@@ -95,9 +95,11 @@ def handler_body(sig: CallSig, parallel: bool) -> HandlerBody:
     call = f"call_guarded_at({serial}, api, name, ({', '.join(views)},))"
     if not parallel:
         return HandlerBody(call=(f"return {call}",), views=True)
+    # A parallel kernel's record holds the forms its calls needed so far: the
+    # parallel one alone for a target only ever called with enough work.
     return HandlerBody(
         call=(
-            f"if work >= {threshold} and {fast} != 0:",
+            f"if {serial} == 0 or (work >= {threshold} and {fast} != 0):",
             f"    return call_guarded_at({fast}, api, name, ({', '.join(views)},))",
             f"return {call}",
         ),
@@ -206,20 +208,29 @@ def shared_handler(
 def compiled_handler(info: KernelInfo, sig: CallSig) -> tuple[str, BoundHandler]:
     """``(target_name, entry point)`` for ``info``'s kernel and ``sig``: the
     shape's shared handler bound to a record holding the kernel's serial
-    form (compiled here, or loaded from the cache)."""
+    form (compiled here, or loaded from the cache). A ``parallel=True``
+    kernel's forms are compiled as its calls need them (``_prepare``)."""
     handler = shared_handler(sig.inputs, sig.outputs, sig.batched, sig.hint, info.parallel)
     record = HandlerRecord(handler_label(info, sig), words=2)
-    record[_SERIAL] = kernel_address(info, sig, False)
+    if not info.parallel:
+        record[_SERIAL] = kernel_address(info, sig, False)
     return target_name(*_name(info, sig)), bind_record(handler, record)
 
 
 def _prepare(info: KernelInfo, sig: CallSig, bound: BoundHandler, work: int | None) -> None:
-    # A parallel kernel's parallel form, once a call holds enough work for it
-    # (or a call of unknown size: a target made again from an export recipe).
-    if not info.parallel or bound.record[_PARALLEL] != 0:
+    # A parallel kernel's forms, as a lowered call needs them: the parallel
+    # one for enough work, the serial one for less (and for the rows of a
+    # batch); both for a call of unknown size (a target made again from an
+    # export recipe). Each is compiled once.
+    if not info.parallel:
         return
-    if work is None or work >= parallel_min_elements():
-        bound.record[_PARALLEL] = kernel_address(info, sig, True)
+    threshold = parallel_min_elements()
+    if work is None or work < threshold or sig.batched is not None:
+        if bound.record[_SERIAL] == 0:
+            bound.record[_SERIAL] = kernel_address(info, sig, False)
+    if work is None or work >= threshold:
+        if bound.record[_PARALLEL] == 0:
+            bound.record[_PARALLEL] = kernel_address(info, sig, True)
 
 
 def _name(info: KernelInfo, sig: CallSig) -> tuple[str, ...]:
