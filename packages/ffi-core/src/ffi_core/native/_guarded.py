@@ -126,7 +126,7 @@ def call_guarded(typingctx, fn, api, name, args):
         cres = fn.dispatcher.overloads[inner.args]
         context.add_linking_libs([cres.library])
         items = cgutils.unpack_tuple(builder, llargs[3], len(args.types))
-        status, _ = context.call_conv.call_internal_no_propagate(builder, cres.fndesc, inner, items)
+        status, _ = context.call_internal_no_propagate(builder, cres.fndesc, inner, items)
         return _guarded_status(context, builder, status, llargs[1], llargs[2])
 
     return sig, codegen
