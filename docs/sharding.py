@@ -41,8 +41,9 @@ import re
 
 import jax
 
-# Four CPU devices for this program (before anything uses jax); on a machine
-# with several accelerators, the mesh below is made of those instead.
+# Four CPU devices for this program, before anything uses jax (numba kernels
+# run on the CPU; on a machine with several GPUs a mesh of those works alike
+# for GPU kernels).
 jax.config.update("jax_num_cpu_devices", 4)
 
 import numba  # noqa: E402
@@ -107,8 +108,12 @@ DATA = rng.standard_normal(INDICES.size).astype(np.float32)
 DENSE = np.zeros((M, N), np.float32)
 DENSE[np.repeat(np.arange(M), counts), INDICES] = DATA
 assert DATA.size == 64
+# A vector, a matrix of 8 columns, a batch of 8 vectors.
+v = rng.standard_normal(N).astype(np.float32)
+b = rng.standard_normal((N, 8)).astype(np.float32)
+vs = rng.standard_normal((8, N)).astype(np.float32)
 
-mesh = Mesh(np.array(jax.devices()), ("d",))
+mesh = Mesh(np.array(jax.devices("cpu")), ("d",))
 
 
 def put(x, spec):
@@ -145,136 +150,133 @@ def show(title, f, *args, want):
     return calls, gathered, out.sharding.spec
 
 
-def main() -> None:
-    v = rng.standard_normal(N).astype(np.float32)
-    b = rng.standard_normal((N, 8)).astype(np.float32)
-    vs = rng.standard_normal((8, N)).astype(np.float32)
-
-    # --- 2. A @ v with everything split: the structure and v are gathered --
-    # `data`, `indices` and `v` arrive split over the four devices. No factor
-    # of the rule may stay split (nnz, ptr and n are inputs-only and not
-    # reductions; m is in no input), so every device gathers them and runs
-    # the whole product: the result is replicated (P()).
-    calls, gathered, spec = show(
-        "A @ v, data/indices/v split",
-        matvec,
-        put(DATA, P("d")),
-        put(INDICES, P("d")),
-        INDPTR,
-        put(v, P("d")),
-        want=DENSE @ v,
-    )
-    assert calls == ["(f32[64], s32[64], s32[17], f32[16]) -> f32[16]"]
-    assert gathered and spec == P()
-
-    # --- 3. A @ B: the columns of B are split, and so is the result --------
-    # c is on both sides: each device multiplies the whole A by its 2 of
-    # B's 8 columns, nothing is gathered, and Y keeps B's split.
-    calls, gathered, spec = show(
-        "A @ B, B split by columns",
-        matmat,
-        DATA,
-        INDICES,
-        INDPTR,
-        put(b, P(None, "d")),
-        want=DENSE @ b,
-    )
-    assert calls == ["(f32[64], s32[64], s32[17], f32[16,2]) -> f32[16,2]"]
-    assert not gathered and spec == P(None, "d")
-
-    # A split along the rows of B (n, inputs only) is gathered instead.
-    _, gathered, spec = show(
-        "A @ B, B split by rows", matmat, DATA, INDICES, INDPTR, put(b, P("d")), want=DENSE @ b
-    )
-    assert gathered and spec == P()
-
-    # --- 4. jax.vmap over vectors: the batch is a factor of its own, split -
-    # vmap adds the batch axis to the rule as an independent factor; a batch
-    # of 8 vectors split over 4 devices runs as 4 calls of 2 vectors each.
-    batched = jax.vmap(matvec, in_axes=(None, None, None, 0))
-    calls, gathered, spec = show(
-        "vmap of A @ v, the batch split",
-        batched,
-        DATA,
-        INDICES,
-        INDPTR,
-        put(vs, P("d")),
-        want=vs @ DENSE.T,
-    )
-    assert calls == ["(f32[64], s32[64], s32[17], f32[2,16]) -> f32[2,16]"]
-    assert not gathered and spec == P("d")
-
-    # --- 5. Rows of A split: one CSR block per device, in jax.shard_map -----
-    # Each device holds the rows it computes, as a CSR matrix of its own (row
-    # pointers counted from its own first non-zero), padded to the largest
-    # block's number of non-zeros so that the blocks stack into one array
-    # (the padding lies past every row's end, so the kernel never reads it).
-    parts = len(jax.devices())
-    rows = M // parts
-    starts = INDPTR[::rows]
-    width = int(np.diff(starts).max())
-    block_data = np.zeros((parts, width), np.float32)
-    block_indices = np.zeros((parts, width), np.int32)
-    block_indptr = np.zeros((parts, rows + 1), np.int32)
-    for p in range(parts):
-        lo, hi = starts[p], starts[p + 1]
-        block_data[p, : hi - lo] = DATA[lo:hi]
-        block_indices[p, : hi - lo] = INDICES[lo:hi]
-        block_indptr[p] = INDPTR[p * rows : (p + 1) * rows + 1] - lo
-
-    def blocked_matvec(data, indices, indptr, v):
-        # Inside shard_map each device sees its own block (leading axis 1).
-        return matvec(data[0], indices[0], indptr[0], v)
-
-    f = jax.shard_map(
-        blocked_matvec,
-        mesh=mesh,
-        in_specs=(P("d"), P("d"), P("d"), P()),
-        out_specs=P("d"),
-    )
-    calls, gathered, spec = show(
-        "rows split: one CSR block per device (shard_map)",
-        f,
-        put(block_data, P("d")),
-        put(block_indices, P("d")),
-        put(block_indptr, P("d")),
-        v,
-        want=DENSE @ v,
-    )
-    assert calls == [f"(f32[{width}], s32[{width}], s32[{rows + 1}], f32[16]) -> f32[{rows}]"]
-    assert not gathered and spec == P("d")
-
-    # --- 6. check_kernel runs each op under a sharded jit and shard_map too --
-    # Its sharding rows compare the sharded calls with the unsharded op: a
-    # factor an output carries split (c; A @ v has none, which the report
-    # says), and each factor the rule keeps whole split in the inputs, which
-    # the rule must gather back.
-    report = check_kernel(
-        csr_matmat,
-        DATA,
-        INDICES,
-        INDPTR,
-        b,
-        checks=("results", "sharding"),
-        reference=dense_product,
-    )
-    print(report)
-    assert {"sharding: sharded jit", "sharding: shard_map"} <= {r.check for r in report.passed}
-    report = check_kernel(
-        csr_matvec,
-        DATA,
-        INDICES,
-        INDPTR,
-        v,
-        checks=("results", "sharding"),
-        reference=dense_product,
-    )
-    print(report)
-    assert [r.check for r in report.skipped] == ["sharding: sharded jit", "sharding: shard_map"]
-    assert "sharding: whole factors split in the inputs" in {r.check for r in report.passed}
-
-    print("all steps passed")
+# --- 2. A @ v with everything split: the structure and v are gathered --
+# `data`, `indices` and `v` arrive split over the four devices. No factor
+# of the rule may stay split (nnz, ptr and n are inputs-only and not
+# reductions; m is in no input), so every device gathers them and runs
+# the whole product: the result is replicated (P()).
+calls, gathered, spec = show(
+    "A @ v, data/indices/v split",
+    matvec,
+    put(DATA, P("d")),
+    put(INDICES, P("d")),
+    INDPTR,
+    put(v, P("d")),
+    want=DENSE @ v,
+)
+assert calls == ["(f32[64], s32[64], s32[17], f32[16]) -> f32[16]"]
+assert gathered and spec == P()
 
 
-if __name__ == "__main__":
-    main()
+# --- 3. A @ B: the columns of B are split, and so is the result --------
+# c is on both sides: each device multiplies the whole A by its 2 of
+# B's 8 columns, nothing is gathered, and Y keeps B's split.
+calls, gathered, spec = show(
+    "A @ B, B split by columns",
+    matmat,
+    DATA,
+    INDICES,
+    INDPTR,
+    put(b, P(None, "d")),
+    want=DENSE @ b,
+)
+assert calls == ["(f32[64], s32[64], s32[17], f32[16,2]) -> f32[16,2]"]
+assert not gathered and spec == P(None, "d")
+
+# A split along the rows of B (n, inputs only) is gathered instead.
+_, gathered, spec = show(
+    "A @ B, B split by rows", matmat, DATA, INDICES, INDPTR, put(b, P("d")), want=DENSE @ b
+)
+assert gathered and spec == P()
+
+
+# --- 4. jax.vmap over vectors: the batch is a factor of its own, split -
+# vmap adds the batch axis to the rule as an independent factor; a batch
+# of 8 vectors split over 4 devices runs as 4 calls of 2 vectors each.
+batched = jax.vmap(matvec, in_axes=(None, None, None, 0))
+calls, gathered, spec = show(
+    "vmap of A @ v, the batch split",
+    batched,
+    DATA,
+    INDICES,
+    INDPTR,
+    put(vs, P("d")),
+    want=vs @ DENSE.T,
+)
+assert calls == ["(f32[64], s32[64], s32[17], f32[2,16]) -> f32[2,16]"]
+assert not gathered and spec == P("d")
+
+
+# --- 5. Rows of A split: one CSR block per device, in jax.shard_map -----
+# Each device holds the rows it computes, as a CSR matrix of its own (row
+# pointers counted from its own first non-zero), padded to the largest
+# block's number of non-zeros so that the blocks stack into one array
+# (the padding lies past every row's end, so the kernel never reads it).
+parts = mesh.size
+rows = M // parts
+starts = INDPTR[::rows]
+width = int(np.diff(starts).max())
+block_data = np.zeros((parts, width), np.float32)
+block_indices = np.zeros((parts, width), np.int32)
+block_indptr = np.zeros((parts, rows + 1), np.int32)
+for p in range(parts):
+    lo, hi = starts[p], starts[p + 1]
+    block_data[p, : hi - lo] = DATA[lo:hi]
+    block_indices[p, : hi - lo] = INDICES[lo:hi]
+    block_indptr[p] = INDPTR[p * rows : (p + 1) * rows + 1] - lo
+
+
+def blocked_matvec(data, indices, indptr, v):
+    # Inside shard_map each device sees its own block (leading axis 1).
+    return matvec(data[0], indices[0], indptr[0], v)
+
+
+f = jax.shard_map(
+    blocked_matvec,
+    mesh=mesh,
+    in_specs=(P("d"), P("d"), P("d"), P()),
+    out_specs=P("d"),
+)
+calls, gathered, spec = show(
+    "rows split: one CSR block per device (shard_map)",
+    f,
+    put(block_data, P("d")),
+    put(block_indices, P("d")),
+    put(block_indptr, P("d")),
+    v,
+    want=DENSE @ v,
+)
+assert calls == [f"(f32[{width}], s32[{width}], s32[{rows + 1}], f32[16]) -> f32[{rows}]"]
+assert not gathered and spec == P("d")
+
+
+# --- 6. check_kernel runs each op under a sharded jit and shard_map too --
+# Its sharding rows compare the sharded calls with the unsharded op: a
+# factor an output carries split (c; A @ v has none, which the report
+# says), and each factor the rule keeps whole split in the inputs, which
+# the rule must gather back.
+report = check_kernel(
+    csr_matmat,
+    DATA,
+    INDICES,
+    INDPTR,
+    b,
+    checks=("results", "sharding"),
+    reference=dense_product,
+)
+print(report)
+assert {"sharding: sharded jit", "sharding: shard_map"} <= {r.check for r in report.passed}
+report = check_kernel(
+    csr_matvec,
+    DATA,
+    INDICES,
+    INDPTR,
+    v,
+    checks=("results", "sharding"),
+    reference=dense_product,
+)
+print(report)
+assert [r.check for r in report.skipped] == ["sharding: sharded jit", "sharding: shard_map"]
+assert "sharding: whole factors split in the inputs" in {r.check for r in report.passed}
+
+print("all steps passed")
