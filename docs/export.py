@@ -6,7 +6,9 @@ them. Every step asserts its result, so this file doubles as a test (CI runs it)
 
 ``jax.export`` writes a function as StableHLO; a numba kernel appears in it only
 as an FFI target name. The process that calls it must have registered the
-kernel's handler first. ``ffi_core.export`` / ``ffi_core.serialize`` record,
+kernel's handler first. Plain ``jax.export.export`` refuses such a function
+("Cannot serialize code with custom calls whose targets have no compatibility
+guarantees"); ``ffi_core.export`` takes the same arguments and exports it. ``ffi_core.export`` / ``ffi_core.serialize`` record,
 beside JAX's bytes, how each target was made (the kernel's digest and its
 dtype/rank signature; for an ``XLACustomKernel``, also the generator call);
 ``ffi_core.deserialize`` makes the targets again from the kernels the new
@@ -73,6 +75,18 @@ EXPECTED = {
 
 def export_all(folder: str, key: bytes) -> None:
     # --- 1. Export: ffi_core.export is jax.export.export with our targets allowed
+    # Plain jax.export.export refuses a kernel's FFI target, as it refuses any
+    # custom call it does not know to be stable; its message lists the calls.
+    try:
+        jax.export.export(jax.jit(lambda x: axpy_op(x, x)))(X)
+    except ValueError as exc:
+        first = str(exc).split(". ")[0]
+        assert first == (
+            "Cannot serialize code with custom calls whose targets have no compatibility guarantees"
+        )
+        print(f"jax.export.export: ValueError: {first}; ffi_core.export exports it")
+    else:
+        raise AssertionError("jax.export.export exported a numba kernel's custom call")
     cases = {
         "axpy": (lambda x: axpy_op(x, x), X),
         "axpy_vmap": (jax.vmap(lambda x: axpy_op(x, x)), XB),

@@ -159,3 +159,14 @@ def test_bench_kernel_memory_runs():
     assert list(results["rows"]) == ["cold", "warm", "jnp"]
     for row in results["rows"].values():
         assert len(row["per_kernel_mib"]) == 1 and row["baseline_mib"] > 0
+
+
+def test_downstream_example_says_when_it_has_no_wheels(tmp_path):
+    # CI gives it the wheels wheel_smoke.py built; a folder without them is named.
+    out = subprocess.run(
+        [sys.executable, str(TOOLS / "downstream_example.py"), "--wheels", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (out.returncode, out.stdout) == (1, f"no wheels in {tmp_path}\n")

@@ -9,6 +9,7 @@ dev group would hide it.
 
     uv run python tools/wheel_smoke.py                 # every package
     uv run python tools/wheel_smoke.py numba-cpu-ffi   # some
+    uv run python tools/wheel_smoke.py --dist DIR      # and keep the wheels in DIR
 
 The environments are made by ``uv venv`` and filled by ``uv pip install``, which
 resolves from the wheels' own metadata exactly as pip does, but from uv's cache
@@ -169,25 +170,37 @@ def smoke(package: str, wheels: dict[str, pathlib.Path], scratch: pathlib.Path) 
     return problems
 
 
+def wheels_in(dist: pathlib.Path) -> dict[str, pathlib.Path]:
+    """The wheels in ``dist``, by package name (``ffi-core``)."""
+    return {wheel.name.split("-")[0].replace("_", "-"): wheel for wheel in dist.glob("*.whl")}
+
+
+def build_wheels(dist: pathlib.Path) -> dict[str, pathlib.Path] | None:
+    """Build every package's wheel into ``dist``; None (the error printed) when
+    the build fails."""
+    start = time.perf_counter()
+    built = _run(["uv", "build", "--all-packages", "--wheel", "-o", str(dist)], cwd=ROOT)
+    if built.returncode:
+        print(built.stderr)
+        return None
+    wheels = wheels_in(dist)
+    print(f"built {len(wheels)} wheels in {time.perf_counter() - start:.1f} s")
+    return wheels
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("packages", nargs="*", choices=[[], *PACKAGES], default=[])
+    parser.add_argument(
+        "--dist", type=pathlib.Path, help="build the wheels into DIR and keep them there"
+    )
     args = parser.parse_args(argv)
     chosen = args.packages or list(PACKAGES)
     with tempfile.TemporaryDirectory(prefix="wheel-smoke-") as tmp:
         scratch = pathlib.Path(tmp)
-        start = time.perf_counter()
-        built = _run(
-            ["uv", "build", "--all-packages", "--wheel", "-o", str(scratch / "dist")], cwd=ROOT
-        )
-        if built.returncode:
-            print(built.stderr)
+        wheels = build_wheels(args.dist or scratch / "dist")
+        if wheels is None:
             return 1
-        wheels = {}
-        for wheel in (scratch / "dist").glob("*.whl"):
-            name = wheel.name.split("-")[0].replace("_", "-")
-            wheels[name] = wheel
-        print(f"built {len(wheels)} wheels in {time.perf_counter() - start:.1f} s")
         failed = {}
         for package in chosen:
             if problems := page_problems(wheels[package]):

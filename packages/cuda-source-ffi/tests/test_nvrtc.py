@@ -523,8 +523,10 @@ def test_missing_library_names_the_install_command(monkeypatch: pytest.MonkeyPat
     message = str(info.value)
     assert message.startswith("cuda-source-ffi needs NVRTC")
     assert message.endswith(
-        'install it with `uv add "cuda-source-ffi[cu13]"` (CUDA 13) '
-        'or `uv add "cuda-source-ffi[cu12]"` (CUDA 12)'
+        'install it with `pip install "cuda-source-ffi[cu13]"` (from wheels built from the '
+        'repository: `pip install --find-links DIR "cuda-source-ffi[cu13]"`; in a uv project: '
+        '`uv add "cuda-source-ffi[cu13]"`) for CUDA 13, or the same with '
+        '"cuda-source-ffi[cu12]" for CUDA 12'
     )
 
 

@@ -375,6 +375,34 @@ def test_recipe_step_names_kernel_and_signature():
     assert isinstance(unexportable, ffi_core.Unexportable)
 
 
+def test_a_step_without_an_added_extra_rebuilds():
+    # A step written before an extra existed (StepField.added) lacks it: the
+    # signature given to the rebuilder holds the extras the step has.
+    from ffi_core._rebuilders import rebuilder
+    from ffi_core._recipe import check_step
+
+    catalog = BridgeCatalog(
+        ToyInfo, kernel_type=type(add), language="toy kernel", wrapper="toy_kernel", passed="f"
+    )
+    info = catalog.info(add)
+    seen = []
+    catalog.register(
+        "ffi_core_tests.added_extra",
+        lambda info, sig, step: seen.append((info, sig)),
+        extras={
+            "hint": ffi_core.StepField.flag(),
+            "late": ffi_core.StepField.added(ffi_core.StepField.flag()),
+        },
+    )
+    registered = rebuilder("ffi_core_tests.added_extra")
+    for extras in ({"hint": True}, {"hint": True, "late": True}):
+        sig = CallSig((F1,), (F1,), extras=extras)
+        step = BridgeCatalog.recipe_step("ffi_core_tests.added_extra", info, sig)
+        check_step(step, registered.fields, "step")
+        registered.rebuild(step)
+        assert seen.pop() == (info, sig)
+
+
 def test_kernel_compile_error_shows_its_public_name():
     assert ffi_core.KernelCompileError.__module__ == "ffi_core"
     assert ffi_core.bridge.KernelCompileError is ffi_core.KernelCompileError

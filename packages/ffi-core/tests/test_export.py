@@ -130,6 +130,28 @@ def test_export_needs_no_disabled_checks_for_our_targets(request):
     assert ffi_core.custom_call_targets(ffi_core.export(jax.jit(_calls(target)))(X)) == [target]
 
 
+def test_plain_jax_export_gives_the_message_the_docs_quote(request):
+    # The README's Export section and ffi_core.export's docstring quote JAX's
+    # message, which names the target, as what to replace by ffi_core.export.
+    target = _fresh_target(request)
+    ffi_core.record_recipe(target, {"kind": "ffi_core_tests.double", "target": target})
+    # (The link between the two parts differs between jax releases.)
+    quoted = (
+        re.escape(
+            "Cannot serialize code with custom calls whose targets have no compatibility "
+            "guarantees. See https://docs.jax.dev/"
+        )
+        + r"\S+"
+        + re.escape(
+            "#compatibility-guarantees-for-custom-calls. Examples are:\n"
+            f"%0 = stablehlo.custom_call @{target}("
+        )
+    )
+    with pytest.raises(ValueError, match=quoted):
+        jax.export.export(jax.jit(_calls(target)))(X)
+    assert ffi_core.custom_call_targets(ffi_core.export(_calls(target))(X)) == [target]
+
+
 def test_missing_kernel_names_every_recipe_tried(request):
     target = _fresh_target(request)
     made: list[dict] = []

@@ -271,9 +271,11 @@ def test_import_without_numba_cuda():
     ).stdout
     assert out == (
         "imported\n"
-        'numba-cuda-ffi needs numba-cuda: install it with `uv add "numba-cuda-ffi[cu13]"` '
-        '(CUDA 13) or `uv add "numba-cuda-ffi[cu12]"` (CUDA 12), which bring '
-        "`numba-cuda[cu13]` / `numba-cuda[cu12]`\n"
+        'numba-cuda-ffi needs numba-cuda: install it with `pip install "numba-cuda-ffi[cu13]"` '
+        "(from wheels built from the repository: "
+        '`pip install --find-links DIR "numba-cuda-ffi[cu13]"`; in a uv project: '
+        '`uv add "numba-cuda-ffi[cu13]"`) for CUDA 13, or the same with "numba-cuda-ffi[cu12]" '
+        "for CUDA 12; these bring `numba-cuda[cu13]` / `numba-cuda[cu12]`\n"
     )
 
 
@@ -311,5 +313,6 @@ def test_numba_cuda_numpy_mismatch_is_named():
     assert out == (
         f"numba-cuda {version('numba-cuda')} does not work with NumPy 2.5.0: it fails with "
         "module 'numpy' has no attribute 'row_stack' when it compiles a kernel. Install a NumPy "
-        'it supports (`uv add "numpy<2.5"`), or a numba-cuda release made for this NumPy\n'
+        'it supports (`pip install "numpy<2.5"`; in a uv project: `uv add "numpy<2.5"`), or a '
+        "numba-cuda release made for this NumPy\n"
     )

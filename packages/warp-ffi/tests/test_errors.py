@@ -305,6 +305,7 @@ def test_missing_warp_names_the_install_command():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == (
-        "warp-ffi needs NVIDIA Warp: install it with `uv add warp-lang` (or `pip install "
-        '"warp-ffi"`)'
+        "warp-ffi needs NVIDIA Warp (the package warp-lang): install it with "
+        '`pip install "warp-ffi"` (from wheels built from the repository: '
+        '`pip install --find-links DIR "warp-ffi"`; in a uv project: `uv add "warp-ffi"`)'
     )

@@ -228,6 +228,25 @@ def test_backend_that_disagrees_through_the_call_function(name):
     ]
 
 
+def test_inputs_are_named_by_the_call_functions_parameters(name):
+    # Through its call function (no `outs` in kwargs), `differentiable=` takes
+    # the call function's parameter names, and a failed row names the input.
+    op = XLACustomKernel(name)
+    op.def_jax_kernel(lambda outs: lambda x, v: x * v)
+    op.def_jvp_rule2(None, lambda t, x, v, outs: 3 * x * t)  # the derivative in v is x
+
+    @op.def_call
+    def _call(x, v):
+        return op(x, v, outs=_struct(v))
+
+    report = check_kernel(
+        op, X, X, checks=["autodiff: JVP vs finite differences"], differentiable=["v"], raises=False
+    )
+    (row,) = report.failed
+    assert row.detail.startswith("input 1 (`v`): output 0 at index (0,): "), row.detail
+    assert check_kernel(op, X, X, checks=["backends"], differentiable=["v"]).ok
+
+
 def test_backends_of_a_function_that_calls_the_kernel(name):
     op = XLACustomKernel(name)
     op.def_jax_kernel(lambda outs: lambda x: 2 * x)

@@ -11,9 +11,11 @@ import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
+from ffi_core.bridge import install_hint
+
 _INSTALL_HINT = (
-    'install it with `uv add "cuda-source-ffi[cu13]"` (CUDA 13) '
-    'or `uv add "cuda-source-ffi[cu12]"` (CUDA 12)'
+    f"{install_hint('cuda-source-ffi[cu13]')} for CUDA 13, or the same with "
+    '"cuda-source-ffi[cu12]" for CUDA 12'
 )
 
 #: NVRTC from NVIDIA's wheels, relative to a directory of the ``nvidia`` namespace package.

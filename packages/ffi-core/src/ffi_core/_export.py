@@ -171,11 +171,15 @@ def export(
 ) -> Callable[..., jax.export.Exported]:
     """``jax.export.export`` for a function that calls this project's kernels.
 
-    JAX refuses to export custom calls it does not know to be stable; this
-    lowers ``fun`` once to find the targets our bridges made and passes
+    JAX refuses to export custom calls it does not know to be stable: plain
+    ``jax.export.export`` of a function calling a bridge's kernel raises
+    ``ValueError: Cannot serialize code with custom calls whose targets have
+    no compatibility guarantees``. Use this function there: it lowers ``fun``
+    once to find the targets our bridges made and passes
     ``jax.export.DisabledSafetyCheck.custom_call`` for each (their names derive
     from content, so they are the same in every process). Other custom calls
-    still need the user's ``disabled_checks``.
+    still need the user's ``disabled_checks``. Write the result with
+    :func:`serialize`, which keeps how to make each kernel again.
 
     Args:
         fun: a function, or a ``jax.jit`` of one.

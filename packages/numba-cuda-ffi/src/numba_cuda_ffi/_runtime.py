@@ -9,15 +9,15 @@ from __future__ import annotations
 import functools
 from types import ModuleType
 
+from ffi_core.bridge import install_hint
 from ffi_core.cuda import cuda_devices
 
 __all__ = ["INSTALL_HINT", "cuda_devices", "numba_cuda"]
 
 #: How to get numba-cuda with its CUDA compiler libraries.
 INSTALL_HINT = (
-    'install it with `uv add "numba-cuda-ffi[cu13]"` (CUDA 13) or '
-    '`uv add "numba-cuda-ffi[cu12]"` (CUDA 12), which bring `numba-cuda[cu13]` / '
-    "`numba-cuda[cu12]`"
+    f"{install_hint('numba-cuda-ffi[cu13]')} for CUDA 13, or the same with "
+    '"numba-cuda-ffi[cu12]" for CUDA 12; these bring `numba-cuda[cu13]` / `numba-cuda[cu12]`'
 )
 
 
@@ -55,5 +55,6 @@ def numpy_mismatch_message(exc: BaseException) -> str:
     return (
         f"numba-cuda {numba_cuda_version} does not work with NumPy {numpy.__version__}: "
         f"it fails with {exc!s} when it compiles a kernel. Install a NumPy it supports "
-        '(`uv add "numpy<2.5"`), or a numba-cuda release made for this NumPy'
+        '(`pip install "numpy<2.5"`; in a uv project: `uv add "numpy<2.5"`), or a numba-cuda '
+        "release made for this NumPy"
     )

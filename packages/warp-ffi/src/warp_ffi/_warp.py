@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from ffi_core.bridge import BASIC_DTYPES
+from ffi_core.bridge import BASIC_DTYPES, install_hint
 
 try:
     import warp as wp
 except ImportError as exc:  # pragma: no cover - depends on the environment
+    # warp-lang is a dependency of warp-ffi: installing warp-ffi brings it.
     raise ImportError(
-        'warp-ffi needs NVIDIA Warp: install it with `uv add warp-lang` (or `pip install "warp-ffi"`)'
+        f"warp-ffi needs NVIDIA Warp (the package warp-lang): {install_hint('warp-ffi')}"
     ) from exc
 
 from warp._src import context as wp_context

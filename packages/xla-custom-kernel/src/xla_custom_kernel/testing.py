@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -44,10 +45,23 @@ from ._selection import forced_backend
 __all__ = ["CHECKS", "TOLERANCES", "CheckReport", "CheckResult", "Status", "check_kernel"]
 
 
+class _KernelCall:
+    # `kernel.call` under its call function's name and signature
+    # (`__wrapped__`), so that check_kernel's `differentiable=` and messages
+    # name the call function's parameters (`input 3 (`v`)`); the bound method
+    # has only `*args`.
+    def __init__(self, kernel: XLACustomKernel, call_fn: Callable[..., Any]) -> None:
+        functools.update_wrapper(self, call_fn)
+        self.kernel = kernel
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.kernel.call(*args, **kwargs)
+
+
 def _forcing(fn: Callable[..., Any], backend: str) -> Callable[..., Any]:
     # A kernel's call function takes the backend itself (and would reset a
     # forced one to its own `backend=None`); any other function gets it forced.
-    if getattr(fn, "__func__", None) is XLACustomKernel.call:
+    if isinstance(fn, _KernelCall) or getattr(fn, "__func__", None) is XLACustomKernel.call:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             return fn(*args, backend=backend, **kwargs)
@@ -141,8 +155,8 @@ def check_kernel(
     if isinstance(op, XLACustomKernel):
         backends_of = op if backends_of is None else backends_of
         options.setdefault("name", op.name)
-        if "outs" not in kwargs and op.has_call:
-            fn = op.call
+        if "outs" not in kwargs and op._call_fn is not None:
+            fn = _KernelCall(op, op._call_fn)
         if "sharding_rule" not in options and op.sharding_rule is not None:
             options["sharding_rule"] = op.sharding_rule
         if "export_imports" not in options and defining_modules(op):

@@ -134,7 +134,10 @@ class BridgeCatalog:
         names = tuple(extras)
 
         def rebuild_step(step: Mapping[str, Any]) -> None:
-            rebuild(self.find(step), CallSig.from_step(step, names), step)
+            # An extra added after some steps were written (StepField.added)
+            # may be absent; the others were checked present.
+            present = tuple(name for name in names if name in step)
+            rebuild(self.find(step), CallSig.from_step(step, present), step)
 
         register_rebuilder(kind, rebuild_step, fields=checked)
         register_kernel_acceptor(self.accept)
