@@ -30,7 +30,7 @@ __all__ = ["DEFAULT_STEM", "PROGRAM_SECONDS", "SCALES", "run_suite", "run_target
 SCALES: dict[str, tuple[int, int]] = {"quick": (1, 7), "default": (3, 10), "full": (5, 30)}
 #: Seconds each in-program run lasts, per scale: long enough that launching
 #: the program from Python and the clock's resolution are lost in it.
-PROGRAM_SECONDS: dict[str, float] = {"quick": 4e-3, "default": 1e-2, "full": 1e-2}
+PROGRAM_SECONDS: dict[str, float] = {"quick": 2e-3, "default": 5e-3, "full": 1e-2}
 DEFAULT_STEM = "kernel-bench-results"
 REFERENCE_BACKEND = "jax"
 MEASUREMENT_MODEL = (
