@@ -59,7 +59,7 @@ def test_the_autotuner_times_the_suites_program(op, backend):
 @pytest.mark.parametrize("picked", ["numba", "jax"])
 def test_auto_compiles_to_the_program_of_the_backend_it_picked(picked, autotune_costs):
     autotune_costs.update({b: (10.0 if b == picked else 1000.0) for b in ("numba", "jax", "warp")})
-    cfg, args = _case(examples.axpy)
+    _, args = _case(examples.axpy)
     auto = chained(functools.partial(examples.axpy.call, backend="auto"))
     fixed = chained(functools.partial(examples.axpy.call, backend=picked))
     assert _program(auto, *args) == _program(fixed, *args)
@@ -75,7 +75,7 @@ def test_the_suites_numba_kernels_are_their_parallel_forms():
 
 def test_two_backends_compile_to_different_programs():
     # The comparison above can fail: numba's program is not jax's.
-    cfg, args = _case(examples.axpy)
+    _, args = _case(examples.axpy)
     numba_run, jax_run = (
         chained(functools.partial(examples.axpy.call, backend=b)) for b in ("numba", "jax")
     )

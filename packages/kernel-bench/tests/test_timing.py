@@ -201,3 +201,20 @@ def test_interleaved_throws_away_the_warm_up_and_shuffles(monkeypatch):
         if i % 4:
             before.setdefault(log[i][0], set()).add(log[i - 1][0])
     assert all(len(p) >= 2 for p in before.values()), before
+
+
+def test_calls_per_run_is_not_fooled_by_one_pause(monkeypatch):
+    from kernel_bench import _timing
+
+    now = [0.0]
+    extra = [0.0, 5e-3]
+
+    def run(count, *data):
+        now[0] += 2e-5 + int(count) * 1e-7 + (extra.pop(0) if extra else 0.0)
+        return jnp.zeros(())
+
+    monkeypatch.setattr(_timing, "_clock", lambda: now[0])
+    # The first timed run (1 call, after the warm-up) is paused for 5 ms,
+    # past a quarter of the target: the two runs after it are not, and the
+    # chain grows on to a count that is 10 ms of 100 ns calls.
+    assert 0.9e5 <= _timing.calls_per_run(run, (), 1e-2) <= 1e5

@@ -265,11 +265,11 @@ def benchmark_kernel(
             if failed is None:
                 common = _common(backend, label, platform, cfg)
                 if backend in errors:
-                    exc = errors[backend]
+                    error = errors[backend]
                     if not catch_errors:
-                        exc.add_note(_note(backend, kernel, cfg))
-                        raise exc
-                    failed = _error_record(common, exc)
+                        error.add_note(_note(backend, kernel, cfg))
+                        raise error
+                    failed = _error_record(common, error)
                     del runs[backend]
                 else:
                     failed = _timed_record(common, timings[backend], decision)

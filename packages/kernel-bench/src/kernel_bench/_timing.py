@@ -18,9 +18,9 @@ import jax.numpy as jnp
 __all__ = [
     "REFERENCE_OP",
     "REFERENCE_SIZE",
+    "WARMUP_ROUNDS",
     "Spread",
     "Timing",
-    "WARMUP_ROUNDS",
     "benchmark_function",
     "calls_per_run",
     "chained",
@@ -201,12 +201,15 @@ def calls_per_run(
     while True:
         elapsed = timed(count)
         if elapsed >= target or count >= most:
-            break
+            # A pause of the process (another job scheduled) only lengthens a
+            # run: the least of three runs of that length is the one to trust,
+            # and where it is short after all, the chain grows on.
+            elapsed = min(elapsed, timed(count), timed(count))
+            if elapsed >= target / 2 or count >= most:
+                break
         grow = 10.0 if elapsed <= 0 else min(10.0, 1.2 * target / elapsed)
         count = min(most, max(count + 1, math.ceil(count * grow)))
-    # A pause of the process (another job scheduled) only lengthens a run:
-    # the least of three runs of that length is the one to trust.
-    per_call = min(elapsed, timed(count), timed(count)) / count
+    per_call = elapsed / count
     return max(1, min(most, round(seconds / max(per_call, 1e-12))))
 
 
