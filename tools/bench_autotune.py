@@ -6,7 +6,8 @@ fewer rounds; ``--reverse``: time the backends in the other order; ``--json``).
 1. suite: every case of every operation of the suite (default scale), timed on
    each backend registered for the CPU and on ``"auto"``. Each candidate is a
    chain of calls in one compiled program (kernel-bench's engine), the
-   candidates interleaved round by round (the order rotating); the figure is
+   candidates interleaved round by round (a warm-up round first, the order
+   shuffled every round); the figure is
    the least time per call over the rounds, the statistic the autotuner uses. ``auto`` decides in this process, from an empty cache
    (a temporary directory), so its first lowering measures. Per case: the
    best fixed backend, auto's choice and auto / best (goal: at most 1.05).

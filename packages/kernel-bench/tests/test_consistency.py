@@ -138,8 +138,8 @@ def decided(backend, *, source="measured", margin=2.0, noise=0.02, busy=False):
         ),
         (
             rec("auto", 2.0, autotune=decided("jax")),
-            "different measurement: the autotuner timed the operation alone (its least round), "
-            "where it measured jax 2.00x ahead; the suite times the whole call (the median); "
+            "different data or rounds: the autotuner timed the same program on its own data "
+            "of the call's shapes, in its own rounds, where it measured jax 2.00x ahead; "
             "this run measured jax at 2 ms",
         ),
         (rec("auto", 2.0), "no decision recorded: auto ran without the autotuner"),

@@ -149,4 +149,72 @@ def test_in_program_times_with_a_fake_clock(monkeypatch):
     assert times["a"] == pytest.approx([100.0] * 4) and times["b"] == pytest.approx([300.0] * 4)
     # The reference op costs nothing on this clock: the most calls a run may chain.
     assert times[_timing.REFERENCE_OP] == [0.0] * 4
-    assert counts[_timing.REFERENCE_OP] == 1_000_000
+    assert counts[_timing.REFERENCE_OP] == 10_000_000
+
+
+def _fake_runs(monkeypatch, costs, launch=0.0):
+    """Python stand-ins for chained programs on a fake clock: ``run(count)``
+    advances it by ``launch`` plus ``count`` times the run's cost per call, and
+    logs (name, count)."""
+    from kernel_bench import _timing
+
+    now, log = [0.0], []
+    monkeypatch.setattr(_timing, "_clock", lambda: now[0])
+
+    def make(name, cost):
+        def run(count, *data):
+            count = int(count)
+            now[0] += launch + count * cost
+            log.append((name, count))
+            return jnp.zeros(())
+
+        return run
+
+    return {name: make(name, cost) for name, cost in costs.items()}, log
+
+
+def test_calls_per_run_is_not_fooled_by_the_launch(monkeypatch):
+    from kernel_bench import _timing
+
+    # A call of 10 ns behind a launch of 20 us: a guess from one run of a few
+    # calls would chain about 100 calls (a run of 21 us, nearly all launch).
+    runs, log = _fake_runs(monkeypatch, {"tiny": 1e-8}, launch=2e-5)
+    count = _timing.calls_per_run(runs["tiny"], (), 1e-2)
+    assert 0.9e6 <= count <= 1e6
+    # Growing at most tenfold a step: a handful of runs, the longest a quarter
+    # of the target or a little more.
+    assert len(log) <= 10 and max(c for _, c in log) * 1e-8 < 0.5e-2
+
+
+def test_interleaved_throws_away_the_warm_up_and_shuffles(monkeypatch):
+    from kernel_bench import _timing
+
+    runs, log = _fake_runs(monkeypatch, {"a": 1e-4, "b": 2e-4, "c": 3e-4, "d": 4e-4})
+    times = _timing.interleaved(runs, dict.fromkeys(runs, 10), (), rounds=8)
+    assert {b: len(t) for b, t in times.items()} == dict.fromkeys(runs, 8)
+    assert times["a"] == pytest.approx([100.0] * 8) and times["d"] == pytest.approx([400.0] * 8)
+    # One warm-up round first, in registration order, untimed.
+    assert [name for name, _ in log[:4]] == ["a", "b", "c", "d"] and len(log) == 4 * 9
+    # No run always follows the same one: each meets at least two predecessors.
+    before: dict[str, set[str]] = {}
+    for i in range(4, len(log)):
+        if i % 4:
+            before.setdefault(log[i][0], set()).add(log[i - 1][0])
+    assert all(len(p) >= 2 for p in before.values()), before
+
+
+def test_calls_per_run_is_not_fooled_by_one_pause(monkeypatch):
+    from kernel_bench import _timing
+
+    now = [0.0]
+    extra = [0.0, 5e-3]
+
+    def run(count, *data):
+        now[0] += 2e-5 + int(count) * 1e-7 + (extra.pop(0) if extra else 0.0)
+        return jnp.zeros(())
+
+    monkeypatch.setattr(_timing, "_clock", lambda: now[0])
+    # The first timed run (1 call, after the warm-up) is paused for 5 ms,
+    # past a quarter of the target: the two runs after it are not, and the
+    # chain grows on to a count that is 10 ms of 100 ns calls.
+    assert 0.9e5 <= _timing.calls_per_run(run, (), 1e-2) <= 1e5

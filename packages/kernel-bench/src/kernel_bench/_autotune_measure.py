@@ -5,10 +5,12 @@ Every backend runs once on data of the call's shapes (from the kernel's
 compared with the reference backend's (the platform's fixed default) within
 per-dtype tolerances (``ffi_core.checking.TOLERANCES``); the ones that fail or
 disagree are never chosen. The rest are timed by kernel-bench's engine
-(``_timing``), each run a chain of calls in one compiled program (as the
-suite's in-program column), the candidates interleaved round by round within
-the time budget. The one with the lowest median time per call wins (the
-statistic the suite's verdict uses), ties going to the earlier registered; the
+(``_timing``), each run a chain of calls in one compiled program, the same
+program the suite's in-program column times for that backend, calibrated as
+the suite's; the candidates interleaved round by round (a warm-up round
+thrown away, the order shuffled every round) within the time budget. The
+one with the lowest median time per call wins (the statistic the suite's
+verdict uses), ties going to the earlier registered; the
 decision records its margin over the runner-up, the noise of the winner's
 rounds and whether that noise says the machine was busy.
 """
@@ -203,7 +205,8 @@ def _time(
     runs: Mapping[str, Any], data: Sequence[Any], budget: float
 ) -> tuple[dict[str, list[float]], dict[str, int]]:
     """Microseconds per call of each run, round by round, every run in each
-    round, the order rotating; the calls per run chosen so that every run
+    round after a warm-up round, the order shuffled every round (the
+    suite's ``_timing.interleaved``); the calls per run chosen so that every run
     takes about the same share of the budget. Two thirds of the budget go to
     every candidate; where the two best medians are within :data:`_CLOSE` of
     each other, the last third to more rounds of those two alone."""

@@ -12,9 +12,12 @@ the fastest fixed backend's by more than the noise is listed with a reason:
   runner-up was within its measured noise;
 - **machine noisy**: the reference operation timed alongside spread by more
   than :data:`NOISY` in this run;
-- **different measurement**: none of the above; the autotuner times the
-  operation alone, chained (its least round), the suite the whole call
-  chained (the median), and they rank the backends differently.
+- **different data or rounds**: none of the above. The autotuner and the
+  suite time the same compiled program per backend (a chain of calls in one
+  ``jit``), with the same calibration, warm-up round, shuffled interleaved
+  rounds and statistic (the median); what still differs is the data (the
+  autotuner's of the call's shapes, the case's here) and the rounds (earlier
+  ones, in the autotuner's own budget).
 
 ``auto`` counts as slower beyond the noise where its median is more than
 :data:`MIN_TOLERANCE` above the fastest backend's and the two interquartile
@@ -109,8 +112,8 @@ def _reason(auto: BenchmarkRecord, best: BenchmarkRecord, by_backend: dict[str, 
     if auto.noise is not None and auto.noise > NOISY:
         return f"machine noisy: the reference op spread {auto.noise:.0%} in this run{seen}"
     return (
-        "different measurement: the autotuner timed the operation alone (its least round)"
-        f"{ahead}; the suite times the whole call (the median){seen}"
+        "different data or rounds: the autotuner timed the same program on its own data "
+        f"of the call's shapes, in its own rounds{ahead}{seen}"
     )
 
 

@@ -14,10 +14,10 @@ import numpy as np
 from ffi_core.checking import first_difference
 
 from ._config import PLATFORMS, BenchmarkConfig
-from ._program import decision_data, decisions_of, with_program_times
+from ._program import decision_data, decisions_of, dispatch_times, with_program_times
 from ._record import BenchmarkRecord
 from ._result import BenchmarkResult
-from ._timing import Timing, benchmark_function, chained, check_count
+from ._timing import Timing, chained, check_count
 from ._version import __version__
 
 __all__ = ["AUTO", "PLATFORMS", "ResultMismatchError", "benchmark_kernel", "default_platform"]
@@ -148,13 +148,18 @@ def benchmark_kernel(
 
     The cases come from the function registered with ``def_benchmark_data``;
     each backend runs each case as ``jax.jit(partial(kernel.call, backend=b,
-    **case.kernel_kwargs))(*case.args)``, timed by ``benchmark_function``.
-    ``XLACustomKernel.benchmark`` calls this.
+    **case.kernel_kwargs))(*case.args)``. Every backend of a case is first
+    compiled, warmed up and its result checked; then the dispatch runs of all
+    of them are timed interleaved, round by round in a shuffled order, so that
+    each is timed under the same conditions (``"auto"`` too); then the
+    in-program rounds. ``XLACustomKernel.benchmark`` calls this.
 
     Args:
         kernel: an ``XLACustomKernel``.
         platform: ``"cpu"``, ``"gpu"`` or ``"tpu"``; None: that of JAX's default backend.
-        n_warmup, n_runs, n_batch_per_run: as for ``benchmark_function``.
+        n_warmup: untimed runs of each backend first; at least one runs
+            (it compiles, and its output is the one compared).
+        n_runs, n_batch_per_run: timed dispatch runs, and calls per run.
         compare_results: check every backend's outputs against the reference
             backend's (the platform's default backend when it ran, else the
             first that ran) within ``rtol``/``atol``; a backend that disagrees
@@ -173,8 +178,9 @@ def benchmark_kernel(
             measuring it the first time.
         measure_in_program: also time every backend that ran inside one
             compiled program (a chain of calls in one ``jit``, as the autotuner
-            measures), ``n_runs`` rounds interleaved with a tiny reference
-            operation whose spread is recorded as the machine's noise.
+            measures), a warm-up round thrown away, then ``n_runs`` rounds
+            interleaved with a small reference operation whose spread is
+            recorded as the machine's noise.
         seconds_per_run: how long each in-program run lasts (the calls chained
             in it are chosen to fill it).
 
@@ -224,40 +230,55 @@ def benchmark_kernel(
         reference: tuple[str, Any] | None = None
         first = len(records)
         runs: dict[str, Any] = {}
+        # Each backend is compiled, warmed up and checked first; then the
+        # dispatch runs of all of them are timed together, interleaved, so that
+        # every backend (and "auto", whose decision is made while it warms up)
+        # is timed under the same conditions, not one after the other.
+        warmed: list[tuple[str, BenchmarkRecord | None, dict[str, Any] | None]] = []
         for backend in chosen:
             if progress is not None:
                 progress(step, total, f"{label} {backend}")
             step += 1
-            record, output, run = _run_one(
-                kernel,
-                cfg,
-                args,
-                backend,
-                label,
-                platform,
-                n_warmup=n_warmup,
-                n_runs=n_runs,
-                n_batch_per_run=n_batch_per_run,
-                catch_errors=catch_errors,
+            failed, output, run, decision = _warm_one(
+                kernel, cfg, args, backend, label, platform, n_warmup, n_batch_per_run, catch_errors
             )
+            problem = None
             if compare_results and output is not None:
                 if reference is None:
                     reference = (backend, output)
                 else:
                     problem = _mismatch(reference[1], output, rtol, atol)
                     if problem is not None:
-                        message = f"result differs from backend '{reference[0]}': {problem}"
+                        problem = f"result differs from backend '{reference[0]}': {problem}"
                         if not catch_errors:
                             raise ResultMismatchError(
                                 f"backend '{backend}' of kernel '{kernel.name}' on case "
-                                f"'{cfg.name}': {message}"
+                                f"'{cfg.name}': {problem}"
                             )
-                        record = _failed(record, message)
-            records.append(record)
+            warmed.append((backend, failed, decision))
             if run is not None:
-                runs[backend] = run
+                runs[backend] = (run, problem)
+        timings, errors = dispatch_times(
+            {b: run for b, (run, _) in runs.items()}, args, n_batch_per_run, n_runs
+        )
+        for backend, failed, decision in warmed:
+            if failed is None:
+                common = _common(backend, label, platform, cfg)
+                if backend in errors:
+                    error = errors[backend]
+                    if not catch_errors:
+                        error.add_note(_note(backend, kernel, cfg))
+                        raise error
+                    failed = _error_record(common, error)
+                    del runs[backend]
+                else:
+                    failed = _timed_record(common, timings[backend], decision)
+                    if runs[backend][1] is not None:
+                        failed = _failed(failed, runs[backend][1])
+                    runs[backend] = runs[backend][0]
+            records.append(failed)
             if verbose:
-                _report(record)
+                _report(failed)
         if measure_in_program:
             if progress is not None:
                 progress(step, total, f"{label} in program")
@@ -294,59 +315,37 @@ def _report(r: BenchmarkRecord) -> None:
     )
 
 
-def _run_one(
-    kernel: Any,
-    cfg: BenchmarkConfig,
-    args: tuple[Any, ...],
-    backend: str,
-    label: str,
-    platform: str,
-    *,
-    n_warmup: int,
-    n_runs: int,
-    n_batch_per_run: int,
-    catch_errors: bool,
-) -> tuple[BenchmarkRecord, Any, Any]:
-    common: dict[str, Any] = {
+def _common(backend: str, label: str, platform: str, cfg: BenchmarkConfig) -> dict[str, Any]:
+    return {
         "platform": platform,
         "backend": backend,
         "label": label,
         "kernel_kwargs": cfg.kernel_kwargs,
         "data_kwargs": cfg.data_kwargs,
     }
-    # One compiled program serves both measurements: `run(count, *args)` chains
-    # `count` calls (a run-time value), so a dispatch is `run(n_batch_per_run)`
-    # and the in-program rounds reuse it with longer chains, compiling nothing new.
-    run = chained(functools.partial(kernel.call, backend=backend, **cfg.kernel_kwargs))
-    count = jax.numpy.asarray(n_batch_per_run, dtype=jax.numpy.int32)
-    decision = None
-    try:
-        with decisions_of(backend == AUTO) as found:
-            timing = benchmark_function(
-                lambda *data: run(count, *data), n_warmup=n_warmup, n_runs=n_runs, data=args
-            )
-        timing = Timing(tuple(t / n_batch_per_run for t in timing.times_ms), timing.output)
-        decision = decision_data(found, kernel.name)
-        output = jax.device_get(timing.output)
-    except Exception as exc:
-        if not catch_errors:
-            exc.add_note(
-                f"while benchmarking backend '{backend}' of kernel '{kernel.name}' "
-                f"on case '{cfg.name}'"
-            )
-            raise
-        failed = BenchmarkRecord(
-            **common,
-            mean_ms=None,
-            std_ms=None,
-            min_ms=None,
-            throughput=None,
-            success=False,
-            error=_describe(exc),
-        )
-        return failed, None, None
+
+
+def _note(backend: str, kernel: Any, cfg: BenchmarkConfig) -> str:
+    return f"while benchmarking backend '{backend}' of kernel '{kernel.name}' on case '{cfg.name}'"
+
+
+def _error_record(common: dict[str, Any], exc: BaseException) -> BenchmarkRecord:
+    return BenchmarkRecord(
+        **common,
+        mean_ms=None,
+        std_ms=None,
+        min_ms=None,
+        throughput=None,
+        success=False,
+        error=_describe(exc),
+    )
+
+
+def _timed_record(
+    common: dict[str, Any], timing: Timing, decision: dict[str, Any] | None
+) -> BenchmarkRecord:
     mean, spread = timing.mean_ms, timing.spread
-    record = BenchmarkRecord(
+    return BenchmarkRecord(
         **common,
         mean_ms=mean,
         std_ms=timing.std_ms,
@@ -358,4 +357,35 @@ def _run_one(
         q75_ms=spread.q75,
         autotune=decision,
     )
-    return record, output, run
+
+
+def _warm_one(
+    kernel: Any,
+    cfg: BenchmarkConfig,
+    args: tuple[Any, ...],
+    backend: str,
+    label: str,
+    platform: str,
+    n_warmup: int,
+    n_batch_per_run: int,
+    catch_errors: bool,
+) -> tuple[BenchmarkRecord | None, Any, Any, dict[str, Any] | None]:
+    """Compile and warm up one backend on one case: ``n_warmup`` untimed runs
+    (at least one, which compiles and gives the result). Returns the record of
+    a backend that failed (else None), the output, the program (made by
+    ``chained``) and the autotuner's decision behind backend "auto"."""
+    # One compiled program serves both measurements: `run(count, *args)` chains
+    # `count` calls (a run-time value), so a dispatch is `run(n_batch_per_run)`
+    # and the in-program rounds reuse it with longer chains, compiling nothing new.
+    run = chained(functools.partial(kernel.call, backend=backend, **cfg.kernel_kwargs))
+    count = jax.numpy.asarray(n_batch_per_run, dtype=jax.numpy.int32)
+    try:
+        with decisions_of(backend == AUTO) as found:
+            for _ in range(max(1, n_warmup)):
+                output = jax.block_until_ready(run(count, *args))
+        return None, jax.device_get(output), run, decision_data(found, kernel.name)
+    except Exception as exc:
+        if not catch_errors:
+            exc.add_note(_note(backend, kernel, cfg))
+            raise
+        return _error_record(_common(backend, label, platform, cfg), exc), None, None, None

@@ -6,13 +6,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import random
 from collections.abc import Sequence
 from typing import Any
 
-from ._record import BenchmarkRecord
-from ._timing import REFERENCE_OP, Spread, in_program
+import jax
 
-__all__ = ["decision_data", "decisions_of", "with_program_times"]
+from . import _timing
+from ._record import BenchmarkRecord
+from ._timing import REFERENCE_OP, Spread, Timing, in_program
+
+__all__ = ["decision_data", "decisions_of", "dispatch_times", "with_program_times"]
 
 
 def decisions_of(auto: bool) -> contextlib.AbstractContextManager[list[Any]]:
@@ -53,6 +57,37 @@ def decision_data(found: Sequence[Any], op: str) -> dict[str, Any] | None:
         "busy": d.busy,
         "left_out": [f"{c.backend} ({c.status})" for c in d.candidates if c.status != "ok"],
     }
+
+
+def dispatch_times(
+    runs: dict[str, Any], args: tuple[Any, ...], n_batch: int, n_runs: int
+) -> tuple[dict[str, Timing], dict[str, BaseException]]:
+    """The dispatch times of each of ``runs`` (programs made by
+    ``_timing.chained``, warmed up): ``n_runs`` rounds, each calling every
+    program once with ``n_batch`` chained calls, the order shuffled every
+    round (as ``_timing.interleaved``), so that no backend is timed only
+    after the others or only after one of them. Returns the timing per
+    backend (ms per call; its output the last run's) and the exception of
+    each backend whose run raised (left out of the later rounds)."""
+    count = jax.numpy.asarray(n_batch, dtype=jax.numpy.int32)
+    order = list(runs)
+    times: dict[str, list[float]] = {b: [] for b in order}
+    outputs: dict[str, Any] = {}
+    errors: dict[str, BaseException] = {}
+    shuffle = random.Random(0).shuffle
+    for _ in range(n_runs):
+        shuffle(order)
+        for backend in order:
+            if backend in errors:
+                continue
+            try:
+                start = _timing._now()
+                outputs[backend] = jax.block_until_ready(runs[backend](count, *args))
+                times[backend].append((_timing._now() - start) * 1e3 / n_batch)
+            except Exception as exc:
+                errors[backend] = exc
+    timings = {b: Timing(tuple(t), outputs[b]) for b, t in times.items() if b not in errors}
+    return timings, errors
 
 
 def with_program_times(

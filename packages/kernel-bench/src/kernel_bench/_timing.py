@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import math
 import operator
+import random
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +17,8 @@ import jax.numpy as jnp
 
 __all__ = [
     "REFERENCE_OP",
+    "REFERENCE_SIZE",
+    "WARMUP_ROUNDS",
     "Spread",
     "Timing",
     "benchmark_function",
@@ -28,6 +31,11 @@ __all__ = [
 
 #: The name under which :func:`in_program` reports its reference operation.
 REFERENCE_OP = "reference op"
+#: Untimed rounds :func:`interleaved` runs before the timed ones.
+WARMUP_ROUNDS = 1
+#: Elements of the reference op's input: enough that a call costs tens of
+#: nanoseconds, not the loop's bookkeeping alone.
+REFERENCE_SIZE = 1024
 # The clock every measurement here reads. Tests replace it with a fake one
 # that only the operations being timed move, so that timings are exact.
 _clock: Callable[[], float] = time.perf_counter
@@ -170,17 +178,39 @@ def chained(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def calls_per_run(
-    run: Callable[..., Any], data: Sequence[Any], seconds: float, *, most: int = 1_000_000
+    run: Callable[..., Any], data: Sequence[Any], seconds: float, *, most: int = 10_000_000
 ) -> int:
     """How many calls a run of ``run`` (made by :func:`chained`) should chain to
-    last about ``seconds``: from a warm-up run and a timed run of 4 calls, at
-    least 1 and at most ``most``."""
-    probe = jnp.asarray(4, dtype=jnp.int32)
-    jax.block_until_ready(run(probe, *data))  # warm
-    start = _now()
-    jax.block_until_ready(run(probe, *data))
-    per_call = (_now() - start) / 4
-    return max(1, min(most, round(seconds / max(per_call, 1e-9))))
+    last about ``seconds``, at least 1 and at most ``most``.
+
+    After a warm-up call, chains of growing length are timed (each at most ten
+    times the last) until one lasts a quarter of ``seconds``: the time per
+    call is taken from the least of three runs of that length (a pause of the
+    process only lengthens a run), where launching the program from Python (tens
+    of microseconds) is a small part of it. A chain timed too short, as a
+    guess from one short run would be, is mostly that launch: its rounds would
+    measure the launch's jitter, not the operation."""
+
+    def timed(count: int) -> float:
+        start = _now()
+        jax.block_until_ready(run(jnp.asarray(count, dtype=jnp.int32), *data))
+        return _now() - start
+
+    timed(1)  # warm
+    count, target = 1, seconds / 4
+    while True:
+        elapsed = timed(count)
+        if elapsed >= target or count >= most:
+            # A pause of the process (another job scheduled) only lengthens a
+            # run: the least of three runs of that length is the one to trust,
+            # and where it is short after all, the chain grows on.
+            elapsed = min(elapsed, timed(count), timed(count))
+            if elapsed >= target / 2 or count >= most:
+                break
+        grow = 10.0 if elapsed <= 0 else min(10.0, 1.2 * target / elapsed)
+        count = min(most, max(count + 1, math.ceil(count * grow)))
+    per_call = elapsed / count
+    return max(1, min(most, round(seconds / max(per_call, 1e-12))))
 
 
 def interleaved(
@@ -191,19 +221,31 @@ def interleaved(
     rounds: int,
     seconds: float = math.inf,
     min_rounds: int = 1,
+    warmup_rounds: int = WARMUP_ROUNDS,
 ) -> dict[str, list[float]]:
     """Microseconds per call of each run (made by :func:`chained`, chaining
-    ``counts[name]`` calls), round by round, every run once a round, the order
-    rotating. At most ``rounds`` rounds; once ``min_rounds`` are done, no new
-    round starts after ``seconds``."""
+    ``counts[name]`` calls), round by round, every run once a round.
+
+    ``warmup_rounds`` untimed rounds come first (thrown away: the first runs
+    after a compilation fault in fresh buffers and wake thread pools). The
+    order is shuffled every round (the same sequence in every call), so that
+    no run always follows the same one: what a run leaves behind (threads
+    still spinning, caches filled with its data) falls on every other run
+    alike instead of always on its successor. At most ``rounds`` timed rounds;
+    once ``min_rounds`` are done, no new round starts after ``seconds``."""
     order = list(runs)
     arrays = {b: jnp.asarray(counts[b], dtype=jnp.int32) for b in order}
     times: dict[str, list[float]] = {b: [] for b in order}
+    shuffle = random.Random(0).shuffle
+    for _ in range(warmup_rounds):
+        for name in order:
+            jax.block_until_ready(runs[name](arrays[name], *data))
     start_all = _now()
     for r in range(rounds):
         if r >= min_rounds and _now() - start_all > seconds:
             break
-        for name in order[r % len(order) :] + order[: r % len(order)]:
+        shuffle(order)
+        for name in order:
             start = _now()
             jax.block_until_ready(runs[name](arrays[name], *data))
             times[name].append((_now() - start) * 1e6 / counts[name])
@@ -220,17 +262,19 @@ def in_program(
     """Microseconds per call of each of ``runs`` (programs made by
     :func:`chained`, called with ``data``) inside one compiled program: each
     run a chain of calls lasting about ``seconds_per_run``, all run once a
-    round, interleaved, for ``rounds`` rounds. A tiny reference operation (an
-    elementwise op on 64 floats) runs in the same rounds under
-    :data:`REFERENCE_OP`: its spread is the machine's noise while the others
-    were measured.
+    round in a shuffled order (:func:`interleaved`), a warm-up round thrown
+    away, then ``rounds`` timed rounds. A small reference operation (an
+    elementwise op on :data:`REFERENCE_SIZE` floats) runs in the same rounds
+    under :data:`REFERENCE_OP`: its spread is the machine's noise while the
+    others were measured.
 
     Returns:
         The times per name (the reference op's included), the calls chained
         per run, and the exception of each run that could not be timed.
     """
     chains = {name: (run, tuple(data)) for name, run in runs.items()}
-    chains[REFERENCE_OP] = (_reference_run(), (jnp.linspace(0.0, 1.0, 64, dtype=jnp.float32),))
+    reference = jnp.linspace(0.0, 1.0, REFERENCE_SIZE, dtype=jnp.float32)
+    chains[REFERENCE_OP] = (_reference_run(), (reference,))
     timed: dict[str, Callable[..., Any]] = {}
     counts: dict[str, int] = {}
     failed: dict[str, BaseException] = {}
