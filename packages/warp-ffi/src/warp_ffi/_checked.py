@@ -49,8 +49,8 @@ def checked_copy(kernel: Any) -> Any:
         parent = getattr(kernel, "generic_parent", None)
         source = kernel if parent is None else parent
         module = wp_context.Module(f"warp_ffi_boundscheck.{source.key}", None)
-        module.options.update(source.module.options)
-        module.options["mode"] = "debug"
+        options: dict[str, Any] = module.options
+        options.update(source.module.options, mode="debug")
         copy = wp.Kernel(source.func, key=source.key, module=module, options=dict(source.options))
         if parent is not None:
             copy = copy.add_overload([a.type for a in kernel.adj.args])
