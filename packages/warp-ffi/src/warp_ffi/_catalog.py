@@ -44,7 +44,7 @@ def _rebuild(info: Any, sig: Any, step: Mapping[str, Any]) -> None:
     del sig
     sig = CallSig.from_step(step)
     check_in_out_step(info, sig)
-    loaded = load_kernel(info, sig.primal_dtypes(), sig.block_dim)
+    loaded = load_kernel(info, sig.primal_dtypes(), sig.block_dim, sig.boundscheck)
     if loaded.code_hash != step["code"]:
         raise ffi_core.MissingKernelError(
             f"warp kernel {step['kernel']!r} is known here, but a Warp function it calls "
@@ -67,6 +67,7 @@ _catalog.register(
             ffi_core.StepField.sequence(ffi_core.StepField.integer(0, 1023))
         ),
         "block_dim": ffi_core.StepField.added(ffi_core.StepField.integer(1, 1024)),
+        "boundscheck": ffi_core.StepField.added(ffi_core.StepField.flag()),
     },
     fields={"code": ffi_core.StepField.digest()},
 )

@@ -27,6 +27,7 @@ from ffi_core import KernelCompileError as _KernelCompileError
 from ffi_core import Unexportable
 from ffi_core.cpu import AttrSig, CpuPlan, HandlerBody, HandlerSpec, build_handler
 
+from ._checked import MESSAGE_BYTES, checked_copy
 from ._inout import buffer_of_array
 from ._native import ARRAY_T, bounds_layout
 from ._spec import DIMS_ATTR, CallSig, KernelInfo, attribute_dtype, attribute_order, backward_counts
@@ -84,10 +85,15 @@ _lock = threading.RLock()
 _loaded: dict[Any, Loaded] = {}
 
 
-def load_kernel(info: KernelInfo, dtypes: tuple[str, ...], block_dim: int = 1) -> Loaded:
+def load_kernel(
+    info: KernelInfo, dtypes: tuple[str, ...], block_dim: int = 1, boundscheck: bool = False
+) -> Loaded:
     """Compile (or load from Warp's cache) the kernel for these array dtypes,
-    with ``block_dim`` threads per block (``wp_ffi._warp.resolve_block_dim``)."""
+    with ``block_dim`` threads per block (``wp_ffi._warp.resolve_block_dim``);
+    ``boundscheck``: its copy built in Warp's debug mode (``_checked``)."""
     kernel = info.specialized(dtypes)
+    if boundscheck:
+        kernel = checked_copy(kernel)
     with _lock:
         found = _loaded.get((kernel, block_dim))
         if found is not None:
@@ -244,6 +250,15 @@ def handler_body(info: KernelInfo, sig: CallSig, loaded: Loaded) -> HandlerBody:
         launch = (take, entry, f"message = {take}")
         call = (*launch, "if message != 0:", f"    return {failed}", "return 0")
         row = (*launch, "error = np.uintp(0)", "if message != 0:", f"    error = {failed}")
+    if sig.boundscheck:  # first in a forked child (_checked.probe)
+        label = f"warp kernel '{info.name}'" + (" (backward)" if sig.backward else "")
+        lines.insert(0, f"oob_label = cstring({label + ' indexed an array out of bounds'!r})")
+        lines.append(f"oob_text = stack_buffer({MESSAGE_BYTES})")
+        adj = "adj" if sig.backward else "0"
+        check = f"failed = probe({fn}, oob_text, bounds, args, {adj}, {sig.backward})"
+        oob = "error_create_prefixed(api, oob_label, failed, ErrorCode.INVALID_ARGUMENT)"
+        call = (check, "if failed != 0:", f"    return {oob}", *call)
+        row = (check, "if failed != 0:", f"    error = {oob}", "else:", *(f"    {x}" for x in row))
     return HandlerBody(
         call=call,
         row=(*stores, *row),
@@ -251,6 +266,7 @@ def handler_body(info: KernelInfo, sig: CallSig, loaded: Loaded) -> HandlerBody:
             "from ffi_core.native import call_void_fn, cstring, error_create_prefixed, load, "
             "stack_buffer, store",
             "from warp_ffi._native import call_message_fn, copy_scalar, fill_array, zero_buffer",
+            "from warp_ffi._checked import probe",
         ),
         setup=tuple(lines),
     )

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from ffi_core import ShardingRule
-from ffi_core.bridge import BoundCall, KernelCall, kernel_op
+from ffi_core.bridge import BoundCall, KernelCall, bounds_checked, kernel_op
 
 from ._catalog import kernel_info
 from ._inout import check_in_out
@@ -39,6 +39,8 @@ class _Launch:
     in_out: tuple[int, ...] = ()
     #: The user's ``block_dim`` (None: Warp's default for the device).
     block_dim: int | None = None
+    #: ``warp_kernel``'s ``boundscheck``, resolved at each bind (``bounds_checked``).
+    boundscheck: bool | None = None
 
     def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Any:
         info: KernelInfo = call.info
@@ -54,6 +56,7 @@ class _Launch:
             backward=self.backward,
             in_out=self.in_out,
             block_dim=self.block_dim,
+            boundscheck=bounds_checked(self.boundscheck),
         )
 
 
@@ -129,6 +132,7 @@ def warp_kernel(
     sharding_rule: Any = None,
     in_out_argnames: Sequence[str] | None = None,
     block_dim: int | None = None,
+    boundscheck: bool | None = None,
 ) -> Callable[..., Any]:
     """Wrap a ``@wp.kernel`` as a JAX operation.
 
@@ -196,6 +200,12 @@ def warp_kernel(
             ``wp.config.enable_cpu_blocks`` (Warp's cooperative CPU blocks),
             else the CPU launch has 1 thread per block. The adjoint kernel
             runs with the same value.
+        boundscheck: on the CPU, run a copy of the kernel built in Warp's debug
+            mode (every array index checked), first in a forked child: an index
+            out of range is an error naming the kernel and Warp's failed check
+            instead of a write past a buffer, at a cost in speed (README).
+            None (default): only inside ``check_kernel`` or when
+            ``$FFI_CORE_BOUNDSCHECK=1``; False: never.
 
     Returns:
         A function ``op(*inputs, **scalars)`` taking and returning JAX arrays.
@@ -215,7 +225,10 @@ def warp_kernel(
     """
     info = kernel_info(kernel)
     launch = check_launch_dims(launch_dims)
-    options = _Options(launch, vmap_method, sharding_rule, _check_block_dim(block_dim), launch_dims)
+    if boundscheck is not None and not isinstance(boundscheck, bool):
+        raise TypeError(f"`boundscheck` must be a bool or None, got {type(boundscheck)!r}")
+    block = _check_block_dim(block_dim)
+    options = _Options(launch, vmap_method, sharding_rule, block, launch_dims, boundscheck)
     if in_out_argnames is None:
         op = _wrap(info, outs, options, input_output_aliases, ())
     else:
@@ -234,6 +247,7 @@ class _Options:
     sharding_rule: Any
     block_dim: int | None
     launch_dims: Any  # as given, for messages
+    boundscheck: bool | None
 
 
 def _check_block_dim(block_dim: Any) -> int | None:
@@ -320,7 +334,7 @@ def _wrap(
         info,
         outs,
         dtypes=DTYPES,
-        launch=_Launch(options.launch, in_out=in_out, block_dim=options.block_dim),
+        launch=_Launch(options.launch, False, in_out, options.block_dim, options.boundscheck),
         vmap_method=options.vmap_method,
         input_output_aliases=input_output_aliases,
         sharding_rule=options.sharding_rule,

@@ -104,6 +104,7 @@ class WarpCpuPlanner:
     grid_from_output: bool
     in_out: tuple[int, ...] = ()
     block_dim: int = 1
+    boundscheck: bool = False
 
     @property
     def label(self) -> str:
@@ -119,8 +120,9 @@ class WarpCpuPlanner:
             self.grid_from_output,
             self.in_out,
             self.block_dim,
+            self.boundscheck,
         )
-        loaded = load_kernel(self.info, sig.primal_dtypes(), self.block_dim)
+        loaded = load_kernel(self.info, sig.primal_dtypes(), self.block_dim, self.boundscheck)
         if sig.backward and loaded.backward is None:
             raise NotImplementedError(backward_unavailable(self.info))
         return plan(self.info, sig, loaded)
@@ -139,11 +141,12 @@ def _lowering(
     backward,
     in_out,
     block_dim,
+    boundscheck,
 ):
     del out_avals, vmap_method
     n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward, in_out)
     block = resolve_block_dim(block_dim, cpu=True, module_default=1)
-    loaded = load_kernel(info, dtypes, block)
+    loaded = load_kernel(info, dtypes, block, boundscheck)
     shape = launch_shape(launch, in_rows, out_rows)
     check_launch(info, loaded.kernel, shape, block_dim=block)
     grid, mult = bounds(shape, loaded.kernel_dim)
@@ -152,7 +155,7 @@ def _lowering(
     return lower_cpu_call(
         ctx,
         operands,
-        WarpCpuPlanner(info, backward, launch is None, in_out, block),
+        WarpCpuPlanner(info, backward, launch is None, in_out, block, boundscheck),
         batched=batched,
         aliases=_backward_aliases(info, n_in, aliases, backward),
         attrs=attrs,
@@ -172,9 +175,11 @@ def _cuda_lowering(
     backward,
     in_out,
     block_dim,
+    boundscheck,
 ):
-    """The GPU path: Warp's CUDA build launched by ffi-core's launcher."""
-    del out_avals, vmap_method
+    """The GPU path: Warp's CUDA build launched by ffi-core's launcher
+    (``boundscheck`` is the CPU's: on a GPU, compute-sanitizer checks bounds)."""
+    del out_avals, vmap_method, boundscheck
     n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward, in_out)
     kernel = info.specialized(dtypes)
     options = kernel.module.options | kernel.options
@@ -202,7 +207,9 @@ def _cuda_lowering(
 
 def make_target(info, sig):
     """Load the kernel for ``sig`` and register its handler: the target name."""
-    planner = WarpCpuPlanner(info, sig.backward, sig.grid_from_output, sig.in_out, sig.block_dim)
+    planner = WarpCpuPlanner(
+        info, sig.backward, sig.grid_from_output, sig.in_out, sig.block_dim, sig.boundscheck
+    )
     return ensure_target(planner.plan(sig.inputs, sig.outputs, sig.batched, sig.hint))
 
 

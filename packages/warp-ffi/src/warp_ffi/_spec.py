@@ -324,9 +324,11 @@ class CallSig(ffi_core.CallSig):
     #: Threads per block of the CPU launch (above 1: Warp's cooperative CPU
     #: blocks, ``wp.config.enable_cpu_blocks``).
     block_dim: int = 1
+    #: The kernel's bounds-checked copy, probed in a child first (``_checked``).
+    boundscheck: bool = dataclasses.field(default=False, repr=False)
 
     def name_parts(self) -> tuple[str, ...]:
-        return (repr(self),)
+        return (repr(self), "boundscheck") if self.boundscheck else (repr(self),)
 
     def primal_dtypes(self) -> tuple[str, ...]:
         """The dtypes of the kernel's array parameters (which pick its
@@ -348,6 +350,7 @@ class CallSig(ffi_core.CallSig):
             "grid_from_output": self.grid_from_output,
             "in_out": list(self.in_out),
             "block_dim": self.block_dim,
+            **({"boundscheck": True} if self.boundscheck else {}),
         }
 
     @classmethod
@@ -368,6 +371,7 @@ class CallSig(ffi_core.CallSig):
             step["grid_from_output"],
             tuple(step.get("in_out", ())),
             step.get("block_dim", 1),
+            step.get("boundscheck", False),
         )
 
 
