@@ -1,6 +1,8 @@
 """Bounds checks on request: a Warp kernel that indexes past its buffers is
-an error naming it instead of a write past a buffer; check_kernel always
-checks bounds, so the mistake is a failed row and the test runner survives."""
+an error naming it instead of a write past a buffer; with the option on,
+check_kernel reports the mistake as a failed row and the test runner
+survives. check_kernel's own bounds_checking() block does not turn Warp's
+checks on (each checked call forks a child)."""
 
 import os
 import re
@@ -79,7 +81,7 @@ def test_the_flag_travels_in_the_export_recipe():
 
 def test_check_kernel_reports_the_overrun_as_a_failed_row():
     x = jnp.ones(100, jnp.float32)
-    op = warp_kernel(shifted_add, S(x.shape, x.dtype))
+    op = warp_kernel(shifted_add, S(x.shape, x.dtype), boundscheck=True)
     report = check_kernel(op, x, x, checks=["results"], raises=False)
     failed = {row.check: row.detail for row in report.results if row.status.name == "FAILED"}
     assert failed, str(report)
@@ -147,6 +149,10 @@ def test_by_default_a_kernel_is_not_bounds_checked():
     np.testing.assert_array_equal(jax.jit(f)(x, x), 2 * x)
     # No debug-mode copy was made: the call ran the user's kernel.
     assert plain_add not in _checked._copies
+    # Nor inside check_kernel's block: Warp's checks run on request only.
     with bounds_checking():
         np.testing.assert_array_equal(jax.jit(lambda a, b: f(a, b))(x + 1, x), 2 * x + 1)
+    assert plain_add not in _checked._copies
+    g = warp_kernel(plain_add, S(x.shape, x.dtype), boundscheck=True)
+    np.testing.assert_array_equal(jax.jit(g)(x, x), 2 * x)
     assert plain_add in _checked._copies

@@ -56,7 +56,7 @@ class _Launch:
             backward=self.backward,
             in_out=self.in_out,
             block_dim=self.block_dim,
-            boundscheck=bounds_checked(self.boundscheck),
+            boundscheck=bounds_checked(self.boundscheck, in_blocks=False),
         )
 
 
@@ -204,8 +204,9 @@ def warp_kernel(
             mode (every array index checked), first in a forked child: an index
             out of range is an error naming the kernel and Warp's failed check
             instead of a write past a buffer, at a cost in speed (README).
-            None (default): only inside ``check_kernel`` or when
-            ``$FFI_CORE_BOUNDSCHECK=1``; False: never.
+            None (default): only when ``$FFI_CORE_BOUNDSCHECK=1`` (not
+            inside ``check_kernel``'s block: a child per call is too slow
+            for the calls it makes); False: never.
 
     Returns:
         A function ``op(*inputs, **scalars)`` taking and returning JAX arrays.

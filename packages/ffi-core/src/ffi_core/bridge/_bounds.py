@@ -37,10 +37,12 @@ def _from_environment() -> bool:
     return value == "1"
 
 
-def bounds_checked(requested: bool | None = None) -> bool:
+def bounds_checked(requested: bool | None = None, *, in_blocks: bool = True) -> bool:
     """Whether a kernel bound now is compiled with bounds checks: the
     bridge's option ``requested`` when given (True or False), else while
-    :func:`bounds_checking` is in effect, else ``$FFI_CORE_BOUNDSCHECK``.
+    :func:`bounds_checking` is in effect (unless ``in_blocks`` is False: a
+    bridge whose checks cost too much to make on every call ``check_kernel``
+    makes), else ``$FFI_CORE_BOUNDSCHECK``.
 
     Raises:
         ValueError: ``$FFI_CORE_BOUNDSCHECK`` is set to something other than
@@ -48,7 +50,7 @@ def bounds_checked(requested: bool | None = None) -> bool:
     """
     if requested is not None:
         return requested
-    return _checking.get() or _from_environment()
+    return (in_blocks and _checking.get()) or _from_environment()
 
 
 @contextlib.contextmanager
