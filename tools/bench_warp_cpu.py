@@ -18,6 +18,10 @@ median of the per-round ratios. Groups:
   ``wp.launch`` from Python on preallocated Warp arrays (Warp's own kernel time);
 - ``vmap``: the default vmap of a row kernel over 64 rows of 1,000, against one
   call on the 64,000 elements;
+- ``jax_kernel``: warp-ffi against Warp's own ``warp.jax_kernel`` (a Python
+  callback per call): 100 chained tiny adds in one jit, an add of 2^20
+  float32, the default vmap over 64 rows of 1,000, and ``jax.grad`` of the
+  sum of a tiny add (``enable_backward=True``);
 - ``first_call``: the first result in a fresh process, with an empty Warp kernel
   cache and then with the cache the first process left (Warp compiles the
   module; warp-ffi compiles the handler in every process).
@@ -219,6 +223,56 @@ print(t1 - t0, time.perf_counter() - t1)
 """
 
 
+def bench_jax_kernel(rounds: int) -> dict:
+    """warp-ffi against ``warp.jax_kernel`` on the same kernel."""
+    # warp.jax_kernel reads the kernel's annotations as objects, which this
+    # module's ``from __future__ import annotations`` makes strings.
+    from _warp_plain_kernels import add as plain_add
+
+    theirs = wp.jax_kernel(plain_add, enable_backward=True)
+    tiny = jnp.arange(16, dtype=jnp.float32)
+    big = jnp.asarray(np.random.default_rng(0).random(2**20, dtype=np.float32))
+    rows = jnp.asarray(np.random.default_rng(1).random((64, 1000), dtype=np.float32))
+
+    def ours_for(x: jax.Array) -> Callable[..., jax.Array]:
+        return warp_kernel(add, _struct(x))
+
+    def theirs_one(x: jax.Array, y: jax.Array) -> jax.Array:
+        return theirs(x, y)[0]
+
+    cases: dict[str, tuple[Callable[..., object], Callable[..., object], tuple, int]] = {
+        "chain_100_tiny": (
+            jax.jit(_chain(ours_for(tiny), 100)),
+            jax.jit(_chain(theirs_one, 100)),
+            (tiny,),
+            50,
+        ),
+        "add_2pow20": (jax.jit(ours_for(big)), jax.jit(theirs_one), (big, big), 20),
+        "vmap_64x1000": (
+            jax.jit(jax.vmap(ours_for(rows[0]))),
+            jax.jit(jax.vmap(theirs_one)),
+            (rows, rows),
+            50,
+        ),
+        "grad_tiny": (
+            jax.jit(jax.grad(lambda x, y: jnp.sum(ours_for(tiny)(x, y)))),
+            jax.jit(jax.grad(lambda x, y: jnp.sum(theirs_one(x, y)))),
+            (tiny, tiny),
+            200,
+        ),
+    }
+    res = {}
+    for label, (ours, warps, args, inner) in cases.items():
+        np.testing.assert_allclose(ours(*args), warps(*args), rtol=1e-6)
+        r = interleaved(
+            {"warp_ffi": lambda f=ours, a=args: f(*a), "jax_kernel": lambda f=warps, a=args: f(*a)},
+            rounds,
+            inner,
+        )
+        res |= {f"{label}_{k}": v for k, v in r.items()}
+    return res
+
+
 def bench_first_call() -> dict:
     with tempfile.TemporaryDirectory() as folder:
         # Warp's kernel cache of this measurement alone, and the kernels' module.
@@ -262,6 +316,7 @@ def main() -> None:
         "callback": lambda: bench_callback(max(3, rounds // 3)),
         "add_2pow20": lambda: bench_large(rounds),
         "vmap": lambda: bench_vmap(rounds, 64, 1000),
+        "jax_kernel": lambda: bench_jax_kernel(rounds),
         "first_call": bench_first_call,
     }
     unknown = set(args.only or ()) - set(groups)
