@@ -12,7 +12,7 @@ The handler does not link the kernel in: it reads the kernel's compiled
 address from the target's record (``ffi_core.cpu.HandlerRecord``: word 0 the
 serial form, word 1 the parallel form of a ``parallel=True`` kernel, each
 compiled once a call needs it), so one handler serves every kernel of the same dtypes,
-ranks, batching and cost hint, and a new kernel costs its own compile
+ranks and batching, and a new kernel costs its own compile
 (``_compile``) and a two-instruction entry point (``ffi_core.cpu.bind_record``).
 Handlers are cached on disk by a digest of their source, like kernels.
 """
@@ -184,15 +184,21 @@ def shared_handler(
     inputs: tuple[ArraySig, ...],
     outputs: tuple[ArraySig, ...],
     batched: tuple[bool, ...] | None,
-    hint: bool,
     parallel: bool,
 ) -> Any:
     """The handler (a ``cfunc`` of ``uintp(frame, record)``) of every kernel
-    called with these buffers, compiled once per process and cached on disk."""
-    sig = CallSig(inputs, outputs, batched, "", hint)
+    called with these buffers, with or without the cost hint of large calls
+    (one more input, ignored), compiled once per process and cached on disk."""
+    sig = CallSig(inputs, outputs, batched)
     kind = "parallel numba kernels" if parallel else "numba kernels"
     spec = HandlerSpec(
-        f"{kind} of {sig.describe()}", inputs, outputs, batched, int(hint), record_words=2
+        f"{kind} of {sig.describe()}",
+        inputs,
+        outputs,
+        batched,
+        extra_inputs=1,
+        record_words=2,
+        extra_optional=True,
     )
     source = handler_source(spec, handler_body(sig, parallel))
     h = hashlib.sha256(source.encode())
@@ -210,7 +216,7 @@ def compiled_handler(info: KernelInfo, sig: CallSig) -> tuple[str, BoundHandler]
     shape's shared handler bound to a record holding the kernel's serial
     form (compiled here, or loaded from the cache). A ``parallel=True``
     kernel's forms are compiled as its calls need them (``_prepare``)."""
-    handler = shared_handler(sig.inputs, sig.outputs, sig.batched, sig.hint, info.parallel)
+    handler = shared_handler(sig.inputs, sig.outputs, sig.batched, info.parallel)
     record = HandlerRecord(handler_label(info, sig), words=2)
     if not info.parallel:
         record[_SERIAL] = kernel_address(info, sig, False)

@@ -62,7 +62,8 @@ class HandlerSpec:
     batch axis); ``extra_inputs`` more inputs that the handler ignores and
     does not check (the cost hint of large calls, ``ffi_core.hint_source``);
     ``batched`` as in ``ffi_core.CallSig``; ``attrs`` None: attributes are
-    not checked (the call has none).
+    not checked (the call has none). ``extra_optional``: the extra inputs
+    may also be absent (one handler for calls with and without the hint).
 
     ``record_words`` None: the handler serves one kernel, whose ``label`` its
     messages carry. An int: the handler serves every kernel of this call
@@ -80,6 +81,7 @@ class HandlerSpec:
     extra_inputs: int = 0
     attrs: tuple[AttrSig, ...] | None = None
     record_words: int | None = None
+    extra_optional: bool = False
 
     @property
     def arrays(self) -> tuple[ArraySig, ...]:
@@ -202,6 +204,14 @@ def _batch_lines(spec: HandlerSpec, body: HandlerBody) -> tuple[list[str], list[
     return helper, call
 
 
+def _args_check(n_in: int, spec: HandlerSpec) -> str:
+    # The condition under which the frame has a wrong number of inputs.
+    expected = n_in + spec.extra_inputs
+    if spec.extra_optional and spec.extra_inputs:
+        return f"(num_args(frame) != {n_in} and num_args(frame) != {expected})"
+    return f"num_args(frame) != {expected}"
+
+
 def handler_source(spec: HandlerSpec, body: HandlerBody) -> str:
     """Python source of the handler of ``spec`` running ``body``.
 
@@ -256,7 +266,7 @@ def handler_source(spec: HandlerSpec, body: HandlerBody) -> str:
         f"        return answer_metadata(frame, {int(HandlerTraits.NONE)})  # HandlerTraits.NONE",
         "    api = frame_api(frame)",
         f"    name = {name}",
-        f"    if num_args(frame) != {n_in + spec.extra_inputs} or num_rets(frame) != {n_out}:",
+        f"    if {_args_check(n_in, spec)} or num_rets(frame) != {n_out}:",
         fail(f"called with a wrong number of buffers; expected {n_in} inputs and {n_out} outputs"),
     ]
     if spec.attrs is not None:
