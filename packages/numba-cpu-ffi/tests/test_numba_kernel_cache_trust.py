@@ -10,6 +10,7 @@ import hashlib
 import os
 import pickle
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -76,6 +77,19 @@ def _run(cache: Path, *, strict: bool = True, **env: str) -> str:
     return _finish(_start(cache, strict=strict, **env))
 
 
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache a process filled, once per module: tests work on copies."""
+    path = tmp_path_factory.mktemp("filled") / "cache"
+    _run(path)
+    return path
+
+
+def _copy(filled: Path, path: Path) -> Path:
+    shutil.copytree(filled, path, copy_function=shutil.copy2)
+    return path
+
+
 def _files(root: Path) -> dict[str, tuple[int, int]]:
     return {
         path.relative_to(root).as_posix(): (path.stat().st_size, path.stat().st_mtime_ns)
@@ -130,10 +144,10 @@ def test_a_symlink_is_refused(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown needs root")
-def test_another_users_directory_is_never_read(tmp_path):
+def test_another_users_directory_is_never_read(tmp_path, filled):
     # A cache another user prepared, with an index whose checksum is right and
     # whose pickle would run code: refused, nothing read or written there.
-    _run(tmp_path / "healthy")
+    _copy(filled, tmp_path / "healthy")
     hostile = tmp_path / "hostile"
     hostile.mkdir()
     marker = tmp_path / "pwned"
@@ -210,8 +224,8 @@ def _valid_checksum_bad_content(path: Path) -> None:
     ],
     ids=["garbage-nbi", "empty-nbi", "truncated-nbc", "flipped-nbc", "unloadable-nbc"],
 )
-def test_a_corrupt_cache_file_is_healed(tmp_path, suffix, corrupt, reason):
-    _run(tmp_path)
+def test_a_corrupt_cache_file_is_healed(tmp_path, filled, suffix, corrupt, reason):
+    tmp_path = _copy(filled, tmp_path / "cache")
     corrupted = sorted(path for path in tmp_path.iterdir() if path.suffix == suffix)
     assert len(corrupted) == _ENTRIES
     for path in corrupted:
