@@ -31,11 +31,13 @@ def cache_root() -> Path:
     return Path(os.path.expanduser("~")) / ".cache"
 
 
-def unsafe_reason(path: Path) -> str | None:
+def unsafe_reason(path: Path, *, any_owner: bool = False) -> str | None:
     """Why ``path`` may not hold a cache, or None when it may.
 
     Checked with ``lstat``: a symlink is refused even when it points somewhere safe,
-    since its target can change after the check."""
+    since its target can change after the check. ``any_owner``: a directory of
+    another user is accepted (one only read, such as prebuilt kernels
+    installed with a package), still not one that group or others may write."""
     try:
         info = os.lstat(path)
     except OSError as error:
@@ -44,7 +46,7 @@ def unsafe_reason(path: Path) -> str | None:
         return "it is a symbolic link"
     if not stat.S_ISDIR(info.st_mode):
         return "it is not a directory"
-    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+    if not any_owner and hasattr(os, "getuid") and info.st_uid != os.getuid():
         return f"it is owned by uid {info.st_uid}, not by the current user (uid {os.getuid()})"
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return f"group or others may write into it (mode {stat.S_IMODE(info.st_mode):04o})"

@@ -14,12 +14,12 @@ installed with a package usually belong to whoever installed it).
 from __future__ import annotations
 
 import os
-import stat
 import threading
 import warnings
 from pathlib import Path
 
 from ffi_core import CacheDirWarning, cache_root, checked_cache_dir
+from ffi_core.bridge import unsafe_reason
 
 from ._disk_cache import Layers
 
@@ -62,20 +62,6 @@ def cache_dir() -> Path | None:
     return checked_cache_dir(path, purpose=f"numba-cpu-ffi's handler cache (${CACHE_ENV})")
 
 
-def _reason(path: Path) -> str | None:
-    try:
-        info = os.lstat(path)
-    except OSError as error:
-        return f"it cannot be inspected ({error.strerror or error})"
-    if stat.S_ISLNK(info.st_mode):
-        return "it is a symbolic link"
-    if not stat.S_ISDIR(info.st_mode):
-        return "it is not a directory"
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"group or others may write into it (mode {stat.S_IMODE(info.st_mode):04o})"
-    return None
-
-
 def add_prebuilt_dir(path: str | os.PathLike[str]) -> None:
     """Read compiled kernels and handlers from ``path`` too (after the user's
     cache), for the rest of the process.
@@ -104,7 +90,7 @@ def prebuilt_dirs() -> tuple[Path, ...]:
         candidates = [*named, *_added]
     accepted: list[Path] = []
     for path in candidates:
-        reason = _reason(path)
+        reason = unsafe_reason(path, any_owner=True)
         if reason is None:
             if path not in accepted:
                 accepted.append(path)

@@ -19,6 +19,7 @@ Changed only in minor releases, each change listed in the CHANGELOG.
 
 from .._autodiff import nondifferentiable_call as nondifferentiable_call
 from .._autodiff import raise_on_differentiation as raise_on_differentiation
+from .._cache_dir import unsafe_reason as unsafe_reason
 from .._errors import KernelCompileError as KernelCompileError
 from .._install import install_hint as install_hint
 from .._rules import bridge_primitive as bridge_primitive
@@ -71,4 +72,5 @@ __all__ = [
     "kernel_op",
     "nondifferentiable_call",
     "raise_on_differentiation",
+    "unsafe_reason",
 ]
