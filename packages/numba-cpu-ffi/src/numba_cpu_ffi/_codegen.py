@@ -64,8 +64,7 @@ _SERIAL, _PARALLEL = 0, 1
 
 def handler_label(info: KernelInfo, sig: CallSig) -> str:
     """What the messages of ``info``'s handler for ``sig`` start with."""
-    label = f"numba kernel '{info.name}'"
-    return f"{label} ({sig.context})" if sig.context else label
+    return f"{info.label} ({sig.context})" if sig.context else info.label
 
 
 def handler_body(sig: CallSig, parallel: bool) -> HandlerBody:

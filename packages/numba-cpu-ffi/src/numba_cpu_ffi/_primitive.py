@@ -36,7 +36,7 @@ class NumbaPlanner:
 
     @property
     def label(self) -> str:
-        return f"numba kernel '{self.info.name}'"
+        return self.info.label
 
     def plan(self, inputs: Any, outputs: Any, batched: Any, hint: bool) -> CpuPlan:
         return plan(
