@@ -147,6 +147,27 @@ def test_a_clean_run_passes_and_the_child_ran_the_op(sanitizer_path, tmp_path):
     assert rows[0].detail.startswith(f"no memcheck errors ({__name__} double run under ")
 
 
+def allocator(x):
+    """An op that raises in the sanitized child, naming the child's JAX allocator."""
+    if os.environ.get("FFI_CORE_TESTS_SANITIZED"):
+        raise ValueError(
+            f"allocator {os.environ.get('XLA_PYTHON_CLIENT_ALLOCATOR')} "
+            f"preallocate {os.environ.get('XLA_PYTHON_CLIENT_PREALLOCATE')}"
+        )
+    return x
+
+
+def test_the_child_allocates_each_buffer_on_its_own(sanitizer_path):
+    # memcheck sees an overrun of a buffer only when the buffer is an allocation
+    # it tracks (cudaMallocAsync), not inside JAX's pool.
+    _fake_sanitizer(sanitizer_path, "", child_env={"FFI_CORE_TESTS_SANITIZED": "1"})
+    with emulate(EmulatedGPU()):
+        rows = _sanitize_rows(allocator, X, export_imports=[__name__])
+    assert [r.detail for r in rows] == [
+        "the sanitized process failed: ValueError: allocator cuda_async preallocate false"
+    ]
+
+
 def scaled(x, *, outs, scale):
     """An op that raises in the sanitized child (which the fake tool marks), naming its keywords."""
     if os.environ.get("FFI_CORE_TESTS_SANITIZED"):
