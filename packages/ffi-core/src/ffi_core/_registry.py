@@ -18,7 +18,7 @@ from typing import Any
 
 import jax
 
-from ._capi import HandlerTraits
+from .abi import HandlerTraits
 
 __all__ = [
     "PLATFORMS",

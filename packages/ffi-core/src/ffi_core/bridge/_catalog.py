@@ -15,8 +15,8 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._export import KernelCatalog, register_kernel_acceptor, register_rebuilder
-from .._recipe import CALL_SIG_FIELDS, StepField, Unexportable
+from ..export import KernelCatalog, register_kernel_acceptor, register_rebuilder
+from ..export import CALL_SIG_FIELDS, StepField, Unexportable
 from .._spec import CallSig
 from ._info import KernelInfo
 

@@ -23,8 +23,8 @@ import numpy as np
 from jax.interpreters import mlir
 
 from .._cost_hint import hint_source, lower_with_hint
-from .._export import record_recipe
-from .._recipe import Unexportable
+from ..export import record_recipe
+from ..export import Unexportable
 from .._registry import register_target, target_name
 from .._rules import bind_bridge_call, bridge_primitive
 from .._spec import ArraySig, array_sig, check_vmap_method

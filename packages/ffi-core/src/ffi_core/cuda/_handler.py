@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from .._capi import ErrorCode, HandlerTraits
-from .._dtypes import code_from_dtype
-from .._frame import create_error
+from ..abi import ErrorCode, HandlerTraits
+from ..abi import code_from_dtype
+from ..abi import create_error
 from .._spec import ArraySig
 from ._driver import NativeDriver
 from ._launch import LaunchConfig
@@ -277,7 +277,7 @@ def build_handler(spec: LaunchSpec, label: str, native: NativeDriver) -> Handler
     """Compile the handler of ``spec`` against ``native``'s driver entry points."""
     from numba import cfunc, types
 
-    from .. import native as nv
+    from ..abi import native as nv
 
     functions = (ctypes.c_size_t * MAX_DEVICES)()
     contexts = (ctypes.c_size_t * MAX_DEVICES)()

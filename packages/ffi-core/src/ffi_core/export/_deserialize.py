@@ -17,7 +17,7 @@ from ._export import _acceptors, _lock, custom_call_targets
 from ._payload import check_bytecode, parse_isolated
 from ._rebuilders import rebuilder
 from ._recipe import ExportError, MissingKernelError, check_step
-from ._registry import registered_targets
+from .._registry import registered_targets
 
 __all__ = ["UnsignedBlobWarning", "deserialize"]
 

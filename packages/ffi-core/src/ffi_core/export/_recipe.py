@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._dtypes import SUPPORTED_DTYPES
+from ..abi._dtypes import SUPPORTED_DTYPES
 
 __all__ = [
     "CALL_SIG_FIELDS",
