@@ -2,7 +2,7 @@
 
 The public API of a package is the `__all__` of its top module and of every
 public module below it (no leading underscore in its dotted name; a module
-named in an `__all__`, such as `ffi_core.capi`, counts too). Each name is one
+named in an `__all__`, such as `ffi_core.abi.capi`, counts too). Each name is one
 line: a function with its signature, a class with its bases and constructor
 signature and, indented below it, its public methods, properties and
 attributes; anything else with its type. tests-integration/test_public_api.py
@@ -87,7 +87,7 @@ def public_modules(top: str) -> Iterator[tuple[str, types.ModuleType | ImportErr
         for attr in getattr(module, "__all__", ()):
             value = getattr(module, attr, None)
             if isinstance(value, types.ModuleType) and value.__name__.startswith(top + "."):
-                found[f"{public}.{attr}"] = value.__name__  # `ffi_core.capi` is `_capi`
+                found[f"{public}.{attr}"] = value.__name__  # `ffi_core.abi.capi` is `_capi`
         pending += sorted(item for item in found.items() if item[0] not in seen)
 
 

@@ -15,9 +15,15 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..export import KernelCatalog, register_kernel_acceptor, register_rebuilder
-from ..export import CALL_SIG_FIELDS, StepField, Unexportable
 from .._spec import CallSig
+from ..export import (
+    CALL_SIG_FIELDS,
+    KernelCatalog,
+    StepField,
+    Unexportable,
+    register_kernel_acceptor,
+    register_rebuilder,
+)
 from ._info import KernelInfo
 
 __all__ = ["BridgeCatalog"]

@@ -25,9 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ..abi import AttrType, DataType, ErrorCode, HandlerTraits
-from ..abi import code_from_dtype
 from .._spec import ArraySig
+from ..abi import AttrType, DataType, ErrorCode, HandlerTraits, code_from_dtype
 from ._record import WORD_BYTES
 
 __all__ = [
@@ -60,8 +59,8 @@ class HandlerSpec:
 
     ``inputs`` and ``outputs`` are the call frame's buffers (ranks include a
     batch axis); ``extra_inputs`` more inputs that the handler ignores and
-    does not check (the cost hint of large calls, ``ffi_core.hint_source``);
-    ``batched`` as in ``ffi_core.CallSig``; ``attrs`` None: attributes are
+    does not check (the cost hint of large calls, ``ffi_core.bridge.hint_source``);
+    ``batched`` as in ``ffi_core.bridge.CallSig``; ``attrs`` None: attributes are
     not checked (the call has none). ``extra_optional``: the extra inputs
     may also be absent (one handler for calls with and without the hint).
 

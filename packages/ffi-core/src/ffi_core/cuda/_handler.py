@@ -22,10 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..abi import ErrorCode, HandlerTraits
-from ..abi import code_from_dtype
-from ..abi import create_error
 from .._spec import ArraySig
+from ..abi import ErrorCode, HandlerTraits, code_from_dtype, create_error
 from ._driver import NativeDriver
 from ._launch import LaunchConfig
 from ._layout import Field, ParamLayout

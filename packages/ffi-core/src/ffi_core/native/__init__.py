@@ -14,6 +14,6 @@ from ..abi import native as _native
 # Every name of the last release's ffi_core.native -> the module that holds it now.
 _MOVED: dict[str, str] = dict.fromkeys(_native.__all__, "ffi_core.abi.native")
 
-__all__ = sorted(_MOVED)  # noqa: PLE0605 (built from the moved table)
+__all__ = sorted(_MOVED)
 
 __getattr__ = _moved_getattr(__name__, _MOVED)

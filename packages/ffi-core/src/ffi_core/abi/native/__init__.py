@@ -11,7 +11,9 @@ from ..._install import install_hint as _install_hint
 try:
     import numba as _numba  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(f"ffi_core.abi.native needs numba: {_install_hint('ffi-core[native]')}") from exc
+    raise ImportError(
+        f"ffi_core.abi.native needs numba: {_install_hint('ffi-core[native]')}"
+    ) from exc
 
 from ._frame import answer_metadata as answer_metadata
 from ._frame import arg_buffer as arg_buffer
