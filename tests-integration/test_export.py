@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
-from ffi_core.export import custom_call_targets
+from ffi_core.export import _blob, custom_call_targets
 from numba_cpu_ffi import numba_kernel
 
 KERNELS = """
@@ -158,12 +158,12 @@ def test_a_new_process_calls_what_another_exported(exported):
 
 def test_a_kernel_with_a_non_ascii_name_keeps_it_in_its_target(exported):
     blob = (exported / "accent.bin").read_bytes()
-    (target,) = ffi_core.export._blob.unpack(blob, KEY).targets
+    (target,) = _blob.unpack(blob, KEY).targets
     assert target.startswith("numba_cpu.doblé_")
 
 
 def _resealed(blob: bytes, edit) -> bytes:
-    from ffi_core.export import _blob
+    from ffi_core.export import _export
 
     unpacked = _blob.unpack(blob, KEY)
     targets, payload = unpacked.targets, unpacked.payload
@@ -171,9 +171,7 @@ def _resealed(blob: bytes, edit) -> bytes:
     (chain,) = targets[target]
     edit(chain[-1])
     manifest = {
-        "targets": {
-            target: [[{k: ffi_core.export._export.to_json(v) for k, v in s.items()} for s in chain]]
-        }
+        "targets": {target: [[{k: _export.to_json(v) for k, v in s.items()} for s in chain]]}
     }
     return _blob.pack(json.dumps(manifest).encode(), bytes(payload), KEY), target
 

@@ -279,9 +279,10 @@ def test_a_crafted_payload_that_jax_refuses_is_an_export_error():
 
 FLIPPED = """
 import sys, ffi_core
+from ffi_core.export import _blob
 blob = open(sys.argv[1], "rb").read()
-header = ffi_core.export._blob.HEADER
-size = int.from_bytes(blob[len(ffi_core.export._blob.MAGIC):len(ffi_core.export._blob.MAGIC) + 8], "little")
+header = _blob.HEADER
+size = int.from_bytes(blob[len(_blob.MAGIC):len(_blob.MAGIC) + 8], "little")
 start = header + size
 for at in range(start, len(blob), max(1, (len(blob) - start) // 40)):
     bad = blob[:at] + bytes([blob[at] ^ 0x10]) + blob[at + 1:]

@@ -158,7 +158,7 @@ class BridgeCatalog:
         holds memory addresses (``info.address_bound``, when it has them).
 
         Example:
-            >>> from ffi_core import ArraySig
+            >>> from ffi_core.bridge import ArraySig
             >>> info = KernelInfo(name="f", label="toy kernel 'f'", qualname="m.f", digest="cd")
             >>> sig = CallSig((ArraySig("int8", 1),), (ArraySig("int8", 1),))
             >>> BridgeCatalog.recipe_step("toy", info, sig)["digest"]
