@@ -64,8 +64,8 @@ def test_snapshot_lines_name_signatures_and_members():
     lines = sections["ffi_core"]
     assert "def ffi_core.cache_root() -> 'Path'" in lines
     assert "class ffi_core.CacheDirWarning(UserWarning)" in lines
-    index = lines.index("class ffi_core.abi.ErrorCode(enum.IntEnum)")
+    index = lines.index("class ffi_core.ErrorCode(enum.IntEnum)")
     assert lines[index + 1] == "    .OK = 0"
-    assert "module ffi_core.abi.capi" in lines
-    assert "ffi_core.abi.capi" in sections
+    assert "module ffi_core.capi" in lines
+    assert "ffi_core.capi" in sections
     assert all(not name.split(".")[-1].startswith("_") for name in sections)
