@@ -60,7 +60,7 @@ def test_target_name_known_value() -> None:
 
 @pytest.mark.parametrize("hash_seed", ["0", "12345"])
 def test_target_name_is_the_same_in_another_process(hash_seed: str) -> None:
-    code = f"import ffi_core; print(ffi_core.bridge.target_name('ffi_core_tests.known', *{KNOWN_CONTENT!r}))"
+    code = f"import ffi_core.bridge; print(ffi_core.bridge.target_name('ffi_core_tests.known', *{KNOWN_CONTENT!r}))"
     result = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
