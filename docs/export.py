@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 import xla_custom_kernel as xck
+from ffi_core.export import custom_call_targets
 from numba_cpu_ffi import numba_kernel
 from xla_custom_kernel.testing import check_kernel
 
@@ -94,7 +95,7 @@ def export_all(folder: str, key: bytes) -> None:
     }
     for name, (fn, arg) in cases.items():
         exported = ffi_core.export(fn)(arg)
-        (target,) = ffi_core.custom_call_targets(exported)  # one numba target each
+        (target,) = custom_call_targets(exported)  # one numba target each
         assert target.startswith("numba_cpu.")
         # --- 2. Serialize: JAX's bytes and how to make each target again
         with open(os.path.join(folder, f"{name}.bin"), "wb") as f:

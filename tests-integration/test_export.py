@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
+from ffi_core.export import _blob, custom_call_targets
 from numba_cpu_ffi import numba_kernel
 
 KERNELS = """
@@ -157,12 +158,12 @@ def test_a_new_process_calls_what_another_exported(exported):
 
 def test_a_kernel_with_a_non_ascii_name_keeps_it_in_its_target(exported):
     blob = (exported / "accent.bin").read_bytes()
-    (target,) = ffi_core._blob.unpack(blob, KEY).targets
+    (target,) = _blob.unpack(blob, KEY).targets
     assert target.startswith("numba_cpu.doblé_")
 
 
 def _resealed(blob: bytes, edit) -> bytes:
-    from ffi_core import _blob
+    from ffi_core.export import _export
 
     unpacked = _blob.unpack(blob, KEY)
     targets, payload = unpacked.targets, unpacked.payload
@@ -170,9 +171,7 @@ def _resealed(blob: bytes, edit) -> bytes:
     (chain,) = targets[target]
     edit(chain[-1])
     manifest = {
-        "targets": {
-            target: [[{k: ffi_core._export.to_json(v) for k, v in s.items()} for s in chain]]
-        }
+        "targets": {target: [[{k: _export.to_json(v) for k, v in s.items()} for s in chain]]}
     }
     return _blob.pack(json.dumps(manifest).encode(), bytes(payload), KEY), target
 
@@ -273,7 +272,7 @@ def test_a_kernel_whose_digest_holds_an_address_is_refused():
     op = numba_kernel(_root, jax.ShapeDtypeStruct(x.shape, x.dtype))
     np.testing.assert_allclose(op(x), np.sqrt(np.arange(4.0)), rtol=1e-6)
     exported = ffi_core.export(op)(x)
-    (target,) = ffi_core.custom_call_targets(exported)
+    (target,) = custom_call_targets(exported)
     with pytest.raises(
         ffi_core.ExportError,
         match=re.escape(

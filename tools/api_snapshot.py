@@ -2,10 +2,13 @@
 
 The public API of a package is the `__all__` of its top module and of every
 public module below it (no leading underscore in its dotted name; a module
-named in an `__all__`, such as `ffi_core.capi`, counts too). Each name is one
+named in an `__all__`, such as `ffi_core.abi.capi`, counts too). Each name is one
 line: a function with its signature, a class with its bases and constructor
 signature and, indented below it, its public methods, properties and
-attributes; anything else with its type. tests-integration/test_public_api.py
+attributes; anything else with its type. A name that moved and still resolves
+at its old place with a DeprecationWarning (a module's `_MOVED` table: old name
+-> new module) is listed there too, described as at its new place and marked
+`    deprecated: moved to <new module>`. tests-integration/test_public_api.py
 compares the live API with the file and fails on any difference, and requires
 an entry in the package's CHANGELOG "Unreleased" section while the API differs
 from the one last released (the digest in the file's header, which
@@ -58,6 +61,19 @@ def snapshot_path(package: str, root: pathlib.Path = ROOT) -> pathlib.Path:
     return root / "packages" / package / SNAPSHOT
 
 
+def moved(module: types.ModuleType) -> dict[str, str]:
+    """The module's moved names (old name -> the module that holds it now)."""
+    return dict(getattr(module, "_MOVED", {}))
+
+
+def _resolve(module: types.ModuleType, attr: str) -> object:
+    """The value of `module.attr`, taken from its new module when it moved (no warning)."""
+    new = moved(module).get(attr)
+    if new is not None:
+        return getattr(importlib.import_module(new), attr)
+    return getattr(module, attr, None)
+
+
 def _is_public(dotted: str) -> bool:
     return not any(part.startswith("_") for part in dotted.split("."))
 
@@ -84,10 +100,10 @@ def public_modules(top: str) -> Iterator[tuple[str, types.ModuleType | ImportErr
             for info in pkgutil.iter_modules(module.__path__):
                 if _is_public(info.name):
                     found[f"{public}.{info.name}"] = f"{real}.{info.name}"
-        for attr in getattr(module, "__all__", ()):
-            value = getattr(module, attr, None)
+        for attr in [*getattr(module, "__all__", ()), *moved(module)]:
+            value = _resolve(module, attr)
             if isinstance(value, types.ModuleType) and value.__name__.startswith(top + "."):
-                found[f"{public}.{attr}"] = value.__name__  # `ffi_core.capi` is `_capi`
+                found[f"{public}.{attr}"] = value.__name__  # `ffi_core.abi.capi` is `_capi`
         pending += sorted(item for item in found.items() if item[0] not in seen)
 
 
@@ -205,10 +221,13 @@ def api_sections(package: str) -> dict[str, list[str] | str]:
             sections[name] = f"not importable here: {module}"
             continue
         lines = []
-        for attr in _public_names(module):
+        old = moved(module)
+        for attr in sorted({*_public_names(module), *old}):
             if attr == "__version__":
                 continue  # the version is in the header; it changes with every release
-            lines += describe(f"{name}.{attr}", getattr(module, attr), top)
+            lines += describe(f"{name}.{attr}", _resolve(module, attr), top)
+            if attr in old:
+                lines.append(f"    deprecated: moved to {old[attr]}")
         sections[name] = lines
     return sections
 

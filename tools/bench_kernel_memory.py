@@ -76,7 +76,7 @@ def _child(row: str, n: int) -> dict[str, float]:
             kernel.compile("(float32[::1], float32[::1])")
             return
         if row == "handler":
-            from ffi_core import array_sig
+            from ffi_core.bridge import array_sig
             from numba_cpu_ffi._catalog import kernel_info
             from numba_cpu_ffi._codegen import compiled_handler
             from numba_cpu_ffi._spec import CallSig

@@ -66,7 +66,7 @@ import jax
 import jax.numpy as jnp
 import numba
 import numpy as np
-from ffi_core import native as nv
+from ffi_core.abi import native as nv
 from jax.interpreters import mlir
 from numba import types
 
@@ -154,7 +154,7 @@ class _NoGPU:
 def _install_no_gpu() -> None:
     """Make ``ffi_core.cuda`` see one GPU driven by the no-ops, and register
     its handlers as CPU FFI targets (this process only)."""
-    from ffi_core import register_target
+    from ffi_core.bridge import register_target
     from ffi_core.cuda import _target
     from ffi_core.cuda.testing import EmulatedDevice
 
@@ -271,9 +271,10 @@ def _noop_handler(frame):
 
 def _noop_call() -> Callable[..., jax.Array]:
     import ffi_core
+    import ffi_core.bridge
 
-    name = ffi_core.target_name("bench_launch_host.noop", "v1")
-    ffi_core.register_target(name, _noop_handler, content="v1")
+    name = ffi_core.bridge.target_name("bench_launch_host.noop", "v1")
+    ffi_core.bridge.register_target(name, _noop_handler, content="v1")
     return jax.ffi.ffi_call(name, SPEC)  # two inputs, one output; writes nothing
 
 

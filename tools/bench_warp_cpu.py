@@ -39,6 +39,7 @@ import tempfile
 from collections.abc import Callable
 
 import ffi_core
+import ffi_core.bridge
 import jax
 import jax.numpy as jnp
 import numba
@@ -46,7 +47,7 @@ import numpy as np
 import warp as wp
 import warp_ffi
 from bench_numba_cpu import faults_per_call, interleaved
-from ffi_core import native as N
+from ffi_core.abi import native as N
 from numba_cpu_ffi import numba_kernel
 from warp_ffi import warp_kernel
 
@@ -100,8 +101,8 @@ def _noop_handler(frame):
 
 
 def _noop_op() -> Callable[..., jax.Array]:
-    name = ffi_core.target_name("bench_warp_cpu.noop", "v1")
-    ffi_core.register_target(name, _noop_handler, content="v1")
+    name = ffi_core.bridge.target_name("bench_warp_cpu.noop", "v1")
+    ffi_core.bridge.register_target(name, _noop_handler, content="v1")
     # The same buffers as the add (two inputs, one output); it writes nothing.
     return jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((16,), jnp.float32))
 

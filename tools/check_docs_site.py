@@ -67,16 +67,31 @@ PAGES = [
 _NAME = re.compile(r"^(?:def |class |module )?([A-Za-z_][\w.]*)")
 
 
+_DEPRECATED = "    deprecated: moved to "
+
+
 def public_names(snapshot: pathlib.Path) -> list[str]:
-    """The qualified public names an api.txt lists (not their members)."""
-    names = []
+    """The qualified public names an api.txt lists (not their members), less those
+    marked deprecated (kept at an old place, documented at their new one) and
+    the names of a deprecated module's section."""
+    names: list[str] = []
+    deprecated: set[str] = set()
+    section = ""
     for line in snapshot.read_text().splitlines():
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1]
+            continue
+        if line.startswith(_DEPRECATED) and names:
+            deprecated.add(names[-1])
+            continue
         if not line or line[0] in "#[ ":
             continue
         match = _NAME.match(line)
         if match:
             names.append(match.group(1))
-    return names
+            if section in deprecated:
+                deprecated.add(match.group(1))
+    return [name for name in names if name not in deprecated]
 
 
 class _Ids(html.parser.HTMLParser):

@@ -755,7 +755,7 @@ def _probe(emulated: bool) -> tuple[Any, list[Any], str | None]:
 
         record: list[Any] = []
         name = _probe_target(
-            record, traits=ffi_core.HandlerTraits.COMMAND_BUFFER_COMPATIBLE, temporary=False
+            record, traits=ffi_core.abi.HandlerTraits.COMMAND_BUFFER_COMPATIBLE, temporary=False
         )
         op = jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((GRAPH_SIZE,), jnp.float32))
         return op, record, None

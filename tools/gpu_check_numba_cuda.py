@@ -71,13 +71,14 @@ def _probe_target(record: list[dict[str, int]], *, traits: int, temporary: bool 
     (through a temporary taken with ``cuMemAllocAsync`` on XLA's stream where
     ``temporary``), and appends what the driver says about the call to ``record``."""
     import ffi_core
+    import ffi_core.bridge
     from numba_cuda_ffi._driver import driver
 
     drv = driver()
     lib = drv.lib
     size = ctypes.c_size_t
 
-    def probe(frame: ffi_core.CallFrame) -> None:
+    def probe(frame: ffi_core.abi.CallFrame) -> None:
         (x,), (out,) = frame.args, frame.rets
         ordinal, stream = frame.device_ordinal(), frame.stream()
         current, stream_ctx, buffer_ctx = size(), size(), size()
@@ -121,9 +122,9 @@ def _probe_target(record: list[dict[str, int]], *, traits: int, temporary: bool 
             }
         )
 
-    name = ffi_core.target_name("gpu_check.probe", traits)
-    handler = ffi_core.python_handler(probe, name=name, traits=traits)
-    ffi_core.register_target(
+    name = ffi_core.bridge.target_name("gpu_check.probe", traits)
+    handler = ffi_core.abi.python_handler(probe, name=name, traits=traits)
+    ffi_core.bridge.register_target(
         name, handler, content=f"probe:{traits}", platform="cuda", traits=traits
     )
     return name
@@ -140,7 +141,7 @@ def assumptions() -> bool:
     from numba_cuda_ffi._spec import KernelInfo
 
     record: list[dict[str, int]] = []
-    name = _probe_target(record, traits=ffi_core.HandlerTraits.NONE)
+    name = _probe_target(record, traits=ffi_core.abi.HandlerTraits.NONE)
     device = jax.devices("cuda")[0]
     x = jax.device_put(jnp.arange(4096, dtype=jnp.float32), device)
     out = jax.jit(jax.ffi.ffi_call(name, jax.ShapeDtypeStruct(x.shape, x.dtype)))(x)
@@ -177,7 +178,7 @@ def assumptions() -> bool:
     ordinal = device.local_hardware_id
     cc = drv.compute_capability(ordinal)
     info = KernelInfo(add_one)
-    arrays = (ffi_core.ArraySig("float32", 1), ffi_core.ArraySig("float32", 1))
+    arrays = (ffi_core.bridge.ArraySig("float32", 1), ffi_core.bridge.ArraySig("float32", 1))
     compiled = compile_kernel(info, arrays, cc)
     _, function = drv.load_function(ordinal, compiled.image, compiled.entry, 0)
     version = ctypes.c_int()
@@ -214,7 +215,7 @@ def add_one(x, out):
 op = numba_cuda_kernel(add_one, jax.ShapeDtypeStruct((1024,), jnp.float32), launch_dims=1024)
 record = []
 name = _probe_target(
-    record, traits=ffi_core.HandlerTraits.COMMAND_BUFFER_COMPATIBLE, temporary={temporary!r}
+    record, traits=ffi_core.abi.HandlerTraits.COMMAND_BUFFER_COMPATIBLE, temporary={temporary!r}
 )
 probe = jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((1024,), jnp.float32))
 

@@ -48,7 +48,7 @@ def test_differentiation_names_the_fix(gpu, transform):
 
 
 def test_dtype_messages():
-    supported = ", ".join(ffi_core.SUPPORTED_DTYPES)
+    supported = ", ".join(ffi_core.abi.SUPPORTED_DTYPES)
     with pytest.raises(
         TypeError,
         match=re.escape(

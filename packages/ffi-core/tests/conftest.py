@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ffi_core
+import ffi_core.bridge
 import jax
 import jax.numpy as jnp
 import pytest
@@ -24,13 +25,15 @@ def ffi_api(cpu: jax.Device) -> int:
     """
     seen: list[int] = []
 
-    def grab(frame: ffi_core.CallFrame) -> None:
+    def grab(frame: ffi_core.abi.CallFrame) -> None:
         seen.append(frame.api)
         (out,) = frame.rets
         out.as_numpy()[...] = 0
 
-    name = ffi_core.target_name("ffi_core_tests.grab_api", "v1")
-    ffi_core.register_target(name, ffi_core.python_handler(grab, name=name), content="v1")
+    name = ffi_core.bridge.target_name("ffi_core_tests.grab_api", "v1")
+    ffi_core.bridge.register_target(
+        name, ffi_core.abi.python_handler(grab, name=name), content="v1"
+    )
     x = jax.device_put(jnp.zeros((1,), jnp.float32), cpu)
     jax.ffi.ffi_call(name, jax.ShapeDtypeStruct(x.shape, x.dtype))(x).block_until_ready()
     assert seen and seen[0] != 0

@@ -5,7 +5,7 @@ import re
 
 import ffi_core
 import pytest
-from ffi_core import _api_version
+from ffi_core.abi import _api_version
 
 
 def _header_define(text: str, name: str) -> int:
@@ -17,7 +17,7 @@ def _header_define(text: str, name: str) -> int:
 def test_c_api_header_is_inside_jaxlib() -> None:
     import jaxlib
 
-    header = ffi_core.c_api_header()
+    header = ffi_core.abi.c_api_header()
     if header is None:
         pytest.skip("the installed jaxlib ships without xla/ffi/api/c_api.h")
     assert header.is_file()
@@ -26,11 +26,11 @@ def test_c_api_header_is_inside_jaxlib() -> None:
 
 
 def test_api_version_matches_header() -> None:
-    header = ffi_core.c_api_header()
+    header = ffi_core.abi.c_api_header()
     if header is None:
         pytest.skip("the installed jaxlib ships without xla/ffi/api/c_api.h")
     text = header.read_text()
-    major, minor = ffi_core.api_version()
+    major, minor = ffi_core.abi.api_version()
     assert type(major) is int and type(minor) is int
     assert (major, minor) == (
         _header_define(text, "XLA_FFI_API_MAJOR"),

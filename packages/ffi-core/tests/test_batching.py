@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ffi_core import batch_call, batch_to_front, leading_batch, scan_batch
+from ffi_core.bridge import batch_call, batch_to_front, leading_batch, scan_batch
 from jax import core as jax_core
 
 

@@ -9,9 +9,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ffi_core import (
+from ffi_core import KernelCompileError
+from ffi_core.bridge import (
     VMAP_METHODS,
-    KernelCompileError,
     KernelDTypes,
     check_dtype,
     check_inputs,

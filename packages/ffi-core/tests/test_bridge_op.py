@@ -8,12 +8,14 @@ import dataclasses
 import re
 
 import ffi_core
+import ffi_core.bridge
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ffi_core import ArraySig, MissingKernelError, ShardingRule
+from ffi_core import MissingKernelError, ShardingRule
 from ffi_core.bridge import (
+    ArraySig,
     BoundCall,
     BridgeCatalog,
     CallSig,
@@ -24,6 +26,7 @@ from ffi_core.bridge import (
     nondifferentiable_call,
     raise_on_differentiation,
 )
+from ffi_core.export import StepField, Unexportable
 from ffi_core.testing import (
     check_differentiation_refused,
     differentiation_refused_message,
@@ -61,7 +64,7 @@ class ToyInfo(KernelInfo):
             qualname=f"{kernel.__module__}.{kernel.__qualname__}",
             digest=ffi_core.bridge.kernel_digest(kernel),
             # kernel(inputs..., out_avals, scale): out_avals stands for the outputs
-            n_params=ffi_core.positional_count(kernel) - 1,
+            n_params=ffi_core.bridge.positional_count(kernel) - 1,
             called=f"kernel '{name}'",
         )
         self.kernel = kernel
@@ -372,14 +375,14 @@ def test_recipe_step_names_kernel_and_signature():
     }
     info.address_bound = ["global 'g' read by 'add' = <object at 0x...>"]
     unexportable = BridgeCatalog.recipe_step("toy", info, CallSig((F1,), (F1,)))
-    assert isinstance(unexportable, ffi_core.Unexportable)
+    assert isinstance(unexportable, Unexportable)
 
 
 def test_a_step_without_an_added_extra_rebuilds():
     # A step written before an extra existed (StepField.added) lacks it: the
     # signature given to the rebuilder holds the extras the step has.
-    from ffi_core._rebuilders import rebuilder
-    from ffi_core._recipe import check_step
+    from ffi_core.export._rebuilders import rebuilder
+    from ffi_core.export._recipe import check_step
 
     catalog = BridgeCatalog(
         ToyInfo, kernel_type=type(add), language="toy kernel", wrapper="toy_kernel", passed="f"
@@ -390,8 +393,8 @@ def test_a_step_without_an_added_extra_rebuilds():
         "ffi_core_tests.added_extra",
         lambda info, sig, step: seen.append((info, sig)),
         extras={
-            "hint": ffi_core.StepField.flag(),
-            "late": ffi_core.StepField.added(ffi_core.StepField.flag()),
+            "hint": StepField.flag(),
+            "late": StepField.added(StepField.flag()),
         },
     )
     registered = rebuilder("ffi_core_tests.added_extra")

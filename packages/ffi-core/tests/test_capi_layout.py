@@ -1,4 +1,4 @@
-"""The ctypes mirror in ffi_core._capi against the c_api.h of the installed jaxlib.
+"""The ctypes mirror in ffi_core.abi._capi against the c_api.h of the installed jaxlib.
 
 A small C program, generated from the ctypes structures themselves, prints
 ``sizeof``/``offsetof`` of every (nested) field, the ``*_STRUCT_SIZE`` constants
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import ffi_core
 import pytest
-from ffi_core import capi as C
+from ffi_core.abi import capi as C
 
 STRUCTS: dict[str, type[ctypes.Structure]] = {
     name: obj
@@ -53,7 +53,7 @@ IRREGULAR_ENUMERATORS = {
         C.HandlerTraits.COMMAND_BUFFER_COMPATIBLE,
     ),
 }
-# C enum types, each mirrored as a C int (ffi_core._capi._c_enum).
+# C enum types, each mirrored as a C int (ffi_core.abi._capi._c_enum).
 C_ENUM_TYPES = [
     "XLA_FFI_DataType",
     "XLA_FFI_Error_Code",
@@ -67,7 +67,7 @@ C_ENUM_TYPES = [
 
 @functools.cache
 def _header_text() -> str:
-    header = ffi_core.c_api_header()
+    header = ffi_core.abi.c_api_header()
     return "" if header is None else header.read_text()
 
 
@@ -147,7 +147,7 @@ def _c_program() -> str:
 
 
 def _skip_without_header() -> Path:
-    header = ffi_core.c_api_header()
+    header = ffi_core.abi.c_api_header()
     if header is None:
         pytest.skip("the installed jaxlib ships without xla/ffi/api/c_api.h")
     return header

@@ -9,7 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ffi_core import BoundPrimitive, ShardingRule, partitioned_call
+from ffi_core import ShardingRule
+from ffi_core.bridge import BoundPrimitive, partitioned_call
 from ffi_core.checking import (
     CHECKS,
     TOLERANCES,

@@ -14,7 +14,8 @@ import pytest
 pytest.importorskip("numba", reason="ffi_core.cpu builds handlers with numba (ffi-core[native])")
 
 import ffi_core
-from ffi_core import ArraySig
+import ffi_core.bridge
+from ffi_core.bridge import ArraySig
 from ffi_core.cpu import (
     AttrSig,
     CpuPlan,
@@ -85,7 +86,9 @@ def test_a_wrong_buffer_is_an_ffi_error_naming_the_kernel() -> None:
     # The handler of float32 vectors, called by hand with an int32 vector.
     spec = HandlerSpec("test kernel 'neg'", (F32,), (F32,))
     name = "test_cpu.neg_by_hand"
-    ffi_core.register_target(name, build_handler(spec, NEG), content=repr(spec), platform="cpu")
+    ffi_core.bridge.register_target(
+        name, build_handler(spec, NEG), content=repr(spec), platform="cpu"
+    )
     call = jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((3,), jnp.int32))
     message = "test kernel 'neg': buffer 0 is not float32 of rank 1"
     with pytest.raises(Exception, match=re.escape(message)):

@@ -8,7 +8,7 @@ import sys
 import types
 
 import numpy as np
-from ffi_core import address_bound_values, function_digest
+from ffi_core.bridge import address_bound_values, function_digest
 
 
 def _factory(value):
@@ -97,7 +97,7 @@ def test_empty_cell():
 
 _IN_A_PROCESS = """
 import numpy as np
-from ffi_core import address_bound_values, function_digest
+from ffi_core.bridge import address_bound_values, function_digest
 
 TABLE = np.arange(3)
 

@@ -9,6 +9,7 @@ import sys
 import types
 
 import ffi_core
+import ffi_core.bridge
 import jax
 import pytest
 from ffi_core.testing import check_docstring_examples, package_modules, readme_python_blocks
@@ -16,22 +17,22 @@ from ffi_core.testing import check_docstring_examples, package_modules, readme_p
 MODULES = [
     name
     for name in package_modules(ffi_core)
-    if not name.startswith("ffi_core.native") or importlib.util.find_spec("numba")
+    if not name.startswith("ffi_core.abi.native") or importlib.util.find_spec("numba")
 ]
 WITH_EXAMPLES = {
-    "ffi_core._api_version",
+    "ffi_core.abi._api_version",
     "ffi_core._autodiff",
     "ffi_core._batching",
     "ffi_core.checking._compare",
     "ffi_core.checking._harness",
     "ffi_core.checking._report",
-    "ffi_core._capi",
+    "ffi_core.abi._capi",
     "ffi_core._checks",
     "ffi_core._digest",
-    "ffi_core._dtypes",
-    "ffi_core._export",
+    "ffi_core.abi._dtypes",
+    "ffi_core.export._export",
     "ffi_core._jax_compat",
-    "ffi_core._kernel_catalog",
+    "ffi_core.export._kernel_catalog",
     "ffi_core._outs",
     "ffi_core._registry",
     "ffi_core._rules",

@@ -6,7 +6,8 @@ import ffi_core
 import ml_dtypes
 import numpy as np
 import pytest
-from ffi_core import DataType, UnsupportedDTypeError
+from ffi_core import UnsupportedDTypeError
+from ffi_core.abi import DataType
 
 SUPPORTED = [
     (DataType.PRED, np.bool_),
@@ -51,19 +52,19 @@ REFUSED_CODES = [
 
 
 def test_supported_dtypes_constant() -> None:
-    assert ", ".join(ffi_core.SUPPORTED_DTYPES) == SUPPORTED_TEXT
-    assert len(ffi_core.SUPPORTED_DTYPES) == len(SUPPORTED)
+    assert ", ".join(ffi_core.abi.SUPPORTED_DTYPES) == SUPPORTED_TEXT
+    assert len(ffi_core.abi.SUPPORTED_DTYPES) == len(SUPPORTED)
 
 
 @pytest.mark.parametrize(("code", "scalar"), SUPPORTED, ids=lambda v: getattr(v, "name", None))
 def test_round_trip(code: DataType, scalar: type) -> None:
     dtype = np.dtype(scalar)
-    assert ffi_core.dtype_from_code(code) == dtype
-    assert ffi_core.dtype_from_code(int(code)) == dtype
-    assert ffi_core.code_from_dtype(dtype) == code
-    assert ffi_core.code_from_dtype(scalar) == code
-    assert ffi_core.code_from_dtype(str(dtype)) == code
-    assert type(ffi_core.code_from_dtype(dtype)) is int
+    assert ffi_core.abi.dtype_from_code(code) == dtype
+    assert ffi_core.abi.dtype_from_code(int(code)) == dtype
+    assert ffi_core.abi.code_from_dtype(dtype) == code
+    assert ffi_core.abi.code_from_dtype(scalar) == code
+    assert ffi_core.abi.code_from_dtype(str(dtype)) == code
+    assert type(ffi_core.abi.code_from_dtype(dtype)) is int
 
 
 @pytest.mark.parametrize("code", REFUSED_CODES, ids=lambda c: c.name)
@@ -73,7 +74,7 @@ def test_dtype_from_code_refuses(code: DataType) -> None:
         f"supported: {SUPPORTED_TEXT}"
     )
     with pytest.raises(UnsupportedDTypeError, match=re.escape(message)):
-        ffi_core.dtype_from_code(code)
+        ffi_core.abi.dtype_from_code(code)
 
 
 @pytest.mark.parametrize("code", [999, -1, 14])
@@ -82,7 +83,7 @@ def test_dtype_from_code_refuses_unknown_code(code: int) -> None:
         f"FFI dtype code {code} (unknown) has no numpy equivalent here; supported: {SUPPORTED_TEXT}"
     )
     with pytest.raises(UnsupportedDTypeError, match=re.escape(message)):
-        ffi_core.dtype_from_code(code)
+        ffi_core.abi.dtype_from_code(code)
 
 
 @pytest.mark.parametrize(
@@ -103,7 +104,7 @@ def test_dtype_from_code_refuses_unknown_code(code: int) -> None:
 def test_code_from_dtype_refuses(dtype: object) -> None:
     message = f"dtype {dtype!r} has no FFI dtype code here; supported: {SUPPORTED_TEXT}"
     with pytest.raises(UnsupportedDTypeError, match=re.escape(message)):
-        ffi_core.code_from_dtype(dtype)
+        ffi_core.abi.code_from_dtype(dtype)
 
 
 def test_unsupported_dtype_error_is_a_type_error() -> None:

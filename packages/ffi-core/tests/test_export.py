@@ -11,12 +11,22 @@ from __future__ import annotations
 import re
 
 import ffi_core
+import ffi_core.bridge
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ffi_core import CallFrame, ExportError, MissingKernelError, Unexportable
-from ffi_core._export import MAGIC, from_json, to_json
+from ffi_core import ExportError, MissingKernelError
+from ffi_core.abi import CallFrame
+from ffi_core.export import (
+    KernelCatalog,
+    Unexportable,
+    custom_call_targets,
+    recipe_context,
+    record_recipe,
+    register_rebuilder,
+)
+from ffi_core.export._export import MAGIC, from_json, to_json
 
 X = np.arange(4, dtype=np.float32)
 KEY = b"ffi-core tests: a key of 32 byte"
@@ -33,7 +43,7 @@ def _calls(target: str):
 
 def _fresh_target(request: pytest.FixtureRequest) -> str:
     # The registry is process-wide: a name of this test's own.
-    return ffi_core.target_name("ffi_core_tests.export", request.node.nodeid)
+    return ffi_core.bridge.target_name("ffi_core_tests.export", request.node.nodeid)
 
 
 def _rebuilder(made: list[dict]):
@@ -42,8 +52,8 @@ def _rebuilder(made: list[dict]):
         if step.get("missing"):
             raise MissingKernelError(f"kernel {step['kernel']!r} is not here")
         name = step["target"]
-        handler = ffi_core.python_handler(_double, name=name)
-        ffi_core.register_target(name, handler, content="double")
+        handler = ffi_core.abi.python_handler(_double, name=name)
+        ffi_core.bridge.register_target(name, handler, content="double")
 
     return rebuild
 
@@ -78,19 +88,19 @@ def test_json_refuses_other_values():
 
 def test_custom_call_targets_reads_quoted_symbols():
     # MLIR quotes a symbol that is not an identifier, with \\XX escapes.
-    name = ffi_core.target_name("ffi_core_tests.dobl\u00e9", 1)
+    name = ffi_core.bridge.target_name("ffi_core_tests.dobl\u00e9", 1)
     text = jax.jit(_calls(name)).lower(X).as_text()
     assert '@"ffi_core_tests.dobl\\C3\\A9_' in text
-    assert ffi_core.custom_call_targets(text) == [name]
+    assert custom_call_targets(text) == [name]
     quoted = 'stablehlo.custom_call @"a\\22b\\5Cc\\n d"(%arg0)'
-    assert ffi_core.custom_call_targets(quoted) == ['a"b\\c\n d']
+    assert custom_call_targets(quoted) == ['a"b\\c\n d']
 
 
 def test_a_target_with_a_non_ascii_name_round_trips():
-    target = ffi_core.target_name("ffi_core_tests.dobl\u00e9", "round trip")
+    target = ffi_core.bridge.target_name("ffi_core_tests.dobl\u00e9", "round trip")
     made: list[dict] = []
-    ffi_core.register_rebuilder("ffi_core_tests.double", _rebuilder(made))
-    ffi_core.record_recipe(target, {"kind": "ffi_core_tests.double", "target": target})
+    register_rebuilder("ffi_core_tests.double", _rebuilder(made))
+    record_recipe(target, {"kind": "ffi_core_tests.double", "target": target})
     blob = ffi_core.serialize(ffi_core.export(_calls(target))(X), key=KEY)
     np.testing.assert_array_equal(ffi_core.deserialize(blob, key=KEY).call(X), 2 * X)
     assert made == [{"kind": "ffi_core_tests.double", "target": target}]
@@ -99,17 +109,17 @@ def test_a_target_with_a_non_ascii_name_round_trips():
 def test_custom_call_targets_of_text_and_exported(request):
     target = _fresh_target(request)
     text = jax.jit(_calls(target)).lower(X).as_text()
-    assert ffi_core.custom_call_targets(text) == [target]
-    assert ffi_core.custom_call_targets(jax.export.export(jax.jit(jnp.sin))(X)) == []
+    assert custom_call_targets(text) == [target]
+    assert custom_call_targets(jax.export.export(jax.jit(jnp.sin))(X)) == []
 
 
 def test_round_trip_runs_the_recipe(request):
     target = _fresh_target(request)
     made: list[dict] = []
-    ffi_core.register_rebuilder("ffi_core_tests.double", _rebuilder(made))
+    register_rebuilder("ffi_core_tests.double", _rebuilder(made))
     step = {"kind": "ffi_core_tests.double", "target": target, "shape": (4,)}
-    with ffi_core.recipe_context({"kind": "ffi_core_tests.outer", "note": object()}):
-        ffi_core.record_recipe(target, step)  # the outer step cannot be written
+    with recipe_context({"kind": "ffi_core_tests.outer", "note": object()}):
+        record_recipe(target, step)  # the outer step cannot be written
     exported = ffi_core.export(_calls(target))(X)
     blob = ffi_core.serialize(exported, key=KEY)
     assert blob.startswith(MAGIC)
@@ -125,16 +135,16 @@ def test_export_needs_no_disabled_checks_for_our_targets(request):
     target = _fresh_target(request)
     with pytest.raises(ValueError, match="Cannot serialize code with custom calls"):
         ffi_core.export(_calls(target))(X)  # no recipe: not ours
-    ffi_core.record_recipe(target, {"kind": "ffi_core_tests.double", "target": target})
-    assert ffi_core.custom_call_targets(ffi_core.export(_calls(target))(X)) == [target]
-    assert ffi_core.custom_call_targets(ffi_core.export(jax.jit(_calls(target)))(X)) == [target]
+    record_recipe(target, {"kind": "ffi_core_tests.double", "target": target})
+    assert custom_call_targets(ffi_core.export(_calls(target))(X)) == [target]
+    assert custom_call_targets(ffi_core.export(jax.jit(_calls(target)))(X)) == [target]
 
 
 def test_plain_jax_export_gives_the_message_the_docs_quote(request):
     # The README's Export section and ffi_core.export's docstring quote JAX's
     # message, which names the target, as what to replace by ffi_core.export.
     target = _fresh_target(request)
-    ffi_core.record_recipe(target, {"kind": "ffi_core_tests.double", "target": target})
+    record_recipe(target, {"kind": "ffi_core_tests.double", "target": target})
     # (The link between the two parts differs between jax releases.)
     quoted = (
         re.escape(
@@ -149,15 +159,15 @@ def test_plain_jax_export_gives_the_message_the_docs_quote(request):
     )
     with pytest.raises(ValueError, match=quoted):
         jax.export.export(jax.jit(_calls(target)))(X)
-    assert ffi_core.custom_call_targets(ffi_core.export(_calls(target))(X)) == [target]
+    assert custom_call_targets(ffi_core.export(_calls(target))(X)) == [target]
 
 
 def test_missing_kernel_names_every_recipe_tried(request):
     target = _fresh_target(request)
     made: list[dict] = []
-    ffi_core.register_rebuilder("ffi_core_tests.double", _rebuilder(made))
+    register_rebuilder("ffi_core_tests.double", _rebuilder(made))
     for kernel in ("pkg.first", "pkg.second"):
-        ffi_core.record_recipe(
+        record_recipe(
             target,
             {"kind": "ffi_core_tests.double", "target": target, "missing": True, "kernel": kernel},
         )
@@ -175,7 +185,7 @@ def test_missing_kernel_names_every_recipe_tried(request):
 def test_an_unknown_kind_is_refused_and_names_how_to_declare_one(request):
     target = _fresh_target(request)
     step = {"kind": "ffi_core_tests.absent", "module": "ffi_core_tests_no_such_bridge"}
-    ffi_core.record_recipe(target, step)
+    record_recipe(target, step)
     blob = ffi_core.serialize(ffi_core.export(_calls(target))(X), key=KEY)
     with pytest.raises(MissingKernelError) as info:
         ffi_core.deserialize(blob, key=KEY)
@@ -185,17 +195,17 @@ def test_an_unknown_kind_is_refused_and_names_how_to_declare_one(request):
         "no rebuilder for recipe steps of kind 'ffi_core_tests.absent': this process knows ["
     )
     assert message.endswith(
-        "]; a package adds one with ffi_core.register_rebuilder, or declares it as an entry "
+        "]; a package adds one with ffi_core.export.register_rebuilder, or declares it as an entry "
         "point named 'ffi_core_tests.absent' in the group 'ffi_core.rebuilders'"
     )
     assert "'numba_cpu', " in message and "'xla_custom_kernel'" in message
 
 
 def test_a_workspace_kind_whose_bridge_is_absent_is_named(request, monkeypatch):
-    from ffi_core import _rebuilders
+    from ffi_core.export import _rebuilders
 
     target = _fresh_target(request)
-    ffi_core.record_recipe(target, {"kind": "ffi_core_tests.bridge"})
+    record_recipe(target, {"kind": "ffi_core_tests.bridge"})
     blob = ffi_core.serialize(ffi_core.export(_calls(target))(X), key=KEY)
     monkeypatch.setitem(
         _rebuilders.WORKSPACE_REBUILDERS, "ffi_core_tests.bridge", "ffi_core_tests_no_such_bridge"
@@ -214,7 +224,7 @@ def test_a_workspace_kind_whose_bridge_is_absent_is_named(request, monkeypatch):
 def test_a_declared_entry_point_is_loaded_by_kind(request, monkeypatch):
     from importlib.metadata import EntryPoint
 
-    from ffi_core import _rebuilders
+    from ffi_core.export import _rebuilders
 
     target = _fresh_target(request)
     made: list[dict] = []
@@ -223,7 +233,7 @@ def test_a_declared_entry_point_is_loaded_by_kind(request, monkeypatch):
     class Point(EntryPoint):
         def load(self):
             loaded.append(self.value)
-            ffi_core.register_rebuilder("ffi_core_tests.declared", _rebuilder(made))
+            register_rebuilder("ffi_core_tests.declared", _rebuilder(made))
 
     point = Point(
         "ffi_core_tests.declared", "ffi_core_tests_plugin", _rebuilders.REBUILDER_ENTRY_POINTS
@@ -232,7 +242,7 @@ def test_a_declared_entry_point_is_loaded_by_kind(request, monkeypatch):
         _rebuilders, "_declared", lambda kind: [point] if kind == point.name else []
     )
     step = {"kind": "ffi_core_tests.declared", "target": target}
-    ffi_core.record_recipe(target, step)
+    record_recipe(target, step)
     blob = ffi_core.serialize(ffi_core.export(_calls(target))(X), key=KEY)
     np.testing.assert_array_equal(ffi_core.deserialize(blob, key=KEY).call(X), 2 * X)
     assert loaded == ["ffi_core_tests_plugin"] and made == [step]
@@ -244,8 +254,8 @@ def test_a_rebuilder_failure_is_an_export_error(request):
     def rebuild(step):
         raise KeyError("rank")
 
-    ffi_core.register_rebuilder("ffi_core_tests.broken", rebuild)
-    ffi_core.record_recipe(target, {"kind": "ffi_core_tests.broken"})
+    register_rebuilder("ffi_core_tests.broken", rebuild)
+    record_recipe(target, {"kind": "ffi_core_tests.broken"})
     blob = ffi_core.serialize(ffi_core.export(_calls(target))(X), key=KEY)
     with pytest.raises(
         ExportError,
@@ -259,7 +269,7 @@ def test_a_rebuilder_failure_is_an_export_error(request):
 
 def test_unexportable_target_is_refused_with_the_reason(request):
     target = _fresh_target(request)
-    ffi_core.record_recipe(target, Unexportable("kernel 'k' captures <object at 0x...>"))
+    record_recipe(target, Unexportable("kernel 'k' captures <object at 0x...>"))
     exported = ffi_core.export(_calls(target))(X)
     with pytest.raises(
         ExportError,
@@ -315,16 +325,16 @@ def test_bad_arguments():
             "starting with a digit or '.'), got 'a/b'"
         ),
     ):
-        ffi_core.register_rebuilder("a/b", print)
+        register_rebuilder("a/b", print)
     with pytest.raises(TypeError, match=re.escape("`rebuild` must be callable, got <class 'int'>")):
-        ffi_core.register_rebuilder("ffi_core_tests.x", 3)
+        register_rebuilder("ffi_core_tests.x", 3)
     with pytest.raises(
         TypeError,
         match=re.escape(
-            "`fields` must be None or a mapping of str to ffi_core.StepField, got {'rank': <class 'int'>}"
+            "`fields` must be None or a mapping of str to ffi_core.export.StepField, got {'rank': <class 'int'>}"
         ),
     ):
-        ffi_core.register_rebuilder("ffi_core_tests.x", print, fields={"rank": int})
+        register_rebuilder("ffi_core_tests.x", print, fields={"rank": int})
     with pytest.raises(
         TypeError, match=re.escape("`exported` must be a jax.export.Exported, got <class 'int'>")
     ):
@@ -335,17 +345,17 @@ def test_bad_arguments():
             "`exported` must be a jax.export.Exported or lowered text (str), got <class 'int'>"
         ),
     ):
-        ffi_core.custom_call_targets(3)
+        custom_call_targets(3)
     with pytest.raises(TypeError, match=re.escape("`fun` must be callable, got <class 'int'>")):
         ffi_core.export(3)
     with pytest.raises(ValueError, match=re.escape("a recipe step needs a str 'kind', got {}")):
-        ffi_core.record_recipe("t", {})
+        record_recipe("t", {})
 
 
 def test_kernel_catalog_finds_by_digest_and_says_what_to_import():
     import types
 
-    catalog = ffi_core.KernelCatalog("toy kernel", "toy_kernel", "the @toy function", "reads")
+    catalog = KernelCatalog("toy kernel", "toy_kernel", "the @toy function", "reads")
     first = types.SimpleNamespace(digest="d1", qualname="add")
     assert catalog.remember(first) is first
     # A second info with a known digest: the first one stays.

@@ -18,15 +18,17 @@ import sys
 import textwrap
 
 import ffi_core
+import ffi_core.bridge
 import jax
 import numpy as np
 import pytest
-from ffi_core import CALL_SIG_FIELDS, ExportError, MissingKernelError, StepField
-from ffi_core._blob import HEADER, MAGIC, pack
+from ffi_core import ExportError, MissingKernelError
+from ffi_core.export import CALL_SIG_FIELDS, StepField, record_recipe, register_rebuilder
+from ffi_core.export._blob import HEADER, MAGIC, pack
 
 X = np.arange(4, dtype=np.float32)
 KEY = b"ffi-core tests: a key of 32 byte"
-TARGET = ffi_core.target_name("ffi_core_tests.blob", "never registered")
+TARGET = ffi_core.bridge.target_name("ffi_core_tests.blob", "never registered")
 KIND = "ffi_core_tests.blob_kind"
 STEP = {
     "kind": KIND,
@@ -43,7 +45,7 @@ def _rebuild(step):
     raise MissingKernelError("checks passed")  # never registers: TARGET stays fresh
 
 
-ffi_core.register_rebuilder(
+register_rebuilder(
     KIND,
     _rebuild,
     fields={
@@ -96,7 +98,7 @@ CHECKSUM = (
 WHERE = f"targets[{TARGET!r}][0][0]"
 SIG = (
     "a list of at most 1024 [dtype name, rank] pairs, the dtype one of "
-    + ", ".join(ffi_core.SUPPORTED_DTYPES)
+    + ", ".join(ffi_core.abi.SUPPORTED_DTYPES)
     + " and the rank an int in 0..64"
 )
 
@@ -277,9 +279,10 @@ def test_a_crafted_payload_that_jax_refuses_is_an_export_error():
 
 FLIPPED = """
 import sys, ffi_core
+from ffi_core.export import _blob
 blob = open(sys.argv[1], "rb").read()
-header = ffi_core._blob.HEADER
-size = int.from_bytes(blob[len(ffi_core._blob.MAGIC):len(ffi_core._blob.MAGIC) + 8], "little")
+header = _blob.HEADER
+size = int.from_bytes(blob[len(_blob.MAGIC):len(_blob.MAGIC) + 8], "little")
 start = header + size
 for at in range(start, len(blob), max(1, (len(blob) - start) // 40)):
     bad = blob[:at] + bytes([blob[at] ^ 0x10]) + blob[at + 1:]
@@ -336,8 +339,8 @@ def test_a_blob_never_chooses_what_is_imported(tmp_path):
     (tmp_path / "evil.py").write_text(EVIL)
     names = []
     for k, step in enumerate([{"kind": "x", "module": "evil"}, {"kind": "evil"}]):
-        target = ffi_core.target_name("ffi_core_tests.evil", k)
-        ffi_core.record_recipe(target, step)
+        target = ffi_core.bridge.target_name("ffi_core_tests.evil", k)
+        record_recipe(target, step)
         call = jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(X.shape, X.dtype))
         (tmp_path / f"{k}.bin").write_bytes(ffi_core.serialize(ffi_core.export(call)(X)))
         names.append(f"{k}.bin")

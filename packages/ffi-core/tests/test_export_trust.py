@@ -17,8 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from ffi_core import ExportError, UnsignedBlobWarning
-from ffi_core._blob import HEADER, MAGIC
-from ffi_core._payload import _varint, check_bytecode
+from ffi_core.export import _blob, _deserialize
+from ffi_core.export._blob import HEADER, MAGIC
+from ffi_core.export._payload import _varint, check_bytecode
 
 X = np.arange(4, dtype=np.float32)
 KEY = b"ffi-core tests: a key of 32 byte"
@@ -47,7 +48,7 @@ def _payload_offset(blob: bytes) -> int:
 @pytest.fixture
 def fresh_warning(monkeypatch):
     """The once-per-process warning not yet given."""
-    monkeypatch.setattr(ffi_core._deserialize, "_warned", threading.Event())
+    monkeypatch.setattr(_deserialize, "_warned", threading.Event())
 
 
 @pytest.fixture
@@ -224,7 +225,7 @@ def test_a_payload_that_crashes_jaxlib_is_an_export_error_with_isolate():
     module, offset = _module_and_offset(payload)
     at = offset + _section_data(module, 3)
     crafted = payload[:at] + bytes([payload[at] ^ 0x34]) + payload[at + 1 :]
-    blob = ffi_core._blob.pack(b'{"targets": {}}', crafted, KEY)
+    blob = _blob.pack(b'{"targets": {}}', crafted, KEY)
     with pytest.raises(
         ExportError,
         match=re.escape("the blob's JAX payload cannot be read: the child process parsing it "),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 import ffi_core
+import ffi_core.bridge
 import jax
 import jax.numpy as jnp
 import jaxlib
@@ -32,7 +33,7 @@ def _toy(*, eager: bool = True) -> tuple[Primitive, list[int]]:
 
     mlir.register_lowering(prim, lowering)
     if eager:
-        ffi_core.def_eager_impl(prim)
+        ffi_core.bridge.def_eager_impl(prim)
     return prim, lowerings
 
 
@@ -123,7 +124,7 @@ def test_works_under_disable_jit() -> None:
 @pytest.mark.parametrize("prim", [None, "numba_kernel_call", jax.jit])
 def test_rejects_non_primitive(prim: object) -> None:
     with pytest.raises(TypeError, match=r"`prim` must be a jax\.extend\.core\.Primitive"):
-        ffi_core.def_eager_impl(prim)  # type: ignore[arg-type]
+        ffi_core.bridge.def_eager_impl(prim)  # type: ignore[arg-type]
 
 
 def test_distributed_client_is_none_in_a_single_process_program():

@@ -1,4 +1,4 @@
-"""ffi_core.native: raw memory intrinsics, and native handlers end to end through JAX."""
+"""ffi_core.abi.native: raw memory intrinsics, and native handlers end to end through JAX."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-numba = pytest.importorskip("numba", reason='ffi_core.native needs the "native" extra (numba)')
+numba = pytest.importorskip("numba", reason='ffi_core.abi.native needs the "native" extra (numba)')
 
 import ffi_core  # noqa: E402
-from ffi_core import ErrorCode  # noqa: E402
-from ffi_core import native as N  # noqa: E402
+from ffi_core.abi import ErrorCode  # noqa: E402
+from ffi_core.abi import native as N  # noqa: E402
 from numba import types  # noqa: E402
 
 # A failing handler surfaces as JaxRuntimeError; jaxlib's C++ fast path for an
@@ -366,7 +366,7 @@ def test_native_array_attribute(cpu: jax.Device) -> None:
     name = _register("ffi_core_tests.native_array_attr", array_attr_handler)
     f = jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((6,), jnp.int32))
     out = jax.jit(lambda: f(dims=np.array([4, 0, 2**31 - 1], np.int64)))()
-    array, s64 = int(ffi_core.capi.AttrType.ARRAY), int(ffi_core.DataType.S64)
+    array, s64 = int(ffi_core.abi.capi.AttrType.ARRAY), int(ffi_core.abi.DataType.S64)
     assert np.asarray(out).tolist() == [array, s64, 3, 4, 0, 2**31 - 1]
 
 
@@ -375,7 +375,7 @@ def test_native_scalar_attributes_arrive_sorted_by_name(cpu: jax.Device) -> None
     f = jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((13,), jnp.float64))
     with jax.enable_x64(True) if hasattr(jax, "enable_x64") else jax.experimental.enable_x64():
         out = jax.jit(lambda: f(zeta=np.float32(1.5), alpha=np.int64(-3), mid=np.int32(7)))()
-    scalar = float(ffi_core.capi.AttrType.SCALAR)
+    scalar = float(ffi_core.abi.capi.AttrType.SCALAR)
     assert np.asarray(out).tolist() == [
         3.0,
         *(scalar, 5.0, 5.0, -3.0),  # alpha: int64 (S64 = 5)
@@ -385,8 +385,8 @@ def test_native_scalar_attributes_arrive_sorted_by_name(cpu: jax.Device) -> None
 
 
 def _register(prefix: str, handler: object) -> str:
-    name = ffi_core.target_name(prefix, "v1")
-    ffi_core.register_target(name, handler, content="v1")
+    name = ffi_core.bridge.target_name(prefix, "v1")
+    ffi_core.bridge.register_target(name, handler, content="v1")
     return name
 
 
@@ -462,7 +462,7 @@ def test_native_buffer_accessors(dtype: type, shape: tuple[int, ...], cpu: jax.D
     x = jax.device_put(jnp.zeros(shape, dtype), cpu)
     out = jax.jit(jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((10,), jnp.int32)))(x)
     dims = [*shape, *[-1] * (4 - len(shape))]
-    expected = [ffi_core.code_from_dtype(dtype), len(shape), 1, 1, 3, cpu.id, *dims]
+    expected = [ffi_core.abi.code_from_dtype(dtype), len(shape), 1, 1, 3, cpu.id, *dims]
     assert np.asarray(out).tolist() == expected
 
 
@@ -532,8 +532,8 @@ def test_error_from_exception(
     address = ctypes.addressof(_KERNEL_NAME)
     error = N.error_from_exception(ffi_api, address, exc_type, exc_value)
     assert error != 0
-    assert ffi_core.error_message(ffi_api, error) == message
-    ffi_core.destroy_error(ffi_api, error)
+    assert ffi_core.abi.error_message(ffi_api, error) == message
+    ffi_core.abi.destroy_error(ffi_api, error)
 
 
 # --- error_destroy and first_error ------------------------------------------------
@@ -545,7 +545,7 @@ def _destroy(api, error):
 
 
 def test_error_destroy(ffi_api: int) -> None:
-    error = ffi_core.create_error(ffi_api, "to be destroyed")
+    error = ffi_core.abi.create_error(ffi_api, "to be destroyed")
     _destroy(ffi_api, error)  # frees it; a double free would crash the process
 
 
@@ -557,7 +557,7 @@ def test_error_destroy(ffi_api: int) -> None:
 def test_first_error(layout: list[int], ffi_api: int) -> None:
     errors = np.array(
         [
-            ffi_core.create_error(ffi_api, f"error {i}") if used else 0
+            ffi_core.abi.create_error(ffi_api, f"error {i}") if used else 0
             for i, used in enumerate(layout)
         ],
         dtype=np.uintp,
@@ -569,5 +569,5 @@ def test_first_error(layout: list[int], ffi_api: int) -> None:
     index = layout.index(1)
     assert first == errors[index]
     # The first survives with its message; first_error destroyed the others.
-    assert ffi_core.error_message(ffi_api, first) == f"error {index}"
-    ffi_core.destroy_error(ffi_api, first)
+    assert ffi_core.abi.error_message(ffi_api, first) == f"error {index}"
+    ffi_core.abi.destroy_error(ffi_api, first)

@@ -1,4 +1,4 @@
-"""ffi_core.native without numba: an ImportError that names the install command."""
+"""ffi_core.abi.native without numba: an ImportError that names the install command."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 sys.modules["numba"] = None  # what Python does for a package that is not installed
 import ffi_core
 try:
-    import ffi_core.native
+    import ffi_core.abi.native
 except ImportError as exc:
     print(type(exc.__cause__).__name__)
     print(exc)
@@ -23,7 +23,7 @@ def test_native_without_numba_names_the_extra() -> None:
     )
     assert result.stdout.splitlines() == [
         "ModuleNotFoundError",
-        'ffi_core.native needs numba: install it with `pip install "ffi-core[native]"` (from '
+        'ffi_core.abi.native needs numba: install it with `pip install "ffi-core[native]"` (from '
         'wheels built from the repository: `pip install --find-links DIR "ffi-core[native]"`; '
         'in a uv project: `uv add "ffi-core[native]"`)',
     ]

@@ -6,12 +6,13 @@ import re
 from collections.abc import Callable
 
 import ffi_core
+import ffi_core.bridge
 import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
-from ffi_core import CallFrame, ErrorCode, ExecutionStage, HandlerTraits
+from ffi_core.abi import CallFrame, ErrorCode, ExecutionStage, HandlerTraits
 
 # A failing handler surfaces as JaxRuntimeError; jaxlib's C++ fast path for an
 # already-compiled jit function raises the same message as a ValueError.
@@ -21,8 +22,10 @@ RUNTIME_ERRORS = (jax.errors.JaxRuntimeError, ValueError)
 def _register(prefix: str, fn: Callable[[CallFrame], None], *content: object) -> str:
     """Register ``fn`` under a name of its own: the registry is process-wide and
     keeps the first handler of a name, so closures need distinct names."""
-    name = ffi_core.target_name(prefix, *content)
-    ffi_core.register_target(name, ffi_core.python_handler(fn, name=name), content=repr(content))
+    name = ffi_core.bridge.target_name(prefix, *content)
+    ffi_core.bridge.register_target(
+        name, ffi_core.abi.python_handler(fn, name=name), content=repr(content)
+    )
     return name
 
 
@@ -69,13 +72,13 @@ def test_frame_describes_buffers(cpu: jax.Device) -> None:
     assert stage is ExecutionStage.EXECUTE
     assert (va.shape, va.dtype, va.size, va.dtype_code) == ((2, 3), np.float32, 6, 11)
     assert (vb.shape, vb.dtype, vb.size) == ((4,), b.dtype, 4)
-    assert vb.dtype_code == ffi_core.code_from_dtype(b.dtype)
+    assert vb.dtype_code == ffi_core.abi.code_from_dtype(b.dtype)
     assert vout.shape == (2, 3) and vout.data != va.data
     assert has_api and has_ctx
 
 
 def test_zero_size_buffer_as_numpy() -> None:
-    view = ffi_core.BufferView(dtype_code=int(ffi_core.DataType.F32), data=0, shape=(0, 3))
+    view = ffi_core.abi.BufferView(dtype_code=int(ffi_core.abi.DataType.F32), data=0, shape=(0, 3))
     array = view.as_numpy()
     assert array.shape == (0, 3) and array.dtype == np.float32
 
@@ -115,7 +118,7 @@ def test_stream_on_cpu_raises(cpu: jax.Device) -> None:
 
     def stream(frame: CallFrame) -> None:
         message = "XLA_FFI_Stream_Get failed: XLA FFI GPU context is not available"
-        with pytest.raises(ffi_core.FFIError, match=re.escape(message)):
+        with pytest.raises(ffi_core.abi.FFIError, match=re.escape(message)):
             frame.stream()
         checked.append(True)
         _double(frame)
@@ -124,7 +127,7 @@ def test_stream_on_cpu_raises(cpu: jax.Device) -> None:
     x = jax.device_put(jnp.ones((2,), jnp.float32), cpu)
     jax.jit(jax.ffi.ffi_call(name, _same_as(x)))(x).block_until_ready()
     assert checked == [True]
-    assert issubclass(ffi_core.FFIError, RuntimeError)
+    assert issubclass(ffi_core.abi.FFIError, RuntimeError)
 
 
 @pytest.mark.parametrize("device_index", range(len(jax.devices("cpu"))))
@@ -143,10 +146,10 @@ def test_device_ordinal_on_cpu(device_index: int) -> None:
 
 
 def test_command_buffer_traits_on_cpu(cpu: jax.Device) -> None:
-    name = ffi_core.target_name("ffi_core_tests.traits_e2e", "v1")
+    name = ffi_core.bridge.target_name("ffi_core_tests.traits_e2e", "v1")
     traits = HandlerTraits.COMMAND_BUFFER_COMPATIBLE
-    handler = ffi_core.python_handler(_double, name=name, traits=traits)
-    ffi_core.register_target(name, handler, content="v1", traits=traits)
+    handler = ffi_core.abi.python_handler(_double, name=name, traits=traits)
+    ffi_core.bridge.register_target(name, handler, content="v1", traits=traits)
     x = jax.device_put(jnp.arange(3, dtype=jnp.float32), cpu)
     np.testing.assert_array_equal(
         np.asarray(jax.jit(jax.ffi.ffi_call(name, _same_as(x)))(x)), [0.0, 2.0, 4.0]
@@ -158,10 +161,10 @@ def test_command_buffer_traits_on_cpu(cpu: jax.Device) -> None:
 )
 @pytest.mark.parametrize("message", ["plain", "ünïcode ✓", ""])
 def test_error_round_trip(code: ErrorCode, message: str, ffi_api: int) -> None:
-    error = ffi_core.create_error(ffi_api, message, code)
+    error = ffi_core.abi.create_error(ffi_api, message, code)
     assert error != 0
-    assert ffi_core.error_message(ffi_api, error) == message
-    ffi_core.destroy_error(ffi_api, error)
+    assert ffi_core.abi.error_message(ffi_api, error) == message
+    ffi_core.abi.destroy_error(ffi_api, error)
 
 
 def test_frame_error(cpu: jax.Device) -> None:
@@ -169,8 +172,8 @@ def test_frame_error(cpu: jax.Device) -> None:
 
     def make_error(frame: CallFrame) -> None:
         error = frame.error("made by the frame", ErrorCode.OUT_OF_RANGE)
-        seen.append(ffi_core.error_message(frame.api, error))
-        ffi_core.destroy_error(frame.api, error)
+        seen.append(ffi_core.abi.error_message(frame.api, error))
+        ffi_core.abi.destroy_error(frame.api, error)
         _double(frame)
 
     name = _register("ffi_core_tests.frame_error", make_error)

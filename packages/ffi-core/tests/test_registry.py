@@ -16,9 +16,11 @@ import weakref
 from typing import Any
 
 import ffi_core
+import ffi_core.bridge
 import pytest
-from ffi_core import HandlerTraits, TargetConflictError
-from ffi_core._python_handler import HANDLER_CFUNCTYPE
+from ffi_core import TargetConflictError
+from ffi_core.abi import HandlerTraits
+from ffi_core.abi._python_handler import HANDLER_CFUNCTYPE
 
 # target_name("ffi_core_tests.known", "float32[1]", 2, (3.5, None)), computed
 # once: a change here breaks jax.export artifacts and persistent caches.
@@ -38,29 +40,27 @@ class _CountingRegister:
             self.calls.append((name, platform, kwargs))
 
 
-def _noop(frame: ffi_core.CallFrame) -> None:
+def _noop(frame: ffi_core.abi.CallFrame) -> None:
     pass
 
 
 def _handler(name: str) -> object:
-    return ffi_core.python_handler(_noop, name=name)
+    return ffi_core.abi.python_handler(_noop, name=name)
 
 
 def test_target_name_is_stable() -> None:
-    first = ffi_core.target_name("ffi_core_tests.stable", "float32[1]", 3)
-    assert first == ffi_core.target_name("ffi_core_tests.stable", "float32[1]", 3)
+    first = ffi_core.bridge.target_name("ffi_core_tests.stable", "float32[1]", 3)
+    assert first == ffi_core.bridge.target_name("ffi_core_tests.stable", "float32[1]", 3)
     assert re.fullmatch(r"ffi_core_tests\.stable_[0-9a-f]{20}", first)
 
 
 def test_target_name_known_value() -> None:
-    assert ffi_core.target_name("ffi_core_tests.known", *KNOWN_CONTENT) == KNOWN_NAME
+    assert ffi_core.bridge.target_name("ffi_core_tests.known", *KNOWN_CONTENT) == KNOWN_NAME
 
 
 @pytest.mark.parametrize("hash_seed", ["0", "12345"])
 def test_target_name_is_the_same_in_another_process(hash_seed: str) -> None:
-    code = (
-        f"import ffi_core; print(ffi_core.target_name('ffi_core_tests.known', *{KNOWN_CONTENT!r}))"
-    )
+    code = f"import ffi_core.bridge; print(ffi_core.bridge.target_name('ffi_core_tests.known', *{KNOWN_CONTENT!r}))"
     result = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -81,54 +81,54 @@ def test_target_name_is_the_same_in_another_process(hash_seed: str) -> None:
     ],
 )
 def test_target_name_differs_with_content(a: tuple[object, ...], b: tuple[object, ...]) -> None:
-    assert ffi_core.target_name("ffi_core_tests.differs", *a) != ffi_core.target_name(
+    assert ffi_core.bridge.target_name("ffi_core_tests.differs", *a) != ffi_core.bridge.target_name(
         "ffi_core_tests.differs", *b
     )
 
 
 def test_target_name_refuses_empty_prefix() -> None:
     with pytest.raises(ValueError, match=re.escape("`prefix` must be a non-empty str, got ''")):
-        ffi_core.target_name("", "content")
+        ffi_core.bridge.target_name("", "content")
 
 
 @pytest.mark.parametrize("prefix", [None, 3, b"bytes"])
 def test_target_name_refuses_non_str_prefix(prefix: object) -> None:
     message = f"`prefix` must be a non-empty str, got {type(prefix)!r}"
     with pytest.raises(TypeError, match=re.escape(message)):
-        ffi_core.target_name(prefix, "content")  # type: ignore[arg-type]
+        ffi_core.bridge.target_name(prefix, "content")  # type: ignore[arg-type]
 
 
 def test_register_target_is_idempotent() -> None:
-    name = ffi_core.target_name("ffi_core_tests.idempotent", "v1")
+    name = ffi_core.bridge.target_name("ffi_core_tests.idempotent", "v1")
     handler = _handler(name)
-    assert ffi_core.register_target(name, handler, content="v1") is True
-    assert ffi_core.register_target(name, handler, content="v1") is False
+    assert ffi_core.bridge.register_target(name, handler, content="v1") is True
+    assert ffi_core.bridge.register_target(name, handler, content="v1") is False
     # Same content, another handler object: still the first registration.
-    assert ffi_core.register_target(name, _handler(name), content="v1") is False
-    assert ffi_core.registered_targets()[(name, "cpu")] == "v1"
+    assert ffi_core.bridge.register_target(name, _handler(name), content="v1") is False
+    assert ffi_core.bridge.registered_targets()[(name, "cpu")] == "v1"
 
 
 def test_register_target_conflict() -> None:
-    name = ffi_core.target_name("ffi_core_tests.conflict", "v1")
+    name = ffi_core.bridge.target_name("ffi_core_tests.conflict", "v1")
     register = _CountingRegister()
-    assert ffi_core.register_target(name, _handler(name), content="v1", register=register)
+    assert ffi_core.bridge.register_target(name, _handler(name), content="v1", register=register)
     message = (
         f"FFI target {name!r} on 'cpu' is already registered with different content; target "
-        "names must be derived from content (use ffi_core.target_name) so that one name never "
+        "names must be derived from content (use ffi_core.bridge.target_name) so that one name never "
         "means two handlers"
     )
     with pytest.raises(TargetConflictError, match=re.escape(message)):
-        ffi_core.register_target(name, _handler(name), content="v2", register=register)
+        ffi_core.bridge.register_target(name, _handler(name), content="v2", register=register)
     assert len(register.calls) == 1
-    assert ffi_core.registered_targets()[(name, "cpu")] == "v1"
+    assert ffi_core.bridge.registered_targets()[(name, "cpu")] == "v1"
     assert issubclass(TargetConflictError, ValueError)
 
 
 def test_same_name_on_two_platforms_is_two_targets() -> None:
-    name = ffi_core.target_name("ffi_core_tests.platforms", "v1")
+    name = ffi_core.bridge.target_name("ffi_core_tests.platforms", "v1")
     register = _CountingRegister()
-    assert ffi_core.register_target(name, _handler(name), content="v1", register=register)
-    assert ffi_core.register_target(
+    assert ffi_core.bridge.register_target(name, _handler(name), content="v1", register=register)
+    assert ffi_core.bridge.register_target(
         name, _handler(name), content="v2", platform="cuda", register=register
     )
     assert [(n, p) for n, p, _ in register.calls] == [(name, "cpu"), (name, "CUDA")]
@@ -142,8 +142,8 @@ def test_gpu_targets_reach_the_name_the_gpu_plugin_registers(platform: str, xla_
     # every call failed with "No FFI handler registered ... on a platform CUDA".
     from jaxlib import xla_client
 
-    name = ffi_core.target_name("ffi_core_tests.gpu_pending", platform)
-    assert ffi_core.register_target(name, _handler(name), content="v1", platform=platform)
+    name = ffi_core.bridge.target_name("ffi_core_tests.gpu_pending", platform)
+    assert ffi_core.bridge.register_target(name, _handler(name), content="v1", platform=platform)
     if xla_name in xla_client._custom_callback_handler:
         pytest.skip(f"a {xla_name} plugin is loaded: the registration went to it")
     pending = xla_client._custom_callback.get(xla_name, [])
@@ -155,10 +155,10 @@ def test_gpu_targets_reach_the_name_the_gpu_plugin_registers(platform: str, xla_
 def test_register_target_refuses_bad_platform(platform: str) -> None:
     message = f"`platform` must be one of ('cpu', 'cuda', 'rocm'), got {platform!r}"
     with pytest.raises(ValueError, match=re.escape(message)):
-        ffi_core.register_target(
+        ffi_core.bridge.register_target(
             "ffi_core_tests.bad_platform", _handler("x"), content="v1", platform=platform
         )
-    assert ffi_core.PLATFORMS == ("cpu", "cuda", "rocm")
+    assert ffi_core.bridge.PLATFORMS == ("cpu", "cuda", "rocm")
 
 
 @pytest.mark.parametrize(
@@ -167,9 +167,9 @@ def test_register_target_refuses_bad_platform(platform: str) -> None:
     ids=["none", "command-buffer"],
 )
 def test_register_target_passes_traits(traits: HandlerTraits, expected: set[str]) -> None:
-    name = ffi_core.target_name("ffi_core_tests.traits", int(traits))
+    name = ffi_core.bridge.target_name("ffi_core_tests.traits", int(traits))
     register = _CountingRegister()
-    ffi_core.register_target(
+    ffi_core.bridge.register_target(
         name, _handler(name), content="v1", platform="cuda", traits=traits, register=register
     )
     ((_, _, kwargs),) = register.calls
@@ -178,15 +178,15 @@ def test_register_target_passes_traits(traits: HandlerTraits, expected: set[str]
 
 
 def test_register_target_failure_registers_nothing() -> None:
-    name = ffi_core.target_name("ffi_core_tests.failure", "v1")
+    name = ffi_core.bridge.target_name("ffi_core_tests.failure", "v1")
 
     def failing(*args: object, **kwargs: object) -> None:
         raise RuntimeError("XLA said no")
 
     with pytest.raises(RuntimeError, match=re.escape("XLA said no")):
-        ffi_core.register_target(name, _handler(name), content="v1", register=failing)
-    assert (name, "cpu") not in ffi_core.registered_targets()
-    assert ffi_core.register_target(
+        ffi_core.bridge.register_target(name, _handler(name), content="v1", register=failing)
+    assert (name, "cpu") not in ffi_core.bridge.registered_targets()
+    assert ffi_core.bridge.register_target(
         name, _handler(name), content="v1", register=_CountingRegister()
     )
 
@@ -195,10 +195,10 @@ def test_register_target_pins_handler_and_extras() -> None:
     class Extra:
         pass
 
-    name = ffi_core.target_name("ffi_core_tests.pins", "v1")
+    name = ffi_core.bridge.target_name("ffi_core_tests.pins", "v1")
     handler, extra = _handler(name), Extra()
     refs = [weakref.ref(handler), weakref.ref(extra)]
-    ffi_core.register_target(
+    ffi_core.bridge.register_target(
         name, handler, content="v1", pin=(extra,), register=_CountingRegister()
     )
     del handler, extra
@@ -207,7 +207,7 @@ def test_register_target_pins_handler_and_extras() -> None:
 
 
 def test_register_target_thread_safety() -> None:
-    name = ffi_core.target_name("ffi_core_tests.threads", "v1")
+    name = ffi_core.bridge.target_name("ffi_core_tests.threads", "v1")
     register = _CountingRegister()
     barrier = threading.Barrier(8)
     results: list[bool] = []
@@ -217,7 +217,9 @@ def test_register_target_thread_safety() -> None:
         handler = _handler(name)
         barrier.wait()
         try:
-            results.append(ffi_core.register_target(name, handler, content="v1", register=register))
+            results.append(
+                ffi_core.bridge.register_target(name, handler, content="v1", register=register)
+            )
         except BaseException as exc:
             errors.append(exc)
 
@@ -229,15 +231,17 @@ def test_register_target_thread_safety() -> None:
     assert errors == []
     assert sorted(results) == [False] * 7 + [True]
     assert len(register.calls) == 1
-    assert ffi_core.registered_targets()[(name, "cpu")] == "v1"
+    assert ffi_core.bridge.registered_targets()[(name, "cpu")] == "v1"
 
 
 def test_registered_targets_is_a_snapshot() -> None:
-    name = ffi_core.target_name("ffi_core_tests.snapshot", "v1")
-    ffi_core.register_target(name, _handler(name), content="v1", register=_CountingRegister())
-    snapshot = ffi_core.registered_targets()
+    name = ffi_core.bridge.target_name("ffi_core_tests.snapshot", "v1")
+    ffi_core.bridge.register_target(
+        name, _handler(name), content="v1", register=_CountingRegister()
+    )
+    snapshot = ffi_core.bridge.registered_targets()
     snapshot.clear()
-    assert (name, "cpu") in ffi_core.registered_targets()
+    assert (name, "cpu") in ffi_core.bridge.registered_targets()
 
 
 class _WithAddress:
@@ -251,14 +255,14 @@ class _WithAddress:
     ids=["int", "address-attribute"],
 )
 def test_handler_address(handler: object, expected: int) -> None:
-    assert ffi_core.handler_address(handler) == expected
+    assert ffi_core.bridge.handler_address(handler) == expected
 
 
 def test_handler_address_of_ctypes_function() -> None:
     handler = _handler("ffi_core_tests.address")
     import ctypes
 
-    assert ffi_core.handler_address(handler) == ctypes.cast(handler, ctypes.c_void_p).value
+    assert ffi_core.bridge.handler_address(handler) == ctypes.cast(handler, ctypes.c_void_p).value
 
 
 @pytest.mark.parametrize(
@@ -272,7 +276,7 @@ def test_handler_address_refuses_wrong_type(handler: object) -> None:
         f"`address` (a numba cfunc), got {type(handler)!r}"
     )
     with pytest.raises(TypeError, match=re.escape(message)):
-        ffi_core.handler_address(handler)
+        ffi_core.bridge.handler_address(handler)
 
 
 @pytest.mark.parametrize(
@@ -283,11 +287,11 @@ def test_handler_address_refuses_wrong_type(handler: object) -> None:
 def test_handler_address_refuses_null(handler: object, address: int) -> None:
     message = f"`handler` must point somewhere, got address {address}"
     with pytest.raises(ValueError, match=re.escape(message)):
-        ffi_core.handler_address(handler)
+        ffi_core.bridge.handler_address(handler)
 
 
 def test_register_target_checks_handler() -> None:
     message = f"`handler` must point somewhere, got address {0}"
     with pytest.raises(ValueError, match=re.escape(message)):
-        ffi_core.register_target("ffi_core_tests.null", 0, content="v1")
-    assert ("ffi_core_tests.null", "cpu") not in ffi_core.registered_targets()
+        ffi_core.bridge.register_target("ffi_core_tests.null", 0, content="v1")
+    assert ("ffi_core_tests.null", "cpu") not in ffi_core.bridge.registered_targets()

@@ -8,7 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ffi_core import BoundPrimitive, ShardingRule, partitioned_call
+from ffi_core import ShardingRule
+from ffi_core.bridge import BoundPrimitive, partitioned_call
 from ffi_core.testing import device_mesh
 from jax.extend.core import Primitive
 from jax.interpreters import mlir

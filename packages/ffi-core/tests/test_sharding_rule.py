@@ -3,7 +3,8 @@
 import re
 
 import pytest
-from ffi_core import ShardingRule, check_sharding_rule
+from ffi_core import ShardingRule
+from ffi_core.bridge import check_sharding_rule
 
 ACCEPTED = (
     '"elementwise" or einsum-like notation with one space-separated list of factor names '

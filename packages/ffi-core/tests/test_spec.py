@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
-from ffi_core import (
+from ffi_core.bridge import (
     ArraySig,
     CallSig,
     array_sig,

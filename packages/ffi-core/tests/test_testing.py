@@ -9,7 +9,7 @@ import re
 import jax
 import jax.numpy as jnp
 import pytest
-from ffi_core import raise_on_differentiation
+from ffi_core.bridge import raise_on_differentiation
 from ffi_core.cuda.testing import EmulatedGPU, emulated_gpu_fixture
 from ffi_core.testing import (
     DIFFERENTIATION_TRANSFORMS,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import ffi_core
+import ffi_core.bridge
 import jax
 import jax.numpy as jnp
 import numba
@@ -69,6 +70,6 @@ def test_grad_through_a_sharding_rule_names_the_fix():
 
 
 def test_shared_with_every_bridge():
-    assert VMAP_METHODS is ffi_core.VMAP_METHODS
+    assert VMAP_METHODS is ffi_core.bridge.VMAP_METHODS
     assert issubclass(KernelCompileError, ffi_core.KernelCompileError)
     assert issubclass(KernelCompileError, TypeError)

@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import ffi_core
+import ffi_core.bridge
 import jax
 import jax.numpy as jnp
 import numba
@@ -41,7 +42,9 @@ def test_the_option_turns_an_overrun_into_an_error(method):
 
 
 def _targets():
-    return {n for n, _ in ffi_core.registered_targets() if n.startswith("numba_cpu.one_row_add")}
+    return {
+        n for n, _ in ffi_core.bridge.registered_targets() if n.startswith("numba_cpu.one_row_add")
+    }
 
 
 def test_a_bounds_checked_kernel_gives_the_same_results_under_another_target():

@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import ffi_core
+import ffi_core.bridge
 import jax
 import jax.numpy as jnp
 import numba
@@ -24,7 +25,11 @@ def registration_probe(x, out):
 
 
 def _targets(name):
-    return {key for key in ffi_core.registered_targets() if key[0].startswith(f"numba_cpu.{name}_")}
+    return {
+        key
+        for key in ffi_core.bridge.registered_targets()
+        if key[0].startswith(f"numba_cpu.{name}_")
+    }
 
 
 def test_one_target_per_signature():

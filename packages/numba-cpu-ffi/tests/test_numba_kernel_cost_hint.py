@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
-from ffi_core import HINT_MIN_ELEMENTS
+from ffi_core.bridge import HINT_MIN_ELEMENTS
 from numba_cpu_ffi import numba_kernel
 
 

@@ -53,7 +53,7 @@ SIG = CallSig((ArraySig("float32", 2), ArraySig("float64", 0)), (ArraySig("float
 
 def test_metadata_declares_command_buffer_compatible(fake_xla):
     h, _ = _handler(SIG)
-    assert fake_xla.metadata(h.cfunc) == int(ffi_core.HandlerTraits.COMMAND_BUFFER_COMPATIBLE)
+    assert fake_xla.metadata(h.cfunc) == int(ffi_core.abi.HandlerTraits.COMMAND_BUFFER_COMPATIBLE)
 
 
 def test_packs_numba_array_abi(fake_xla):
@@ -134,7 +134,7 @@ def test_launch_failure_becomes_error_naming_kernel(fake_xla):
     x, s, out = np.ones((2, 2), F32), np.array(1.0), np.zeros((2, 2), F32)
     message, code = _error(fake_xla, fake_xla.call(h.cfunc, [x, s], [out]))
     assert message == f"{LABEL}: cuLaunchKernel failed with CUDA_ERROR_ILLEGAL_ADDRESS (700)"
-    assert code == ffi_core.ErrorCode.INTERNAL
+    assert code == ffi_core.abi.ErrorCode.INTERNAL
     assert (fake.pushed, fake.popped) == ([99], 1)  # the context is restored
 
 

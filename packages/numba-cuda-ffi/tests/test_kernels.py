@@ -496,12 +496,12 @@ def host_callables(emulated, monkeypatch):
 
     fake_cuda, allocator = _FakeNumbaCuda(), _FakeAllocator()
 
-    def register_on_cpu(name, handler, *, traits=ffi_core.HandlerTraits.NONE, **kwargs):
+    def register_on_cpu(name, handler, *, traits=ffi_core.abi.HandlerTraits.NONE, **kwargs):
         # Never command-buffer compatible: on an H100, a custom call that takes a
         # temporary with cuMemAllocAsync while XLA captures its stream makes XLA
         # fail ("Failed to create a child graph node ...: CUDA_ERROR_NOT_SUPPORTED";
         # tools/gpu_check_numba_cuda.py shows it).
-        assert traits == ffi_core.HandlerTraits.NONE
+        assert traits == ffi_core.abi.HandlerTraits.NONE
         return emulated_register(name, handler, **kwargs)
 
     monkeypatch.setattr(_callable, "numba_cuda", lambda: fake_cuda)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import ffi_core
+import ffi_core.bridge
 import jax
 import jax.numpy as jnp
 import pytest
@@ -46,8 +47,8 @@ def test_differentiation_names_the_fix(gpu, transform):
 
 
 def test_shared_with_every_bridge():
-    assert VMAP_METHODS == (*ffi_core.VMAP_METHODS, "fold")
-    assert CALLABLE_VMAP_METHODS is ffi_core.VMAP_METHODS
+    assert VMAP_METHODS == (*ffi_core.bridge.VMAP_METHODS, "fold")
+    assert CALLABLE_VMAP_METHODS is ffi_core.bridge.VMAP_METHODS
     assert issubclass(KernelCompileError, ffi_core.KernelCompileError)
     assert issubclass(KernelCompileError, TypeError)
     with pytest.raises(

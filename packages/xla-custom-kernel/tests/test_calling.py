@@ -98,7 +98,7 @@ def test_static_keywords_reach_the_generator(name):
     )
 
 
-# What one output of `outs` may be, as the messages say it (ffi_core.normalize_outs).
+# What one output of `outs` may be, as the messages say it (ffi_core.bridge.normalize_outs).
 OUTPUT_SPEC = (
     "an object with `shape` and `dtype` (a jax.ShapeDtypeStruct, a jax.core.ShapedArray, an array)"
 )

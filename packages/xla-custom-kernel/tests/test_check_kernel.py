@@ -11,6 +11,7 @@ import re
 import time
 
 import ffi_core
+import ffi_core.bridge
 import jax
 import jax.numpy as jnp
 import numba
@@ -260,9 +261,9 @@ def test_backends_of_a_function_that_calls_the_kernel(name):
 
 
 def _python_op(prefix, handler, x):
-    target = ffi_core.target_name(prefix, id(handler))
-    ffi_core.register_target(
-        target, ffi_core.python_handler(handler, name=target), content=repr(id(handler))
+    target = ffi_core.bridge.target_name(prefix, id(handler))
+    ffi_core.bridge.register_target(
+        target, ffi_core.abi.python_handler(handler, name=target), content=repr(id(handler))
     )
     call = jax.ffi.ffi_call(target, _struct(x), vmap_method="sequential")
 

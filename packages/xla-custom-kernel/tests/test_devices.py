@@ -1,6 +1,7 @@
 import re
 
 import ffi_core
+import ffi_core.bridge
 import jax
 import numba
 import numpy as np
@@ -81,7 +82,7 @@ def test_export_and_call(name, backend, factor):
     _, _, targets, exported = _export(name, backend)
     if backend == "numba":
         assert len(targets) == 1
-        assert (targets[0], "cpu") in ffi_core.registered_targets()
+        assert (targets[0], "cpu") in ffi_core.bridge.registered_targets()
     else:
         assert targets == []
     assert exported.platforms == ("cpu",)

@@ -4,7 +4,7 @@ the step passes the checks ``ffi_core.deserialize`` makes before rebuilding."""
 import jax
 import jax.numpy as jnp
 import pytest
-from ffi_core._recipe import check_step
+from ffi_core.export._recipe import check_step
 from xla_custom_kernel import _export
 from xla_custom_kernel._entry import KernelEntry
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from ffi_core import SUPPORTED_DTYPES
+from ffi_core.abi import SUPPORTED_DTYPES
 from ffi_core.cuda import CTYPES
 
 from ._signature import SourceParam, source_params

@@ -18,7 +18,7 @@ from typing import Any
 
 import jax
 
-from ._capi import HandlerTraits
+from .abi import HandlerTraits
 
 __all__ = [
     "PLATFORMS",
@@ -133,7 +133,7 @@ def register_target(
                 raise TargetConflictError(
                     f"FFI target {name!r} on {platform!r} is already registered with different "
                     "content; target names must be derived from content (use "
-                    "ffi_core.target_name) so that one name never means two handlers"
+                    "ffi_core.bridge.target_name) so that one name never means two handlers"
                 )
             return False
         capsule = _capsule_new(address, b"xla._CUSTOM_CALL_TARGET", None)

@@ -47,7 +47,7 @@ def bridge_primitive_batching(
     also_aliased: frozenset[int] = frozenset(),
     **params: Any,
 ) -> tuple[Any, Any]:
-    """The ``vmap`` rule of a bridge primitive: ``ffi_core.batch_call`` binding
+    """The ``vmap`` rule of a bridge primitive: ``ffi_core.bridge.batch_call`` binding
     ``primitive`` again (one native call over the batch by default, or the
     ``jax.ffi`` methods). Bridges with a method of their own (numba-cuda-ffi's
     ``"fold"``) handle it and call this for the rest; ``also_aliased`` names

@@ -200,7 +200,7 @@ def array_sig(aval: Any) -> ArraySig:
 #: ``"sequential_unrolled"``), or the kernel given the batch as a leading axis
 #: of every array (``"expand_dims"``, ``"broadcast_all"``, as in
 #: ``jax.ffi.ffi_call``). A bridge with more declares
-#: ``(*ffi_core.VMAP_METHODS, "fold")``.
+#: ``(*ffi_core.bridge.VMAP_METHODS, "fold")``.
 VMAP_METHODS: tuple[str | None, ...] = (
     None,
     "sequential",

@@ -61,7 +61,7 @@ class CPlanner:
         body = HandlerBody(
             call=(f"call_void_fn({address}, ({pointers(False)},))", "return 0"),
             row=(f"call_void_fn({address}, ({pointers(batched is not None)},))", "error = 0"),
-            imports=("from ffi_core.native import call_void_fn",),
+            imports=("from ffi_core.abi.native import call_void_fn",),
             setup=setup,
         )
         return CpuPlan(

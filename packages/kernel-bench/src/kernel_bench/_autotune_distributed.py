@@ -6,7 +6,7 @@ with the same backends. What another process publishes is checked as a record
 read from disk is (``_autotune_record.parse_message``); a bad one gives the
 fixed default, with an :class:`AutotuneWarning` naming its key. JAX's
 key-value client is reached through ffi-core's one seam on JAX internals
-(``ffi_core._jax_compat.distributed_client``).
+(``ffi_core.bridge.distributed_client``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-from ffi_core._jax_compat import distributed_client
+from ffi_core.bridge import distributed_client
 
 from ._autotune_record import AutotuneWarning, Decision, InvalidRecord, parse_message
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import ffi_core
 from ffi_core.bridge import BridgeCatalog
+from ffi_core.export import StepField
 from numba.core.registry import CPUDispatcher
 
 from ._codegen import ensure_target
@@ -48,8 +48,8 @@ _catalog.register(
     "numba_cpu",
     _rebuild,
     extras={
-        "context": ffi_core.StepField.text(),
-        "hint": ffi_core.StepField.flag(),
-        "boundscheck": ffi_core.StepField.added(ffi_core.StepField.flag()),
+        "context": StepField.text(),
+        "hint": StepField.flag(),
+        "boundscheck": StepField.added(StepField.flag()),
     },
 )

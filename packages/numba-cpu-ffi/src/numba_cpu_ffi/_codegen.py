@@ -30,7 +30,8 @@ from typing import Any
 
 import ffi_core.cpu
 import numba
-from ffi_core import ArraySig, Unexportable, api_version, target_name
+from ffi_core.abi import api_version
+from ffi_core.bridge import ArraySig, target_name
 from ffi_core.cpu import (
     BoundHandler,
     CpuPlan,
@@ -41,6 +42,7 @@ from ffi_core.cpu import (
     handler_globals,
     handler_source,
 )
+from ffi_core.export import Unexportable
 from numba.np.ufunc.parallel import _launch_threads
 
 from ._cache import cache_layers

@@ -27,7 +27,7 @@ import ffi_core
 import jaxlib
 import numba
 import numpy as np
-from ffi_core.native import compiled_address
+from ffi_core.abi.native import compiled_address
 from numba import types
 from numba.core.errors import NumbaError
 from numba.np.ufunc.parallel import _launch_threads
@@ -83,7 +83,7 @@ _dispatchers: list[Any] = []
 def kernel_address(info: KernelInfo, sig: CallSig, parallel: bool) -> int:
     """The address of ``info``'s kernel compiled for the arguments of
     ``sig`` (its parallel form when ``parallel``, else its serial one), as
-    ``ffi_core.native.call_guarded_at`` calls it, once per process; loaded
+    ``ffi_core.abi.native.call_guarded_at`` calls it, once per process; loaded
     from the cache layers (``cache_layers``) when it was compiled before,
     and saved in the user's cache otherwise.
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ffi_core
+import ffi_core.bridge
 from ffi_core.bridge import (
     BASIC_DTYPES,
     COMPLEX_DTYPES,
@@ -36,14 +37,14 @@ KIND = "numba CPU"
 
 #: Accepted ``vmap_method`` values, ffi-core's (every bridge's); None is the
 #: default, one native call looping over the batch.
-VMAP_METHODS: tuple[str | None, ...] = ffi_core.VMAP_METHODS
+VMAP_METHODS: tuple[str | None, ...] = ffi_core.bridge.VMAP_METHODS
 
 #: The dtype table: what the checks accept and how their messages name the kernels.
-DTYPES = ffi_core.KernelDTypes(SUPPORTED_DTYPES, "numba CPU kernels")
+DTYPES = ffi_core.bridge.KernelDTypes(SUPPORTED_DTYPES, "numba CPU kernels")
 
 
 @dataclasses.dataclass(frozen=True)
-class CallSig(ffi_core.CallSig):
+class CallSig(ffi_core.bridge.CallSig):
     """ffi-core's signature, and ``context``: text appended to run-time error
     messages (it is part of the compiled handler, hence of the signature).
 
@@ -81,7 +82,7 @@ class CallSig(ffi_core.CallSig):
         """The signature :meth:`to_step` wrote (its fields are this class's
         own: ``extras`` is not read)."""
         del extras
-        base = ffi_core.CallSig.from_step(step)
+        base = ffi_core.bridge.CallSig.from_step(step)
         return cls(
             base.inputs,
             base.outputs,
@@ -113,4 +114,4 @@ class KernelInfo(KernelInfoBase):
         super().__init__(**function_kernel_fields(py_func, "numba kernel", kernel.targetoptions))
         self.parallel: bool = bool(kernel.targetoptions.get("parallel", False))
         #: captured values that make the digest differ per process (no export)
-        self.address_bound = ffi_core.address_bound_values(py_func)
+        self.address_bound = ffi_core.bridge.address_bound_values(py_func)

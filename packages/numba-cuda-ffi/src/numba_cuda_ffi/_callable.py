@@ -20,16 +20,17 @@ from typing import Any
 
 import jax
 import numpy as np
-from ffi_core import (
-    CallFrame,
+from ffi_core.abi import CallFrame, python_handler
+from ffi_core.bridge import (
+    KernelCall,
+    KernelInfo,
     check_dtype,
     function_digest,
+    nondifferentiable_call,
     positional_count,
-    python_handler,
     register_target,
     target_name,
 )
-from ffi_core.bridge import KernelCall, KernelInfo, nondifferentiable_call
 
 from ._driver import driver
 from ._kernel import cuda_kernel_op

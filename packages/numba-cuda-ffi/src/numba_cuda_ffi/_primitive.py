@@ -9,8 +9,7 @@ native handler.
 from __future__ import annotations
 
 import jax
-from ffi_core import array_sig, batch_to_front
-from ffi_core.bridge import bridge_primitive, bridge_primitive_batching
+from ffi_core.bridge import array_sig, batch_to_front, bridge_primitive, bridge_primitive_batching
 from jax.interpreters import mlir
 
 from ._spec import CallSig, KernelInfo

@@ -11,6 +11,7 @@ checked before anything is traced or bound.
 from __future__ import annotations
 
 import ffi_core
+import ffi_core.bridge
 from ffi_core.bridge import (
     BASIC_DTYPES,
     COMPLEX_DTYPES,
@@ -51,11 +52,11 @@ DTYPES = KernelDTypes(SUPPORTED_DTYPES, "numba CUDA kernels")
 #: ``"expand_dims"`` / ``"broadcast_all"`` (as in ``jax.ffi.ffi_call``): the
 #: kernel gets every array with the batch as a leading axis (unbatched inputs
 #: with an axis of 1, or broadcast) and must handle it; the launch is unchanged.
-VMAP_METHODS: tuple[str | None, ...] = (*ffi_core.VMAP_METHODS, "fold")
+VMAP_METHODS: tuple[str | None, ...] = (*ffi_core.bridge.VMAP_METHODS, "fold")
 
 #: ``vmap_method`` of ``numba_cuda_callable`` (jax.ffi's methods; None is
 #: ``"sequential"``: the function sees one batch element per call).
-CALLABLE_VMAP_METHODS: tuple[str | None, ...] = ffi_core.VMAP_METHODS
+CALLABLE_VMAP_METHODS: tuple[str | None, ...] = ffi_core.bridge.VMAP_METHODS
 
 
 # Target options that change the generated code; others (extensions) do not.

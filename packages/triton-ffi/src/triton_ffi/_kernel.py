@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ffi_core import normalize_outs
-from ffi_core.bridge import KernelDTypes, KernelInfo, kernel_op
+from ffi_core.bridge import KernelDTypes, KernelInfo, kernel_op, normalize_outs
 
 from ._compile import DTYPES, constexpr_mismatch
 from ._digest import kernel_digest

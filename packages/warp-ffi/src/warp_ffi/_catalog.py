@@ -14,6 +14,7 @@ from typing import Any
 
 import ffi_core
 from ffi_core.bridge import BridgeCatalog
+from ffi_core.export import StepField
 
 from ._codegen import load_kernel
 from ._inout import check_in_out_step
@@ -60,14 +61,12 @@ _catalog.register(
     "warp_cpu",
     _rebuild,
     extras={
-        "backward": ffi_core.StepField.flag(),
-        "hint": ffi_core.StepField.flag(),
-        "grid_from_output": ffi_core.StepField.flag(),
-        "in_out": ffi_core.StepField.added(
-            ffi_core.StepField.sequence(ffi_core.StepField.integer(0, 1023))
-        ),
-        "block_dim": ffi_core.StepField.added(ffi_core.StepField.integer(1, 1024)),
-        "boundscheck": ffi_core.StepField.added(ffi_core.StepField.flag()),
+        "backward": StepField.flag(),
+        "hint": StepField.flag(),
+        "grid_from_output": StepField.flag(),
+        "in_out": StepField.added(StepField.sequence(StepField.integer(0, 1023))),
+        "block_dim": StepField.added(StepField.integer(1, 1024)),
+        "boundscheck": StepField.added(StepField.flag()),
     },
-    fields={"code": ffi_core.StepField.digest()},
+    fields={"code": StepField.digest()},
 )

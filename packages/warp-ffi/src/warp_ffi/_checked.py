@@ -24,7 +24,7 @@ from typing import Any
 
 import numba
 import numpy as np
-from ffi_core.native import call_void_fn, cstring, load, stack_buffer, store, voidptr
+from ffi_core.abi.native import call_void_fn, cstring, load, stack_buffer, store, voidptr
 from numba import types
 
 from ._warp import wp, wp_context

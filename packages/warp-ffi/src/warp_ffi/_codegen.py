@@ -24,8 +24,8 @@ from typing import Any, cast
 import ffi_core.cpu
 import numpy as np
 from ffi_core import KernelCompileError as _KernelCompileError
-from ffi_core import Unexportable
 from ffi_core.cpu import AttrSig, CpuPlan, HandlerBody, HandlerSpec, build_handler
+from ffi_core.export import Unexportable
 
 from ._checked import MESSAGE_BYTES, checked_copy
 from ._inout import buffer_of_array
@@ -263,7 +263,7 @@ def handler_body(info: KernelInfo, sig: CallSig, loaded: Loaded) -> HandlerBody:
         call=call,
         row=(*stores, *row),
         imports=(
-            "from ffi_core.native import call_void_fn, cstring, error_create_prefixed, load, "
+            "from ffi_core.abi.native import call_void_fn, cstring, error_create_prefixed, load, "
             "stack_buffer, store",
             "from warp_ffi._native import call_message_fn, copy_scalar, fill_array, zero_buffer",
             "from warp_ffi._checked import probe",

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import ffi_core
+import ffi_core.bridge
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -25,7 +26,7 @@ __all__ = ["VMAP_METHODS", "kernel_info", "warp_kernel"]
 
 #: Accepted ``vmap_method`` values, ffi-core's (every bridge's); None is the
 #: default, one native call over the batch.
-VMAP_METHODS: tuple[str | None, ...] = ffi_core.VMAP_METHODS
+VMAP_METHODS: tuple[str | None, ...] = ffi_core.bridge.VMAP_METHODS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -361,12 +362,12 @@ def _wrap_in_out(
             "`input_output_aliases` cannot be combined with `in_out_argnames`; declare each "
             "array the kernel updates in place as an in-out parameter"
         )
-    spread = isinstance(outs, Sequence) and not ffi_core.is_output_spec(outs)
+    spread = isinstance(outs, Sequence) and not ffi_core.bridge.is_output_spec(outs)
     if spread and len(outs) == 0:  # every output is an in-out array
         out_avals: tuple[Any, ...] = ()
         rebuild: Callable[[Sequence[Any]], Any] = tuple
     else:
-        out_avals, rebuild = ffi_core.output_avals(outs, accepted=DTYPES)
+        out_avals, rebuild = ffi_core.bridge.output_avals(outs, accepted=DTYPES)
     in_out = check_in_out(info, in_out_argnames, len(out_avals))
     _check_outs(info, options, out_avals, options.vmap_method in ("expand_dims", "broadcast_all"))
     structs = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numba
 import numpy as np
-from ffi_core.native import buffer_data, buffer_dim, buffer_rank, load, store, voidptr
+from ffi_core.abi.native import buffer_data, buffer_dim, buffer_rank, load, store, voidptr
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic

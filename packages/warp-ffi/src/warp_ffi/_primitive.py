@@ -14,8 +14,11 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-from ffi_core import def_eager_impl
-from ffi_core.bridge import bridge_primitive_abstract_eval, bridge_primitive_batching
+from ffi_core.bridge import (
+    bridge_primitive_abstract_eval,
+    bridge_primitive_batching,
+    def_eager_impl,
+)
 from ffi_core.cpu import ensure_target, lower_cpu_call
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir

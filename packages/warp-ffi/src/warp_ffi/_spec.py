@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ffi_core
+import ffi_core.bridge
 import jax
 import numpy as np
 from ffi_core.bridge import KernelInfo as KernelInfoBase
@@ -37,7 +38,7 @@ __all__ = [
 KIND = "Warp"
 
 #: The dtype table: what the checks accept and how their messages name the kernels.
-DTYPES = ffi_core.KernelDTypes(SUPPORTED_DTYPES, "Warp kernels")
+DTYPES = ffi_core.bridge.KernelDTypes(SUPPORTED_DTYPES, "Warp kernels")
 
 #: ``wp.tid()`` grids and Warp arrays have at most this many dimensions.
 MAX_DIMS = wp_types.LAUNCH_MAX_DIMS
@@ -177,7 +178,7 @@ class KernelInfo(KernelInfoBase):
         self.params: tuple[Param, ...] = tuple(_param(name, a) for a in kernel.adj.args)
         self.arrays = tuple(p for p in self.params if p.is_array)
         self.scalars = tuple(p for p in self.params if not p.is_array)
-        self.address_bound = ffi_core.address_bound_values(kernel.func)
+        self.address_bound = ffi_core.bridge.address_bound_values(kernel.func)
         self._lock = threading.Lock()
         self._overloads: dict[tuple[str, ...], Any] = {}
 
@@ -307,7 +308,7 @@ def backward_counts(n_inputs: int, n_outputs: int) -> tuple[int, int]:
 
 
 @dataclasses.dataclass(frozen=True)
-class CallSig(ffi_core.CallSig):
+class CallSig(ffi_core.bridge.CallSig):
     """ffi-core's signature, and what else a Warp handler is generated for:
     ``backward`` (the adjoint kernel), ``hint`` (one more ignored input, the
     cost hint of large calls) and the scalar parameters' dtypes."""
@@ -358,8 +359,8 @@ class CallSig(ffi_core.CallSig):
         """The signature :meth:`to_step` wrote (``extras`` unused: Warp's fields are named)."""
         del extras
 
-        def arrays(items: Any) -> tuple[ffi_core.ArraySig, ...]:
-            return tuple(ffi_core.ArraySig(dtype, rank) for dtype, rank in items)
+        def arrays(items: Any) -> tuple[ffi_core.bridge.ArraySig, ...]:
+            return tuple(ffi_core.bridge.ArraySig(dtype, rank) for dtype, rank in items)
 
         batched = step["batched"]
         return cls(

@@ -2,7 +2,7 @@
 
 Lowering records, around each backend's lowering, a recipe step naming the
 kernel, platform, backend, outputs and static keywords
-(``ffi_core.recipe_context``); the FFI targets the backend registers keep it.
+(``ffi_core.export.recipe_context``); the FFI targets the backend registers keep it.
 ``ffi_core.deserialize`` runs the step in a new process: it finds the kernel by
 name (its module must be imported) and runs the generator again, which makes
 the backend's kernel known to its bridge before the bridge's own step runs.
@@ -15,6 +15,7 @@ from typing import Any
 
 import ffi_core
 import jax.numpy as jnp
+from ffi_core.export import StepField, register_kernel_acceptor, register_rebuilder
 from jax import core as jax_core
 
 from ._entry import KernelEntry
@@ -61,7 +62,7 @@ def _accept(obj: object) -> bool:
     return any(obj is k for k in registered_kernels().values())
 
 
-_StepField = ffi_core.StepField
+_StepField = StepField
 #: What each field of an "xla_custom_kernel" step holds (``recipe_step``),
 #: checked by ``ffi_core.deserialize`` before ``_rebuild`` sees a step.
 _FIELDS = {
@@ -77,5 +78,5 @@ _FIELDS = {
     "static": _StepField.sequence(_StepField.items(_StepField.text(), _StepField.value())),
 }
 
-ffi_core.register_rebuilder("xla_custom_kernel", _rebuild, fields=_FIELDS)
-ffi_core.register_kernel_acceptor(_accept)
+register_rebuilder("xla_custom_kernel", _rebuild, fields=_FIELDS)
+register_kernel_acceptor(_accept)

@@ -20,7 +20,8 @@ from typing import Any
 
 import jax
 import numpy as np
-from ffi_core import ShardingRule, check_sharding_rule, require_devices_at_lowering
+from ffi_core import ShardingRule
+from ffi_core.bridge import check_sharding_rule, require_devices_at_lowering
 from jax import core as jax_core
 
 from . import _autodiff

@@ -18,15 +18,15 @@ from typing import Any
 
 import jax
 import numpy as np
-from ffi_core import (
-    ShardingRule,
+from ffi_core import ShardingRule
+from ffi_core.bridge import (
+    bridge_primitive_abstract_eval,
     def_eager_impl,
     is_output_spec,
     normalize_outs,
     partitioned_call,
-    recipe_context,
 )
-from ffi_core.bridge import bridge_primitive_abstract_eval
+from ffi_core.export import recipe_context
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
@@ -51,7 +51,7 @@ def out_structs(
     and the function rebuilding the caller's structure from the results.
 
     ``outs`` is checked by the rule every bridge shares
-    (``ffi_core.normalize_outs``): anything with ``shape`` and ``dtype``, or a
+    (``ffi_core.bridge.normalize_outs``): anything with ``shape`` and ``dtype``, or a
     sequence or pytree of them.
     """
     structs, rebuild = normalize_outs(outs)

@@ -11,7 +11,10 @@ remembers its kernels for ``ffi_core.deserialize`` and writes their recipe
 steps, ``CallSig`` carries the bridge's extra signature fields,
 ``bridge_primitive`` makes a primitive with the rules every bridge primitive
 shares, and the dtype tables and vmap methods every bridge shares are
-declared once. See
+declared once. The pieces these are made of are here too, for a bridge
+with a primitive of its own: content-addressed target names and their
+registry (``target_name``, ``register_target``), the argument checks, the
+``vmap`` and sharding pieces, the cost hint of large calls. See
 the "Writing a bridge" section of ffi-core's README.
 
 Changed only in minor releases, each change listed in the CHANGELOG.
@@ -19,12 +22,44 @@ Changed only in minor releases, each change listed in the CHANGELOG.
 
 from .._autodiff import nondifferentiable_call as nondifferentiable_call
 from .._autodiff import raise_on_differentiation as raise_on_differentiation
+from .._batching import batch_call as batch_call
+from .._batching import batch_to_front as batch_to_front
+from .._batching import expand_batch as expand_batch
+from .._batching import leading_batch as leading_batch
+from .._batching import scan_batch as scan_batch
 from .._cache_dir import unsafe_reason as unsafe_reason
+from .._checks import check_aliases as check_aliases
+from .._checks import check_arity as check_arity
+from .._checks import check_inputs as check_inputs
+from .._checks import positional_count as positional_count
+from .._cost_hint import HINT_MIN_ELEMENTS as HINT_MIN_ELEMENTS
+from .._cost_hint import hint_source as hint_source
+from .._cost_hint import lower_with_hint as lower_with_hint
+from .._digest import address_bound_values as address_bound_values
+from .._digest import function_digest as function_digest
 from .._errors import KernelCompileError as KernelCompileError
 from .._install import install_hint as install_hint
+from .._jax_compat import def_eager_impl as def_eager_impl
+from .._jax_compat import distributed_client as distributed_client
+from .._jax_compat import require_devices_at_lowering as require_devices_at_lowering
+from .._outs import is_output_spec as is_output_spec
+from .._outs import normalize_outs as normalize_outs
+from .._outs import output_avals as output_avals
+from .._registry import PLATFORMS as PLATFORMS
+from .._registry import XLA_PLATFORM_NAMES as XLA_PLATFORM_NAMES
+from .._registry import handler_address as handler_address
+from .._registry import register_target as register_target
+from .._registry import registered_targets as registered_targets
+from .._registry import target_name as target_name
 from .._rules import bridge_primitive as bridge_primitive
 from .._rules import bridge_primitive_abstract_eval as bridge_primitive_abstract_eval
 from .._rules import bridge_primitive_batching as bridge_primitive_batching
+from .._sharding import BoundPrimitive as BoundPrimitive
+from .._sharding import ShapedCall as ShapedCall
+from .._sharding import partitioned_call as partitioned_call
+from .._sharding import shaped_values as shaped_values
+from .._sharding_rule import check_sharding_rule as check_sharding_rule
+from .._sharding_rule import resolve_sharding_rule as resolve_sharding_rule
 from .._spec import BASIC_DTYPES as BASIC_DTYPES
 from .._spec import COMPLEX_DTYPES as COMPLEX_DTYPES
 from .._spec import VMAP_METHODS as VMAP_METHODS
@@ -32,6 +67,8 @@ from .._spec import ArraySig as ArraySig
 from .._spec import CallSig as CallSig
 from .._spec import KernelDTypes as KernelDTypes
 from .._spec import array_sig as array_sig
+from .._spec import check_dtype as check_dtype
+from .._spec import check_vmap_method as check_vmap_method
 from ._bounds import BOUNDSCHECK_ENV as BOUNDSCHECK_ENV
 from ._bounds import bounds_checked as bounds_checked
 from ._bounds import bounds_checking as bounds_checking
@@ -49,9 +86,13 @@ __all__ = [
     "BASIC_DTYPES",
     "BOUNDSCHECK_ENV",
     "COMPLEX_DTYPES",
+    "HINT_MIN_ELEMENTS",
+    "PLATFORMS",
     "VMAP_METHODS",
+    "XLA_PLATFORM_NAMES",
     "ArraySig",
     "BoundCall",
+    "BoundPrimitive",
     "BridgeCatalog",
     "CallSig",
     "KernelCall",
@@ -59,18 +100,48 @@ __all__ = [
     "KernelDTypes",
     "KernelInfo",
     "Launch",
+    "ShapedCall",
+    "address_bound_values",
     "array_sig",
+    "batch_call",
+    "batch_to_front",
     "bounds_checked",
     "bounds_checking",
     "bridge_primitive",
     "bridge_primitive_abstract_eval",
     "bridge_primitive_batching",
+    "check_aliases",
+    "check_arity",
+    "check_dtype",
+    "check_inputs",
     "check_kernel_type",
+    "check_sharding_rule",
+    "check_vmap_method",
+    "def_eager_impl",
+    "distributed_client",
+    "expand_batch",
+    "function_digest",
     "function_kernel_fields",
+    "handler_address",
+    "hint_source",
     "install_hint",
+    "is_output_spec",
     "kernel_digest",
     "kernel_op",
+    "leading_batch",
+    "lower_with_hint",
     "nondifferentiable_call",
+    "normalize_outs",
+    "output_avals",
+    "partitioned_call",
+    "positional_count",
     "raise_on_differentiation",
+    "register_target",
+    "registered_targets",
+    "require_devices_at_lowering",
+    "resolve_sharding_rule",
+    "scan_batch",
+    "shaped_values",
+    "target_name",
     "unsafe_reason",
 ]

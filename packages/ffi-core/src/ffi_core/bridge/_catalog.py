@@ -15,9 +15,15 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._export import KernelCatalog, register_kernel_acceptor, register_rebuilder
-from .._recipe import CALL_SIG_FIELDS, StepField, Unexportable
 from .._spec import CallSig
+from ..export import (
+    CALL_SIG_FIELDS,
+    KernelCatalog,
+    StepField,
+    Unexportable,
+    register_kernel_acceptor,
+    register_rebuilder,
+)
 from ._info import KernelInfo
 
 __all__ = ["BridgeCatalog"]
@@ -152,7 +158,7 @@ class BridgeCatalog:
         holds memory addresses (``info.address_bound``, when it has them).
 
         Example:
-            >>> from ffi_core import ArraySig
+            >>> from ffi_core.bridge import ArraySig
             >>> info = KernelInfo(name="f", label="toy kernel 'f'", qualname="m.f", digest="cd")
             >>> sig = CallSig((ArraySig("int8", 1),), (ArraySig("int8", 1),))
             >>> BridgeCatalog.recipe_step("toy", info, sig)["digest"]

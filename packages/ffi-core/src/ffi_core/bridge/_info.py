@@ -66,7 +66,7 @@ class KernelInfo:
 
 def kernel_digest(fn: Any, options: Mapping[str, Any] = {}) -> str:
     """The digest of a Python-defined kernel compiled with ``options``: its code
-    and captured values (``ffi_core.function_digest``) and the options that
+    and captured values (``ffi_core.bridge.function_digest``) and the options that
     change the compiled code, 24 hex digits.
 
     Example:

@@ -151,17 +151,17 @@ def kernel_op(
     Args:
         info: the bridge's ``KernelInfo``: ``name`` names the op,
             ``called`` the argument checks, ``label`` the op's ``__doc__``.
-        outs: the user's ``outs`` (see ``ffi_core.output_avals``).
+        outs: the user's ``outs`` (see ``ffi_core.bridge.output_avals``).
         dtypes: the bridge's dtype table (``KernelDTypes``), for outputs and
             inputs.
         launch: runs the kernel (see ``Launch``).
         vmap_method: the user's; one of ``vmap_methods``.
-        vmap_methods: what the bridge accepts (``ffi_core.VMAP_METHODS``, or
+        vmap_methods: what the bridge accepts (``ffi_core.bridge.VMAP_METHODS``, or
             ``(*VMAP_METHODS, "fold")``).
         input_output_aliases: the user's ``{input index: output index}``.
-        sharding_rule: the user's (see ``ffi_core.check_sharding_rule``).
+        sharding_rule: the user's (see ``ffi_core.bridge.check_sharding_rule``).
         arity: ``arity(n_inputs, n_outputs)`` raises for a call the kernel
-            cannot take. Default: ``ffi_core.check_arity`` with
+            cannot take. Default: ``ffi_core.bridge.check_arity`` with
             ``info.n_params`` (``kernel(in_1, ..., in_n, out_1, ..., out_m)``).
         scalars: ``scalars(args, given)`` checks a call's keywords (their
             names: values may still be callables of the input shapes) and

@@ -48,7 +48,7 @@ def main(argv: Sequence[str]) -> None:
         importlib.import_module(name)
     import jax
 
-    from .._deserialize import deserialize
+    from ..export import deserialize
 
     key = (folder / "op.key").read_bytes()
     exported = deserialize((folder / "op.blob").read_bytes(), key=key)

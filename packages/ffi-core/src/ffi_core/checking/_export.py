@@ -20,8 +20,7 @@ from collections.abc import Sequence
 
 import jax
 
-from .._deserialize import deserialize
-from .._export import export, serialize
+from ..export import deserialize, export, serialize
 from ._case import Case, describe_error
 from ._child import load, save
 from ._report import CheckResult, failed, passed, skipped

@@ -23,11 +23,10 @@ import numpy as np
 from jax.interpreters import mlir
 
 from .._cost_hint import hint_source, lower_with_hint
-from .._export import record_recipe
-from .._recipe import Unexportable
 from .._registry import register_target, target_name
 from .._rules import bind_bridge_call, bridge_primitive
 from .._spec import ArraySig, array_sig, check_vmap_method
+from ..export import Unexportable, record_recipe
 
 __all__ = [
     "CpuPlan",
@@ -136,9 +135,9 @@ def lower_cpu_call(
 
     For bridges with a primitive of their own (Warp's, which carries its
     gradient): ``operands`` of ``ctx.avals_in``, ``batched`` as in
-    ``ffi_core.CallSig``, ``aliases`` maps operands to outputs, ``attrs``
+    ``ffi_core.bridge.CallSig``, ``aliases`` maps operands to outputs, ``attrs``
     are the call's attributes, values as XLA takes them. A large call gets
-    the cost hint (one more input) where ``ffi_core.hint_source`` finds one.
+    the cost hint (one more input) where ``ffi_core.bridge.hint_source`` finds one.
     """
     source = hint_source(ctx.avals_in, ctx.avals_out)
     plan = planner.plan(

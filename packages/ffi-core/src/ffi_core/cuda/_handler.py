@@ -22,10 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from .._capi import ErrorCode, HandlerTraits
-from .._dtypes import code_from_dtype
-from .._frame import create_error
 from .._spec import ArraySig
+from ..abi import ErrorCode, HandlerTraits, code_from_dtype, create_error
 from ._driver import NativeDriver
 from ._launch import LaunchConfig
 from ._layout import Field, ParamLayout
@@ -277,7 +275,7 @@ def build_handler(spec: LaunchSpec, label: str, native: NativeDriver) -> Handler
     """Compile the handler of ``spec`` against ``native``'s driver entry points."""
     from numba import cfunc, types
 
-    from .. import native as nv
+    from ..abi import native as nv
 
     functions = (ctypes.c_size_t * MAX_DEVICES)()
     contexts = (ctypes.c_size_t * MAX_DEVICES)()

@@ -1,92 +1,19 @@
-"""ffi_core.native: call-frame operations compiled with Numba.
-
-For handlers that run without Python: read buffers and dims, answer the
-metadata handshake, create errors, get the stream and device ordinal, and call
-a kernel so that an exception it raises becomes an ``XLA_FFI_Error*``. Needs
-the ``native`` extra (``pip install "ffi-core[native]"``).
-"""
+"""Moved to :mod:`ffi_core.abi.native`: each name of it still resolves here, with
+a DeprecationWarning naming the new place."""
 
 from .._install import install_hint as _install_hint
+from .._moved import moved_getattr as _moved_getattr
 
 try:
     import numba as _numba  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(f"ffi_core.native needs numba: {_install_hint('ffi-core[native]')}") from exc
 
-from ._frame import answer_metadata as answer_metadata
-from ._frame import arg_buffer as arg_buffer
-from ._frame import attr_array_data as attr_array_data
-from ._frame import attr_array_size as attr_array_size
-from ._frame import attr_name_size as attr_name_size
-from ._frame import attr_scalar_dtype as attr_scalar_dtype
-from ._frame import attr_scalar_value as attr_scalar_value
-from ._frame import attr_type as attr_type
-from ._frame import buffer_data as buffer_data
-from ._frame import buffer_dim as buffer_dim
-from ._frame import buffer_dtype as buffer_dtype
-from ._frame import buffer_rank as buffer_rank
-from ._frame import device_ordinal_get as device_ordinal_get
-from ._frame import error_create as error_create
-from ._frame import error_create_prefixed as error_create_prefixed
-from ._frame import error_destroy as error_destroy
-from ._frame import first_error as first_error
-from ._frame import frame_api as frame_api
-from ._frame import frame_ctx as frame_ctx
-from ._frame import frame_stage as frame_stage
-from ._frame import is_metadata_query as is_metadata_query
-from ._frame import num_args as num_args
-from ._frame import num_attrs as num_attrs
-from ._frame import num_rets as num_rets
-from ._frame import ret_buffer as ret_buffer
-from ._frame import stream_get as stream_get
-from ._guarded import call_guarded as call_guarded
-from ._guarded import call_guarded_at as call_guarded_at
-from ._guarded import compiled_address as compiled_address
-from ._guarded import error_from_exception as error_from_exception
-from ._intrinsics import call_api_fn as call_api_fn
-from ._intrinsics import call_void_fn as call_void_fn
-from ._intrinsics import cstring as cstring
-from ._intrinsics import load as load
-from ._intrinsics import stack_buffer as stack_buffer
-from ._intrinsics import store as store
-from ._intrinsics import voidptr as voidptr
+from ..abi import native as _native
 
-__all__ = [
-    "answer_metadata",
-    "arg_buffer",
-    "attr_array_data",
-    "attr_array_size",
-    "attr_name_size",
-    "attr_scalar_dtype",
-    "attr_scalar_value",
-    "attr_type",
-    "buffer_data",
-    "buffer_dim",
-    "buffer_dtype",
-    "buffer_rank",
-    "call_api_fn",
-    "call_guarded",
-    "call_guarded_at",
-    "call_void_fn",
-    "compiled_address",
-    "cstring",
-    "device_ordinal_get",
-    "error_create",
-    "error_create_prefixed",
-    "error_destroy",
-    "error_from_exception",
-    "first_error",
-    "frame_api",
-    "frame_ctx",
-    "frame_stage",
-    "is_metadata_query",
-    "load",
-    "num_args",
-    "num_attrs",
-    "num_rets",
-    "ret_buffer",
-    "stack_buffer",
-    "store",
-    "stream_get",
-    "voidptr",
-]
+# Every name of the last release's ffi_core.native -> the module that holds it now.
+_MOVED: dict[str, str] = dict.fromkeys(_native.__all__, "ffi_core.abi.native")
+
+__all__ = sorted(_MOVED)
+
+__getattr__ = _moved_getattr(__name__, _MOVED)

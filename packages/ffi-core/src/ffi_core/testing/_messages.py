@@ -57,7 +57,7 @@ def raises_exactly(expected_exception: type[BaseException], message: str) -> Any
 
 
 # What a bridge kernel without a derivative answers to each transform: the
-# test's own statement of ffi_core.raise_on_differentiation's messages.
+# test's own statement of ffi_core.bridge.raise_on_differentiation's messages.
 _FIX = (
     "define the derivative with `XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` "
     "for reverse mode) or wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`"

@@ -29,7 +29,7 @@ _PUBLIC_MODULE = "kernel_bench.examples"
 
 def stable_ffi_name(fn: F) -> F:
     # FFI target names (and the handlers Numba caches on disk) digest the
-    # kernel's module and qualified name (ffi_core.function_digest). Naming the
+    # kernel's module and qualified name (ffi_core.bridge.function_digest). Naming the
     # public module, not the private one a kernel happens to live in, keeps the
     # names they had before the split, so programs saved with jax.export and
     # cached handlers still match, and kernels can move between private modules.

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ... import _capi as C
+from ...abi import capi as C
 from .._driver import CTX_FN, LAUNCH_FN, NativeDriver
 from ._fakes import _API_FN, Launch
 

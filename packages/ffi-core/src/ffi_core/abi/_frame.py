@@ -3,7 +3,7 @@
 For handlers that run Python by nature (a callable launching several CUDA
 kernels, a test double): read buffers, answer the metadata handshake, get the
 stream and device ordinal, and create or inspect FFI errors. Native handlers use
-the same operations compiled, from :mod:`ffi_core.native`.
+the same operations compiled, from :mod:`ffi_core.abi.native`.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ def python_handler(
     ``XLA_FFI_Error`` whose message names ``name`` and carries the exception,
     so the caller of the JAX function gets it as a Python exception.
 
-    Register the result with :func:`ffi_core.register_target`, which pins it.
+    Register the result with :func:`ffi_core.bridge.register_target`, which pins it.
     """
 
     def handler(address: int) -> int:

@@ -97,7 +97,7 @@ def register_rebuilder(
         and all(isinstance(k, str) and isinstance(v, StepField) for k, v in fields.items())
     ):
         raise TypeError(
-            f"`fields` must be None or a mapping of str to ffi_core.StepField, got {fields!r}"
+            f"`fields` must be None or a mapping of str to ffi_core.export.StepField, got {fields!r}"
         )
     with _lock:
         _rebuilders[kind] = Rebuilder(rebuild, None if fields is None else dict(fields))
@@ -129,7 +129,7 @@ def rebuilder(kind: str) -> Rebuilder:
         raise MissingKernelError(
             f"no rebuilder for recipe steps of kind {kind!r}: this process knows "
             f"{sorted({*WORKSPACE_REBUILDERS, *_rebuilders})}; a package adds one with "
-            f"ffi_core.register_rebuilder, or declares it as an entry point named {kind!r} "
+            f"ffi_core.export.register_rebuilder, or declares it as an entry point named {kind!r} "
             f"in the group {REBUILDER_ENTRY_POINTS!r}"
         )
     for point in points:

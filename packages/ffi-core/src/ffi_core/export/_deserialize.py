@@ -12,12 +12,12 @@ from typing import Any
 
 import jax
 
+from .._registry import registered_targets
 from ._blob import check_key, unpack
 from ._export import _acceptors, _lock, custom_call_targets
 from ._payload import check_bytecode, parse_isolated
 from ._rebuilders import rebuilder
 from ._recipe import ExportError, MissingKernelError, check_step
-from ._registry import registered_targets
 
 __all__ = ["UnsignedBlobWarning", "deserialize"]
 

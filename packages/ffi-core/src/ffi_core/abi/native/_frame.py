@@ -1,6 +1,6 @@
 """Call-frame operations compiled with Numba, for handlers that run no Python.
 
-Every offset comes from the ctypes structures in :mod:`ffi_core._capi`, the
+Every offset comes from the ctypes structures in :mod:`ffi_core.abi.capi`, the
 one description of the ABI. The functions are ``@njit(inline="always")`` so a
 handler that calls them reads the frame with a handful of loads.
 """

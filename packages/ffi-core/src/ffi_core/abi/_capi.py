@@ -1,7 +1,7 @@
 """The XLA FFI C API (``xla/ffi/api/c_api.h``) mirrored once in ctypes.
 
 These structures are the single description of the ABI in this project: the
-native helpers in :mod:`ffi_core.native` take their field offsets from here, and
+native helpers in :mod:`ffi_core.abi.native` take their field offsets from here, and
 a test compiles ``offsetof``/``sizeof`` lines against the header that ships in
 the installed jaxlib and compares them with these classes.
 """

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._dtypes import SUPPORTED_DTYPES
+from ..abi._dtypes import SUPPORTED_DTYPES
 
 __all__ = [
     "CALL_SIG_FIELDS",
@@ -175,7 +175,7 @@ def _supported_dtype_str(value: Any) -> bool:
 @dataclasses.dataclass(frozen=True)
 class StepField:
     """What one field of a rebuilder's recipe steps may hold (see
-    :func:`ffi_core.register_rebuilder`). Make one with the class methods;
+    :func:`ffi_core.export.register_rebuilder`). Make one with the class methods;
     ``accepted`` says it in words for the error message.
 
     Example:
@@ -288,7 +288,7 @@ class StepField:
 
     @classmethod
     def array_sigs(cls) -> StepField:
-        """Arrays as ``ffi_core.CallSig`` lists them in a step: ``[dtype name,
+        """Arrays as ``ffi_core.bridge.CallSig`` lists them in a step: ``[dtype name,
         rank]`` pairs, the dtype one with an FFI code, the rank in
         ``0..MAX_RANK``."""
         return cls(
@@ -330,7 +330,7 @@ def check_step(step: Mapping[str, Any], fields: Mapping[str, StepField] | None, 
             )
 
 
-#: The fields ``ffi_core.CallSig`` writes into a step (a bridge's ``to_step``):
+#: The fields ``ffi_core.bridge.CallSig`` writes into a step (a bridge's ``to_step``):
 #: ``inputs`` and ``outputs`` (:meth:`StepField.array_sigs`) and ``batched``
 #: (None, or one bool per input: :meth:`StepField.per_item`).
 CALL_SIG_FIELDS: Mapping[str, StepField] = types.MappingProxyType(

@@ -5,7 +5,7 @@ crafted module can abort the process there. What can be checked in Python is
 checked first (:func:`check_bytecode`: the bytecode's magic, version,
 producer and the sections' framing); the rest of the module cannot be, so
 :func:`parse_isolated` parses the payload in a child process, where an abort
-is an exit status, not the caller's crash. ``python -m ffi_core._payload``
+is an exit status, not the caller's crash. ``python -m ffi_core.export._payload``
 is that child: it reads the payload on stdin and imports nothing but JAX.
 """
 
@@ -95,7 +95,7 @@ def parse_isolated(payload: bytes | bytearray) -> None:
     :class:`ExportError` saying how the child ended unless it read it."""
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "ffi_core._payload"],
+            [sys.executable, "-m", "ffi_core.export._payload"],
             input=bytes(payload),
             env=_environment(),
             capture_output=True,
