@@ -19,14 +19,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import xla_custom_kernel as xck
-from kernel_bench import (
-    _autotune_cache,
-    _autotune_decide,
-    _autotune_distributed,
-    autotune,
-    benchmark_kernel,
-)
+from kernel_bench import autotune, benchmark_kernel
 from kernel_bench._cli import main
+from kernel_bench.autotune import _cache as _autotune_cache
+from kernel_bench.autotune import _decide as _autotune_decide
+from kernel_bench.autotune import _distributed as _autotune_distributed
 
 _names = itertools.count()
 
@@ -316,7 +313,8 @@ _SCRIPT = textwrap.dedent(
     import json
     import jax, jax.numpy as jnp
     import xla_custom_kernel as xck
-    from kernel_bench import _autotune_measure, autotune
+    from kernel_bench import autotune
+    from kernel_bench.autotune import _measure as _autotune_measure
 
     # A fake clock: "slow" takes 1 ms a call, "fast" 10 us, every round.
     _autotune_measure.interleaved = lambda runs, counts, data, *, rounds, **kw: {
@@ -582,8 +580,20 @@ def test_margin_noise_and_busy_are_kept_on_disk_and_checked():
         ("noise", -1.0, "the noise must be a finite number >= 0, got -1.0"),
         ("busy", 1, "busy must be a boolean, got 1"),
     ]:
-        with pytest.raises(autotune.InvalidRecord, match=f"^{re.escape(message)}$"):
+        with pytest.raises(autotune.InvalidDecision, match=f"^{re.escape(message)}$"):
             autotune.Decision.from_dict({**record, field: value})
+
+
+def test_the_old_name_of_invalid_decision_warns_and_still_works():
+    message = (
+        "kernel_bench.autotune.InvalidRecord is deprecated: use "
+        "kernel_bench.autotune.InvalidDecision"
+    )
+    with pytest.warns(DeprecationWarning, match=f"^{re.escape(message)}$"):
+        old = autotune.InvalidRecord
+    assert old is autotune.InvalidDecision
+    with pytest.raises(AttributeError, match=re.escape("has no attribute 'Invalid'")):
+        autotune.Invalid  # noqa: B018
 
 
 # ------------------------------------------------------------------ the chooser, the fingerprint

@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import numba
 import pytest
 from kernel_bench import examples
-from kernel_bench._autotune_measure import example_data
 from kernel_bench._timing import chained
+from kernel_bench.autotune._measure import example_data
 from kernel_bench.examples import _axpy, _csr
 from xla_custom_kernel import CallSite
 

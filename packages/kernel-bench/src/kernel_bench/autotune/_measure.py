@@ -24,11 +24,10 @@ from typing import Any
 
 import jax
 import numpy as np
-from ffi_core.checking import TOLERANCES
+from ffi_core.checking import TOLERANCES, max_difference
 
-from ._autotune_record import BUSY_NOISE, AutotuneWarning, Candidate, Decision
-from ._kernel import max_difference
-from ._timing import Spread, calls_per_run, chained, interleaved
+from .._timing import Spread, calls_per_run, chained, interleaved
+from ._decision import BUSY_NOISE, AutotuneWarning, Candidate, Decision
 
 __all__ = ["fallback", "measure"]
 
