@@ -19,7 +19,7 @@ from ._observed import decision_data, recording
 from ._program import dispatch_times, with_program_times
 from ._record import BenchmarkRecord
 from ._result import BenchmarkResult
-from ._timing import Timing, chained, check_count
+from ._timing import SECONDS_PER_RUN, Timing, chained, check_count
 from ._version import __version__
 
 __all__ = ["AUTO", "PLATFORMS", "ResultMismatchError", "benchmark_kernel", "default_platform"]
@@ -136,7 +136,7 @@ def benchmark_kernel(
     progress: Callable[[int, int, str], None] | None = None,
     autotune: bool = False,
     measure_in_program: bool = True,
-    seconds_per_run: float = 2e-3,
+    seconds_per_run: float = SECONDS_PER_RUN,
 ) -> BenchmarkResult:
     """Time every benchmark case of ``kernel`` on every backend of ``platform``.
 
@@ -176,7 +176,9 @@ def benchmark_kernel(
             interleaved with a small reference operation whose spread is
             recorded as the machine's noise.
         seconds_per_run: how long each in-program run lasts (the calls chained
-            in it are chosen to fill it).
+            in it are chosen to fill it); by default the autotuner's, so that
+            the two time the same chains. ``"auto"`` chains as many calls as
+            the backend it picked.
 
     Returns:
         A ``BenchmarkResult`` with one record per case and backend, labelled

@@ -62,7 +62,18 @@ def with_program_times(
     }
     if not timed:
         return records
-    times, counts, _failed = in_program(timed, args, rounds=n_runs, seconds_per_run=seconds)
+    # "auto" runs the program of the backend it picked: it chains as many
+    # calls as that backend's runs, so that the two columns time one program
+    # the same way (a chain calibrated apart on a loaded machine can be longer
+    # or shorter, and a chain's length changes the time per call).
+    picked = {
+        r.backend: r.autotune["backend"]
+        for r in records
+        if r.autotune is not None and r.backend in timed and r.autotune.get("backend") in timed
+    }
+    times, counts, _failed = in_program(
+        timed, args, rounds=n_runs, seconds_per_run=seconds, same_chain=picked
+    )
     reference = times.get(REFERENCE_OP)
     noise = Spread.of(reference).relative_iqr if reference else None
     out = []
