@@ -170,3 +170,52 @@ def test_downstream_example_says_when_it_has_no_wheels(tmp_path):
         timeout=60,
     )
     assert (out.returncode, out.stdout) == (1, f"no wheels in {tmp_path}\n")
+
+
+def _tree(root: pathlib.Path, files: dict[str, str]) -> pathlib.Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_import_layers_holds_for_the_tree_and_finds_circles_and_upward_imports(tmp_path):
+    sys.path.insert(0, str(TOOLS))
+    try:
+        import import_layers
+    finally:
+        sys.path.remove(str(TOOLS))
+    assert import_layers.check() == []
+    packages = _tree(
+        tmp_path,
+        {
+            "ffi-core/src/ffi_core/__init__.py": "from . import _a\n",
+            # A circle through a lazy import and through a package's __init__.
+            "ffi-core/src/ffi_core/_a.py": "def f():\n    from ffi_core.sub import _c\n",
+            "ffi-core/src/ffi_core/sub/__init__.py": "from .. import _b\n",
+            "ffi-core/src/ffi_core/sub/_c.py": "",
+            "ffi-core/src/ffi_core/_b.py": "from ._a import f\n",
+            # Not a circle: only for the type checker.
+            "ffi-core/src/ffi_core/_d.py": (
+                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import _e\n"
+            ),
+            "ffi-core/src/ffi_core/_e.py": "from . import _d\n",
+            # Upward and sideways.
+            "ffi-core/src/ffi_core/_up.py": "import kernel_bench\n",
+            "warp-ffi/src/warp_ffi/__init__.py": "from numba_cpu_ffi import x\n",
+            "numba-cpu-ffi/src/numba_cpu_ffi/__init__.py": "",
+            "kernel-bench/src/kernel_bench/__init__.py": "import ffi_core\n",
+        },
+    )
+    assert import_layers.check(packages, ()) == [
+        "ffi_core._up imports kernel_bench, of a higher layer",
+        "warp_ffi imports numba_cpu_ffi, of the same layer",
+        "import circle: ffi_core._a -> ffi_core.sub -> ffi_core._b -> ffi_core._a",
+    ]
+    circle = frozenset({"ffi_core._a", "ffi_core._b", "ffi_core.sub"})
+    assert import_layers.check(packages, (circle,))[2:] == []
+    stale = frozenset({"ffi_core._d", "ffi_core._e"})
+    assert import_layers.check(packages, (circle, stale))[2:] == [
+        "EXCEPTIONS lists a circle that is gone (remove it): ffi_core._d, ffi_core._e"
+    ]

@@ -70,12 +70,15 @@ _numba_cpu_ffi_cache_dir = cache_dir_fixture("NUMBA_CPU_FFI_CACHE_DIR")
 def _autotune_state(tmp_path, monkeypatch):
     # Each test decides afresh: its own cache directory on disk, nothing in
     # memory, the default budget, fresh counts.
-    from kernel_bench import _autotune_cache, _autotune_decide, autotune
+    from kernel_bench import autotune
+    from kernel_bench.autotune import _cache as _autotune_cache
+    from kernel_bench.autotune import _decide as _autotune_decide
+    from kernel_bench.autotune import _location
 
     monkeypatch.setenv(autotune.CACHE_ENV, str(tmp_path / "autotune-cache"))
     monkeypatch.setattr(_autotune_decide, "_memory", {})
     monkeypatch.setattr(_autotune_cache, "_disk", {})
-    monkeypatch.setattr(_autotune_cache, "_refused", set())
+    monkeypatch.setattr(_location, "_refused", set())
     monkeypatch.setattr(_autotune_decide, "_stats", dict.fromkeys(_autotune_decide._stats, 0))
     monkeypatch.setattr(_autotune_decide, "_budget_s", 0.05)
     yield
@@ -90,7 +93,7 @@ def autotune_costs(monkeypatch):
     ``autotune_costs.rounds`` lists the backends of each timing call."""
     import itertools
 
-    from kernel_bench import _autotune_measure
+    from kernel_bench.autotune import _measure as _autotune_measure
 
     class Costs(dict):
         rounds: list[list[str]]

@@ -19,14 +19,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import xla_custom_kernel as xck
-from kernel_bench import (
-    _autotune_cache,
-    _autotune_decide,
-    _autotune_distributed,
-    autotune,
-    benchmark_kernel,
-)
+from kernel_bench import autotune, benchmark_kernel
 from kernel_bench._cli import main
+from kernel_bench.autotune import _cache as _autotune_cache
+from kernel_bench.autotune import _decide as _autotune_decide
+from kernel_bench.autotune import _distributed as _autotune_distributed
 
 _names = itertools.count()
 
@@ -316,7 +313,8 @@ _SCRIPT = textwrap.dedent(
     import json
     import jax, jax.numpy as jnp
     import xla_custom_kernel as xck
-    from kernel_bench import _autotune_measure, autotune
+    from kernel_bench import autotune
+    from kernel_bench.autotune import _measure as _autotune_measure
 
     # A fake clock: "slow" takes 1 ms a call, "fast" 10 us, every round.
     _autotune_measure.interleaved = lambda runs, counts, data, *, rounds, **kw: {
@@ -497,13 +495,15 @@ def test_the_median_of_rounds_ranks_not_the_least(autotune_costs):
 
 
 def test_noise_is_the_winners_interquartile_range_over_its_median(autotune_costs):
-    # Five rounds of 10, 10, 10, 20, 20: quartiles 10 and 20, median 10.
+    # Rounds of 10, 10, 10, 20, 20 over and over: quartiles 10 and 20, median 10.
     autotune_costs.update(fast=[10.0, 10.0, 10.0, 20.0, 20.0])
     op = _op({"slow": _doubling(), "fast": _doubling()})
     decision = autotune.explain(op, jnp.ones(4), outs=_out(jnp.ones(4)))
     assert decision.backend == "fast" and decision.margin == 100.0
-    # Two calls of the fake clock, each five rounds: ten rounds of "fast".
-    assert len(decision.candidates[1].times_us) == 10
+    # Two calls of the fake clock, each of the most rounds: twice that of "fast".
+    from kernel_bench.autotune import _measure
+
+    assert len(decision.candidates[1].times_us) == 2 * _measure.MAX_ROUNDS
     assert decision.noise == 1.0 and decision.busy
     assert autotune.BUSY_NOISE < decision.noise
 
@@ -582,8 +582,20 @@ def test_margin_noise_and_busy_are_kept_on_disk_and_checked():
         ("noise", -1.0, "the noise must be a finite number >= 0, got -1.0"),
         ("busy", 1, "busy must be a boolean, got 1"),
     ]:
-        with pytest.raises(autotune.InvalidRecord, match=f"^{re.escape(message)}$"):
+        with pytest.raises(autotune.InvalidDecision, match=f"^{re.escape(message)}$"):
             autotune.Decision.from_dict({**record, field: value})
+
+
+def test_the_old_name_of_invalid_decision_warns_and_still_works():
+    message = (
+        "kernel_bench.autotune.InvalidRecord is deprecated: use "
+        "kernel_bench.autotune.InvalidDecision"
+    )
+    with pytest.warns(DeprecationWarning, match=f"^{re.escape(message)}$"):
+        old = autotune.InvalidRecord
+    assert old is autotune.InvalidDecision
+    with pytest.raises(AttributeError, match=re.escape("has no attribute 'Invalid'")):
+        autotune.Invalid  # noqa: B018
 
 
 # ------------------------------------------------------------------ the chooser, the fingerprint

@@ -14,8 +14,11 @@ import jax.numpy as jnp
 import pytest
 import xla_custom_kernel as xck
 from ffi_core import CacheDirWarning
-from kernel_bench import _autotune_cache, _autotune_decide, _autotune_distributed, autotune
+from kernel_bench import autotune
 from kernel_bench._cli import main
+from kernel_bench.autotune import _cache as _autotune_cache
+from kernel_bench.autotune import _decide as _autotune_decide
+from kernel_bench.autotune import _distributed as _autotune_distributed
 
 _names = itertools.count()
 

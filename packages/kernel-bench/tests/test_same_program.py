@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import numba
 import pytest
 from kernel_bench import examples
-from kernel_bench._autotune_measure import example_data
 from kernel_bench._timing import chained
+from kernel_bench.autotune._measure import example_data
 from kernel_bench.examples import _axpy, _csr
 from xla_custom_kernel import CallSite
 
@@ -80,3 +80,22 @@ def test_two_backends_compile_to_different_programs():
         chained(functools.partial(examples.axpy.call, backend=b)) for b in ("numba", "jax")
     )
     assert _program(numba_run, *args) != _program(jax_run, *args)
+
+
+_TARGET = re.compile(r'custom_call_target="([^"]+)"')
+_OP = re.compile(r"= \S+ ([\w\-]+)\(")
+
+
+@pytest.mark.parametrize("op", [examples.csr_matvec, examples.csr_matmat], ids=lambda op: op.name)
+def test_auto_calls_the_same_kernel_as_the_backend_it_picked_and_adds_no_op(op, autotune_costs):
+    # The suite's "auto" column and its "numba" column run one compiled program:
+    # the same custom call (the numba handler) and not one operation more.
+    autotune_costs.update({"numba": 10.0})
+    cfg, args = _case(op)
+    auto, fixed = (
+        _program(chained(functools.partial(op.call, backend=b, **cfg.kernel_kwargs)), *args)
+        for b in ("auto", "numba")
+    )
+    assert _TARGET.findall(auto) == _TARGET.findall(fixed) != []
+    assert sorted(_OP.findall(auto)) == sorted(_OP.findall(fixed)) != []
+    assert auto == fixed

@@ -218,3 +218,59 @@ def test_calls_per_run_is_not_fooled_by_one_pause(monkeypatch):
     # past a quarter of the target: the two runs after it are not, and the
     # chain grows on to a count that is 10 ms of 100 ns calls.
     assert 0.9e5 <= _timing.calls_per_run(run, (), 1e-2) <= 1e5
+
+
+def _fake_reference(monkeypatch, runs_of_fake_clock):
+    # The reference op as one more fake run (its real program would chain ten
+    # million calls on a clock that only the fake runs move).
+    from kernel_bench import _timing
+
+    monkeypatch.setattr(_timing, "_reference_run", lambda: runs_of_fake_clock["reference"])
+
+
+def test_the_autotuner_and_the_suite_time_the_same_chains(monkeypatch):
+    # Backends of known cost on a fake clock: the autotuner's measurement and
+    # the suite's in-program column chain as many calls per run and see the
+    # same time per call, so that the verdict and the pick rest on one figure.
+    from kernel_bench import _timing
+    from kernel_bench._timing import Spread
+    from kernel_bench.autotune import _measure
+
+    costs = {"numba": 2e-4, "jax": 1e-4, "warp": 7e-6}
+    runs, _log = _fake_runs(monkeypatch, {**costs, "reference": 1e-6}, launch=2e-5)
+    _fake_reference(monkeypatch, runs)
+    fake = {b: runs[b] for b in costs}
+    suite_times, suite_counts, failed = _timing.in_program(
+        fake, (), rounds=5, seconds_per_run=_timing.SECONDS_PER_RUN
+    )
+    tuner_times, tuner_counts = _measure._time(fake, (), budget=0.2)
+    assert failed == {}
+    assert tuner_counts == {b: suite_counts[b] for b in costs}
+    assert tuner_counts["numba"] < tuner_counts["jax"] < tuner_counts["warp"]
+    for b in costs:
+        assert Spread.of(tuner_times[b]).median == pytest.approx(Spread.of(suite_times[b]).median)
+    # And the suite's defaults are that run length.
+    import inspect
+
+    from kernel_bench import benchmark_kernel
+    from kernel_bench._suite_cli import PROGRAM_SECONDS
+
+    default = inspect.signature(benchmark_kernel).parameters["seconds_per_run"].default
+    assert default == _timing.SECONDS_PER_RUN
+    assert set(PROGRAM_SECONDS.values()) == {_timing.SECONDS_PER_RUN}
+
+
+def test_auto_chains_as_many_calls_as_the_backend_it_ran(monkeypatch):
+    from kernel_bench import _timing
+
+    runs, log = _fake_runs(monkeypatch, {"numba": 2e-4, "auto": 2e-4, "reference": 1e-6})
+    _fake_reference(monkeypatch, runs)
+    fake = {b: runs[b] for b in ("numba", "auto")}
+    times, counts, _ = _timing.in_program(
+        fake, (), rounds=3, seconds_per_run=1e-3, same_chain={"auto": "numba"}
+    )
+    assert counts["auto"] == counts["numba"] == 5
+    # Not calibrated on its own: its first run is the warm-up round's.
+    first_auto = next(i for i, (name, _) in enumerate(log) if name == "auto")
+    assert all(count == 5 for name, count in log[first_auto:] if name == "auto")
+    assert times["auto"] == pytest.approx(times["numba"])

@@ -31,8 +31,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from ._autotune_record import TIE
 from ._record import BenchmarkRecord
+from .autotune._decision import TIE
 
 __all__ = ["AUTO", "MIN_TOLERANCE", "NOISY", "Disagreement", "check_consistency"]
 

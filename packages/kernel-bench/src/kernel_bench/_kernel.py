@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import platform as _platform
 import re
@@ -14,10 +15,11 @@ import numpy as np
 from ffi_core.checking import first_difference
 
 from ._config import PLATFORMS, BenchmarkConfig
-from ._program import decision_data, decisions_of, dispatch_times, with_program_times
+from ._observed import decision_data, recording
+from ._program import dispatch_times, with_program_times
 from ._record import BenchmarkRecord
 from ._result import BenchmarkResult
-from ._timing import Timing, chained, check_count
+from ._timing import SECONDS_PER_RUN, Timing, chained, check_count
 from ._version import __version__
 
 __all__ = ["AUTO", "PLATFORMS", "ResultMismatchError", "benchmark_kernel", "default_platform"]
@@ -48,14 +50,6 @@ def _mismatch(ref: Any, out: Any, rtol: float, atol: float) -> str | None:
     return first_difference(
         ref, out, tolerances={name: (rtol, atol) for name in dtypes}, names=("expected", "got")
     )
-
-
-def max_difference(a: np.ndarray, b: np.ndarray) -> float:
-    """The largest absolute difference of two arrays of one shape (complex
-    values too), ignoring NaNs; NaN where no element pair has a number."""
-    with np.errstate(invalid="ignore"):
-        diff = np.abs(a.astype(np.complex128) - b.astype(np.complex128))
-    return float(np.nanmax(diff)) if diff.size and not np.all(np.isnan(diff)) else np.nan
 
 
 def _metadata(platform: str) -> dict[str, Any]:
@@ -142,7 +136,7 @@ def benchmark_kernel(
     progress: Callable[[int, int, str], None] | None = None,
     autotune: bool = False,
     measure_in_program: bool = True,
-    seconds_per_run: float = 2e-3,
+    seconds_per_run: float = SECONDS_PER_RUN,
 ) -> BenchmarkResult:
     """Time every benchmark case of ``kernel`` on every backend of ``platform``.
 
@@ -182,7 +176,9 @@ def benchmark_kernel(
             interleaved with a small reference operation whose spread is
             recorded as the machine's noise.
         seconds_per_run: how long each in-program run lasts (the calls chained
-            in it are chosen to fill it).
+            in it are chosen to fill it); by default the autotuner's, so that
+            the two time the same chains. ``"auto"`` chains as many calls as
+            the backend it picked.
 
     Returns:
         A ``BenchmarkResult`` with one record per case and backend, labelled
@@ -380,7 +376,10 @@ def _warm_one(
     run = chained(functools.partial(kernel.call, backend=backend, **cfg.kernel_kwargs))
     count = jax.numpy.asarray(n_batch_per_run, dtype=jax.numpy.int32)
     try:
-        with decisions_of(backend == AUTO) as found:
+        watch: contextlib.AbstractContextManager[list[Any]] = (
+            recording() if backend == AUTO else contextlib.nullcontext([])
+        )
+        with watch as found:
             for _ in range(max(1, n_warmup)):
                 output = jax.block_until_ready(run(count, *args))
         return None, jax.device_get(output), run, decision_data(found, kernel.name)

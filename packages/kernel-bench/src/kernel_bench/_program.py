@@ -1,13 +1,10 @@
-"""The measurements beside a dispatch: time per call inside a compiled program,
-and the autotuner's decision behind backend ``"auto"``."""
+"""The two measurements of the suite: the dispatch times of every backend of a
+case, and the time per call inside a compiled program."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import math
 import random
-from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -16,47 +13,7 @@ from . import _timing
 from ._record import BenchmarkRecord
 from ._timing import REFERENCE_OP, Spread, Timing, in_program
 
-__all__ = ["decision_data", "decisions_of", "dispatch_times", "with_program_times"]
-
-
-def decisions_of(auto: bool) -> contextlib.AbstractContextManager[list[Any]]:
-    """The autotuner's decisions made or looked up in the block, where ``auto``
-    (the block runs backend "auto"); else an empty list."""
-    if not auto:
-        return contextlib.nullcontext([])
-    from . import autotune
-
-    return autotune.recording()
-
-
-def decision_data(found: Sequence[Any], op: str) -> dict[str, Any] | None:
-    """The decision behind a run of backend "auto", as JSON data; None without one.
-
-    ``margin`` is the runner-up's time over the winner's (None with one candidate
-    or none timed; for a decision read from an older cache, which has none, it
-    is taken from the candidates' times), ``noise`` the relative spread of the
-    autotuner's measurement and ``busy`` whether the machine was loaded then."""
-    mine = [d for d in found if d.op == op] or list(found)
-    if not mine:
-        return None
-    d = mine[0]
-    timed = sorted((c.us_per_call, c.backend) for c in d.candidates if c.us_per_call is not None)
-    runner_up = next((b for _, b in timed if b != d.backend), None)
-    margin = d.margin
-    if margin is None and len(timed) > 1 and timed[0][0] > 0:
-        margin = timed[1][0] / timed[0][0]
-    if margin is not None and math.isinf(margin):
-        margin = None
-    return {
-        "backend": d.backend,
-        "source": d.source,
-        "signature": d.signature,
-        "margin": margin,
-        "runner_up": runner_up,
-        "noise": d.noise,
-        "busy": d.busy,
-        "left_out": [f"{c.backend} ({c.status})" for c in d.candidates if c.status != "ok"],
-    }
+__all__ = ["dispatch_times", "with_program_times"]
 
 
 def dispatch_times(
@@ -105,7 +62,18 @@ def with_program_times(
     }
     if not timed:
         return records
-    times, counts, _failed = in_program(timed, args, rounds=n_runs, seconds_per_run=seconds)
+    # "auto" runs the program of the backend it picked: it chains as many
+    # calls as that backend's runs, so that the two columns time one program
+    # the same way (a chain calibrated apart on a loaded machine can be longer
+    # or shorter, and a chain's length changes the time per call).
+    picked = {
+        r.backend: r.autotune["backend"]
+        for r in records
+        if r.autotune is not None and r.backend in timed and r.autotune.get("backend") in timed
+    }
+    times, counts, _failed = in_program(
+        timed, args, rounds=n_runs, seconds_per_run=seconds, same_chain=picked
+    )
     reference = times.get(REFERENCE_OP)
     noise = Spread.of(reference).relative_iqr if reference else None
     out = []

@@ -23,6 +23,7 @@ from ._consistency import MIN_TOLERANCE, NOISY, check_consistency
 from ._console import ProgressBar, print_table
 from ._kernel import benchmark_kernel, default_platform
 from ._result import FILE_FORMATS, BenchmarkResult
+from ._timing import SECONDS_PER_RUN
 
 __all__ = ["DEFAULT_STEM", "PROGRAM_SECONDS", "SCALES", "run_suite", "run_targets"]
 
@@ -31,8 +32,10 @@ SCALES: dict[str, tuple[int, int]] = {"quick": (1, 10), "default": (3, 15), "ful
 #: Seconds each in-program run lasts, per scale: long enough that launching
 #: the program from Python (10-30 us) is lost in it, short enough that on a
 #: shared machine most runs end before the scheduler hands the core to
-#: another job (a longer run is interrupted more often: its rounds spread).
-PROGRAM_SECONDS: dict[str, float] = {"quick": 1e-3, "default": 1e-3, "full": 5e-3}
+#: another job (a longer run is interrupted more often: its rounds spread);
+#: at every scale the autotuner's run length (``_timing.SECONDS_PER_RUN``), so
+#: that the verdict and the autotuner time the same chains.
+PROGRAM_SECONDS: dict[str, float] = dict.fromkeys(("quick", "default", "full"), SECONDS_PER_RUN)
 DEFAULT_STEM = "kernel-bench-results"
 REFERENCE_BACKEND = "jax"
 MEASUREMENT_MODEL = (

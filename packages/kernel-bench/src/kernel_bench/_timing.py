@@ -18,6 +18,7 @@ import jax.numpy as jnp
 __all__ = [
     "REFERENCE_OP",
     "REFERENCE_SIZE",
+    "SECONDS_PER_RUN",
     "WARMUP_ROUNDS",
     "Spread",
     "Timing",
@@ -31,6 +32,12 @@ __all__ = [
 
 #: The name under which :func:`in_program` reports its reference operation.
 REFERENCE_OP = "reference op"
+#: How long one in-program run lasts (the calls chained in it are calibrated
+#: to fill it): the suite's in-program column and the autotuner both chain
+#: this long, so that they time the same program the same way (a chain's
+#: length changes what a call costs: the launch from Python is spread over its
+#: calls, and threads that stay awake between calls start none).
+SECONDS_PER_RUN = 1e-3
 #: Untimed rounds :func:`interleaved` runs before the timed ones.
 WARMUP_ROUNDS = 1
 #: Elements of the reference op's input: enough that a call costs tens of
@@ -258,6 +265,7 @@ def in_program(
     *,
     rounds: int,
     seconds_per_run: float,
+    same_chain: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, list[float]], dict[str, int], dict[str, BaseException]]:
     """Microseconds per call of each of ``runs`` (programs made by
     :func:`chained`, called with ``data``) inside one compiled program: each
@@ -266,7 +274,9 @@ def in_program(
     away, then ``rounds`` timed rounds. A small reference operation (an
     elementwise op on :data:`REFERENCE_SIZE` floats) runs in the same rounds
     under :data:`REFERENCE_OP`: its spread is the machine's noise while the
-    others were measured.
+    others were measured. ``same_chain`` maps a run to another whose
+    calibrated chain length it takes instead of its own (backend ``"auto"``
+    to the backend it runs: the same program, timed the same way).
 
     Returns:
         The times per name (the reference op's included), the calls chained
@@ -278,13 +288,21 @@ def in_program(
     timed: dict[str, Callable[..., Any]] = {}
     counts: dict[str, int] = {}
     failed: dict[str, BaseException] = {}
+    same_chain = dict(same_chain or {})
     for name, (run, args) in chains.items():
+        if same_chain.get(name) in chains:
+            continue
         try:
             counts[name] = calls_per_run(run, args, seconds_per_run)
         except Exception as exc:
             failed[name] = exc
             continue
         timed[name] = lambda count, *_, run=run, args=args: run(count, *args)
+    for name, other in same_chain.items():
+        if name in chains and other in counts:
+            run, args = chains[name]
+            counts[name] = counts[other]
+            timed[name] = lambda count, *_, run=run, args=args: run(count, *args)
     times = interleaved(timed, counts, (), rounds=rounds)
     return times, counts, failed
 

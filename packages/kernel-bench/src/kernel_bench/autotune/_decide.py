@@ -1,7 +1,6 @@
 """Where a decision comes from: memory, process 0, the disk, a measurement.
 
-The settings of the autotuner (the time budget), its counts, the recorders of
-decisions, and :class:`AutotuneChooser`, the chooser kernel-bench registers
+The settings of the autotuner (the time budget), its counts, and :class:`AutotuneChooser`, the chooser kernel-bench registers
 into xla-custom-kernel for backend ``"auto"``. See ``kernel_bench.autotune``
 for the order in which a decision is looked for and the rule that re-measures
 decisions that were not settled.
@@ -9,17 +8,17 @@ decisions that were not settled.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import jax
 from xla_custom_kernel import CallSite
 
-from . import _autotune_cache, _autotune_distributed, _autotune_measure
-from ._autotune_record import Decision
+from .._kernel import benchmark_kernel
+from .._observed import observe
+from . import _cache, _distributed, _measure
+from ._decision import Decision
 
 __all__ = [
     "DEFAULT_BUDGET_S",
@@ -27,7 +26,6 @@ __all__ = [
     "clear",
     "decide_site",
     "get_budget",
-    "recording",
     "set_budget",
     "stats",
 ]
@@ -51,7 +49,6 @@ _stats = {
     "process 0": 0,
     "fallback": 0,
 }
-_recorders: list[list[Decision]] = []
 
 
 def set_budget(seconds: float) -> None:
@@ -78,28 +75,13 @@ def stats() -> dict[str, int]:
         return dict(_stats)
 
 
-@contextlib.contextmanager
-def recording() -> Iterator[list[Decision]]:
-    """Collect the decisions made or looked up while the block runs (in this thread
-    and others), in order."""
-    found: list[Decision] = []
-    with _lock:
-        _recorders.append(found)
-    try:
-        yield found
-    finally:
-        with _lock:
-            # By identity: two recorders' lists are often equal (both empty).
-            _recorders[:] = [r for r in _recorders if r is not found]
-
-
 def clear(op: str | None = None) -> int:
     """Forget the decisions of operation ``op`` (all when None), on disk and in
     this process; returns how many were removed from the disk. Functions
     already compiled keep their backends: JAX's caches are cleared so that the
     next call of a jitted function decides again."""
     with _lock:
-        removed = _autotune_cache.remove(op)
+        removed = _cache.remove(op)
         for key in [k for k, d in _memory.items() if op is None or d.op == op]:
             del _memory[key]
     jax.clear_caches()
@@ -122,14 +104,13 @@ def decide_site(site: CallSite) -> Decision:
             if unavailable:
                 decision = dataclasses.replace(decision, unavailable=unavailable)
             _memory[site.lookup_key] = decision
-        for found in _recorders:
-            found.append(decision)
+        observe(decision)
     return decision
 
 
 def _fallback(site: CallSite, reason: str) -> Decision:
     _stats["fallback"] += 1
-    return _autotune_measure.fallback(site, reason)
+    return _measure.fallback(site, reason)
 
 
 def _decide(site: CallSite) -> Decision:
@@ -142,10 +123,10 @@ def _decide(site: CallSite) -> Decision:
             site.backends[0],
             source="only backend",
         )
-    store = _autotune_distributed.client()
+    store = _distributed.client()
     if store is None:
         return _local(site)
-    decision, from_process_0 = _autotune_distributed.shared(
+    decision, from_process_0 = _distributed.shared(
         store, site, lambda: _local(site), lambda reason: _fallback(site, reason)
     )
     if from_process_0:
@@ -158,14 +139,14 @@ def _local(site: CallSite) -> Decision:
         device = jax.devices(site.platform)[0]
     except RuntimeError:
         return _fallback(site, f"no {site.platform} device in this process to measure on")
-    found = _autotune_cache.from_disk(site.platform, site.key, site.op, site.backends)
+    found = _cache.from_disk(site.platform, site.key, site.op, site.backends)
     if found is not None and found.settled:
         _stats["disk"] += 1
         return found
     # Not on disk, or not settled there (within its noise, or measured while
     # the machine was busy): measured now, once in this process (the memory
     # answers from now on), and the disk updated.
-    decision = _autotune_measure.measure(site, device, get_budget())
+    decision = _measure.measure(site, device, get_budget())
     if decision.source == "fallback":
         _stats["fallback"] += 1
         return decision
@@ -175,7 +156,7 @@ def _local(site: CallSite) -> Decision:
     # A static value written with a memory address makes a key no later
     # process computes again: such decisions stay in this process.
     if site.unstable_static() is None:
-        _autotune_cache.to_disk(site.platform, decision)
+        _cache.to_disk(site.platform, decision)
     return decision
 
 
@@ -195,8 +176,6 @@ class AutotuneChooser:
 
     def benchmark(self, kernel: Any, **kwargs: Any) -> Any:
         """``kernel_bench.benchmark_kernel(kernel, **kwargs)``."""
-        from ._kernel import benchmark_kernel
-
         return benchmark_kernel(kernel, **kwargs)
 
     def __repr__(self) -> str:

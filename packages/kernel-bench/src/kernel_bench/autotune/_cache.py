@@ -32,21 +32,20 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import jax
-from ffi_core import cache_root, checked_cache_dir
 
-from ._autotune_record import (
+from ._decision import (
     PLATFORMS,
     AutotuneWarning,
     Decision,
-    InvalidRecord,
+    InvalidDecision,
     _fields,
     _json,
     _kind,
     _short,
     parse_decision,
 )
+from ._location import CACHE_ENV, usable_directory
 
-CACHE_ENV = "KERNEL_BENCH_AUTOTUNE_DIR"
 # Third-party packages that decisions depend on (the compilers and runtimes of
 # the backends). This project's own packages are found, not listed: see
 # _project_packages.
@@ -133,7 +132,7 @@ def _check_fingerprint(record: Any) -> dict[str, Any]:
         and all(v is None or isinstance(v, str) for v in f["versions"].values())
     )
     if not ok:
-        raise InvalidRecord(f"its fingerprint is not one this module writes: {_short(f)}")
+        raise InvalidDecision(f"its fingerprint is not one this module writes: {_short(f)}")
     return dict(f)
 
 
@@ -147,29 +146,6 @@ def _file_name(fingerprint_: Mapping[str, Any]) -> str:
 _lock = threading.RLock()
 # The entries of the cache files read in this process, by path (checked when used).
 _disk: dict[pathlib.Path, dict[str, Any]] = {}
-_refused: set[str] = set()
-
-
-def cache_dir() -> pathlib.Path:
-    """Where decisions are kept: ``$KERNEL_BENCH_AUTOTUNE_DIR``, else
-    ``$XDG_CACHE_HOME/kernel-bench/autotune`` (``~/.cache/kernel-bench/autotune``).
-    The directory is used only when ``ffi_core.checked_cache_dir`` accepts it
-    (yours, mode 0700, not a symlink); else decisions stay in memory."""
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return pathlib.Path(explicit)
-    return cache_root() / "kernel-bench" / "autotune"
-
-
-def _directory() -> pathlib.Path | None:
-    # The directory when it may be used (created 0700 if absent); a refused
-    # one is said once per process and path.
-    path = cache_dir()
-    first = str(path) not in _refused
-    checked = checked_cache_dir(path, purpose="the autotune cache of kernel-bench", warn=first)
-    if checked is None:
-        _refused.add(str(path))
-    return checked
 
 
 def _files(directory: pathlib.Path) -> list[pathlib.Path]:
@@ -179,27 +155,27 @@ def _files(directory: pathlib.Path) -> list[pathlib.Path]:
 
 def _load(path: pathlib.Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The fingerprint and the entries of a cache file ((None, {}) where there
-    is none). Raises InvalidRecord for a file that is not a decision file."""
+    is none). Raises InvalidDecision for a file that is not a decision file."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
         return None, {}
     except OSError as exc:
-        raise InvalidRecord(f"it cannot be read ({exc.strerror or exc})") from None
+        raise InvalidDecision(f"it cannot be read ({exc.strerror or exc})") from None
     with os.fdopen(fd, "rb") as f:
         data = f.read(_MAX_FILE_BYTES + 1)
     if len(data) > _MAX_FILE_BYTES:
-        raise InvalidRecord(f"it is larger than {_MAX_FILE_BYTES >> 20} MiB")
+        raise InvalidDecision(f"it is larger than {_MAX_FILE_BYTES >> 20} MiB")
     content = _json(data, "a decision file")
     if not isinstance(content, dict) or set(content) != {"fingerprint", "decisions"}:
-        raise InvalidRecord(
+        raise InvalidDecision(
             f"it holds {_kind(content)}, not an object of 'fingerprint' and 'decisions'"
         )
     fingerprint_ = _check_fingerprint(content["fingerprint"])
     if path.name != _file_name(fingerprint_):
-        raise InvalidRecord("its fingerprint is not the one its name stands for")
+        raise InvalidDecision("its fingerprint is not the one its name stands for")
     if not isinstance(content["decisions"], dict):
-        raise InvalidRecord(f"its decisions are {_kind(content['decisions'])}, not an object")
+        raise InvalidDecision(f"its decisions are {_kind(content['decisions'])}, not an object")
     return fingerprint_, content["decisions"]
 
 
@@ -215,7 +191,7 @@ def _ignored(what: str, problem: str) -> None:
 def _read(path: pathlib.Path, *, warn: bool = True) -> dict[str, Any]:
     try:
         return _load(path)[1]
-    except InvalidRecord as exc:
+    except InvalidDecision as exc:
         if warn:
             _ignored(f"the autotune cache file {path}", str(exc))
         return {}
@@ -242,7 +218,7 @@ def _file_lock(directory: pathlib.Path) -> Iterator[None]:
 def _valid_entries(entries: Mapping[str, Any]) -> dict[str, Any]:
     kept = {}
     for key, record in entries.items():
-        with contextlib.suppress(InvalidRecord):
+        with contextlib.suppress(InvalidDecision):
             parse_decision(record, key=key)
             kept[key] = record
     return kept
@@ -262,7 +238,7 @@ def _write(
     with _file_lock(path.parent):
         try:
             found, entries = _load(path)
-        except InvalidRecord:
+        except InvalidDecision:
             found, entries = None, {}
         merged = {**_valid_entries(entries), **decisions} if merge else decisions
         fingerprint_ = found if fingerprint_ is None else fingerprint_
@@ -285,7 +261,7 @@ def _write(
 def from_disk(platform: str, key: str, op: str, backends: tuple[str, ...]) -> Decision | None:
     """The decision stored for ``key`` on this machine, checked, or None (a
     miss, with an :class:`AutotuneWarning` where what is stored is bad)."""
-    directory = _directory()
+    directory = usable_directory()
     if directory is None:
         return None
     fingerprint_ = fingerprint(platform)
@@ -295,8 +271,8 @@ def from_disk(platform: str, key: str, op: str, backends: tuple[str, ...]) -> De
             try:
                 found, entries = _load(path)
                 if found is not None and found != fingerprint_:
-                    raise InvalidRecord("its fingerprint is not this machine's and software's")
-            except InvalidRecord as exc:
+                    raise InvalidDecision("its fingerprint is not this machine's and software's")
+            except InvalidDecision as exc:
                 _ignored(f"the autotune cache file {path}", str(exc))
                 entries = {}
             _disk[path] = entries
@@ -307,7 +283,7 @@ def from_disk(platform: str, key: str, op: str, backends: tuple[str, ...]) -> De
         return parse_decision(
             record, key=key, op=op, platform=platform, backends=backends, source="disk"
         )
-    except InvalidRecord as exc:
+    except InvalidDecision as exc:
         _ignored(f"the autotune decision {_short(key)} in {path}", str(exc))
         return None
 
@@ -315,7 +291,7 @@ def from_disk(platform: str, key: str, op: str, backends: tuple[str, ...]) -> De
 def to_disk(platform: str, decision: Decision) -> None:
     """Keep ``decision`` in the cache file of this machine (nothing where the
     directory is refused; a warning where it cannot be written)."""
-    directory = _directory()
+    directory = usable_directory()
     if directory is None:
         return
     fingerprint_ = fingerprint(platform)
@@ -337,7 +313,7 @@ def to_disk(platform: str, decision: Decision) -> None:
 def cached_decisions() -> list[Decision]:
     """Every decision in the cache on disk, for every machine and version;
     bad files and entries are left out with an :class:`AutotuneWarning`."""
-    directory = _directory()
+    directory = usable_directory()
     if directory is None:
         return []
     found = []
@@ -345,7 +321,7 @@ def cached_decisions() -> list[Decision]:
         for key, record in _read(path).items():
             try:
                 found.append(parse_decision(record, key=key, source="disk"))
-            except InvalidRecord as exc:
+            except InvalidDecision as exc:
                 _ignored(f"the autotune decision {_short(key)} in {path}", str(exc))
     return found
 
@@ -354,7 +330,7 @@ def remove(op: str | None) -> int:
     """Remove the decisions of ``op`` (all when None) from the disk; returns how
     many. Bad entries go too, and files left without a decision, bad files
     included, are deleted."""
-    directory = _directory()
+    directory = usable_directory()
     removed = 0
     with _lock:
         _disk.clear()

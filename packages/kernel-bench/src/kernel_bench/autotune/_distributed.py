@@ -3,7 +3,7 @@
 Process 0 decides and publishes its decision in JAX's key-value store; the
 other processes wait for it, so that every process lowers the same program
 with the same backends. What another process publishes is checked as a record
-read from disk is (``_autotune_record.parse_message``); a bad one gives the
+read from disk is (``_decision.parse_message``); a bad one gives the
 fixed default, with an :class:`AutotuneWarning` naming its key. JAX's
 key-value client is reached through ffi-core's one seam on JAX internals
 (``ffi_core.bridge.distributed_client``).
@@ -19,7 +19,7 @@ from typing import Any
 import jax
 from ffi_core.bridge import distributed_client
 
-from ._autotune_record import AutotuneWarning, Decision, InvalidRecord, parse_message
+from ._decision import AutotuneWarning, Decision, InvalidDecision, parse_message
 
 __all__ = ["KV_TIMEOUT_MS", "client", "kv_key", "shared"]
 
@@ -79,7 +79,7 @@ def shared(
             backends=site.backends,
             source="process 0",
         )
-    except InvalidRecord as exc:
+    except InvalidDecision as exc:
         warnings.warn(
             f"process {jax.process_index()} ignores the autotune decision on {site.op} "
             f"({site.describe()}) under the key {key!r} of JAX's key-value store: {exc}. "

@@ -16,7 +16,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._console import render
+from .._console import render
+from ._location import cache_dir
 
 PLATFORMS = ("cpu", "gpu", "tpu")
 #: A decision whose winner's rounds spread more than this (interquartile range
@@ -142,7 +143,7 @@ class Decision:
         head = f"{self.op} on {self.platform}: {self.signature}"
         where = {
             "measured": "measured in this process",
-            "disk": f"read from the autotune cache ({_cache_dir()})",
+            "disk": f"read from the autotune cache ({cache_dir()})",
             "process 0": "decided by process 0",
             "only backend": "the only backend available"
             if self.unavailable
@@ -179,17 +180,10 @@ class Decision:
         return text
 
 
-def _cache_dir() -> Any:
-    # The cache module files records; it is imported when a record is shown.
-    from ._autotune_cache import cache_dir
-
-    return cache_dir()
-
-
 # ------------------------------------------------------------------ checking a record
 
 
-class InvalidRecord(ValueError):
+class InvalidDecision(ValueError):
     """A stored decision, cache file or message that is not what this module writes."""
 
 
@@ -208,7 +202,7 @@ def _kind(value: Any) -> str:
 def _text(value: Any, what: str, limit: int = _MAX_TEXT, *, empty: bool = True) -> str:
     if not isinstance(value, str) or len(value) > limit or (not empty and not value):
         size = "" if empty else "non-empty "
-        raise InvalidRecord(
+        raise InvalidDecision(
             f"{what} must be a {size}string of at most {limit} characters, got {_short(value)}"
         )
     return value
@@ -216,23 +210,23 @@ def _text(value: Any, what: str, limit: int = _MAX_TEXT, *, empty: bool = True) 
 
 def _time(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidRecord(f"{what} must be a number, got {_short(value)}")
+        raise InvalidDecision(f"{what} must be a number, got {_short(value)}")
     if isinstance(value, int) and not 0 <= value < 2**64:
-        raise InvalidRecord(f"{what} must be a finite number >= 0, got {_short(value)}")
+        raise InvalidDecision(f"{what} must be a finite number >= 0, got {_short(value)}")
     if not (math.isfinite(value) and value >= 0):
-        raise InvalidRecord(f"{what} must be a finite number >= 0, got {_short(value)}")
+        raise InvalidDecision(f"{what} must be a finite number >= 0, got {_short(value)}")
     return float(value)
 
 
 def _fields(record: Any, names: tuple[str, ...], what: str) -> Mapping[str, Any]:
     if not isinstance(record, dict):
-        raise InvalidRecord(f"{what} must be an object, got {_kind(record)}")
+        raise InvalidDecision(f"{what} must be an object, got {_kind(record)}")
     missing = [n for n in names if n not in record]
     unknown = sorted(str(n) for n in record if n not in names)
     if missing:
-        raise InvalidRecord(f"{what} lacks the field(s) {', '.join(map(repr, missing))}")
+        raise InvalidDecision(f"{what} lacks the field(s) {', '.join(map(repr, missing))}")
     if unknown:
-        raise InvalidRecord(f"{what} has unknown field(s) {', '.join(map(_short, unknown[:5]))}")
+        raise InvalidDecision(f"{what} has unknown field(s) {', '.join(map(_short, unknown[:5]))}")
     return record
 
 
@@ -248,19 +242,19 @@ def _candidate(record: Any, i: int) -> Candidate:
     c = _fields(record, _CANDIDATE_FIELDS, what)
     backend = _text(c["backend"], f"the backend of {what}", _MAX_NAME, empty=False)
     if c["status"] not in STATUSES:
-        raise InvalidRecord(
+        raise InvalidDecision(
             f"the status of {what} must be one of {', '.join(map(repr, STATUSES))}, "
             f"got {_short(c['status'])}"
         )
     times = c["times_us"]
     if not isinstance(times, list | tuple) or len(times) > _MAX_ITEMS:
-        raise InvalidRecord(
+        raise InvalidDecision(
             f"the times of {what} must be a list of at most {_MAX_ITEMS} numbers, got {_kind(times)}"
         )
     times_us = tuple(_time(t, f"each time of {what}") for t in times)
     us = None if c["us_per_call"] is None else _time(c["us_per_call"], f"the time of {what}")
     if (us is None) != (c["status"] != "ok"):
-        raise InvalidRecord(f"{what} must have a time if and only if its status is 'ok'")
+        raise InvalidDecision(f"{what} must have a time if and only if its status is 'ok'")
     detail = _text(c["detail"], f"the detail of {what}")
     return Candidate(backend, c["status"], us, times_us, detail)
 
@@ -284,47 +278,47 @@ def parse_decision(
         source: replaces the source written.
 
     Raises:
-        InvalidRecord: (a ValueError) naming the first field that is wrong.
+        InvalidDecision: (a ValueError) naming the first field that is wrong.
     """
     if isinstance(record, dict):
         record = {**_LATER_FIELDS, **record}
     d = _fields(record, _DECISION_FIELDS, "a decision")
     name = _text(d["op"], "the operation", _MAX_NAME * 5, empty=False)
     if d["platform"] not in PLATFORMS:
-        raise InvalidRecord(
+        raise InvalidDecision(
             f"the platform must be one of {', '.join(map(repr, PLATFORMS))}, "
             f"got {_short(d['platform'])}"
         )
     if not isinstance(d["key"], str) or not _KEY.fullmatch(d["key"]):
-        raise InvalidRecord(f"the key must be 32 hexadecimal digits, got {_short(d['key'])}")
+        raise InvalidDecision(f"the key must be 32 hexadecimal digits, got {_short(d['key'])}")
     backend = _text(d["backend"], "the backend", _MAX_NAME, empty=False)
     if not isinstance(d["candidates"], list | tuple) or len(d["candidates"]) > _MAX_ITEMS:
-        raise InvalidRecord(f"the candidates must be a list, got {_kind(d['candidates'])}")
+        raise InvalidDecision(f"the candidates must be a list, got {_kind(d['candidates'])}")
     candidates = tuple(_candidate(c, i) for i, c in enumerate(d["candidates"]))
     names = [c.backend for c in candidates]
     if len(set(names)) != len(names):
-        raise InvalidRecord(f"the candidates name a backend twice: {_short(names)}")
+        raise InvalidDecision(f"the candidates name a backend twice: {_short(names)}")
     counts = d["calls_per_run"]
     if not isinstance(counts, dict) or any(
         b not in names or isinstance(n, bool) or not isinstance(n, int) or not 1 <= n < 2**53
         for b, n in counts.items()
     ):
-        raise InvalidRecord(
+        raise InvalidDecision(
             f"the calls per run must map candidates to positive integers, got {_short(counts)}"
         )
     if d["source"] not in SOURCES:
-        raise InvalidRecord(
+        raise InvalidDecision(
             f"the source must be one of {', '.join(map(repr, SOURCES))}, got {_short(d['source'])}"
         )
     if candidates and not any(c.backend == backend and c.status == "ok" for c in candidates):
-        raise InvalidRecord(f"the backend {_short(backend)} is not a timed candidate")
+        raise InvalidDecision(f"the backend {_short(backend)} is not a timed candidate")
     for field, want in (("key", key), ("op", op), ("platform", platform)):
         if want is not None and d[field] != want:
-            raise InvalidRecord(f"it is a decision of {field} {_short(d[field])}, not {want!r}")
+            raise InvalidDecision(f"it is a decision of {field} {_short(d[field])}, not {want!r}")
     if backends is not None:
         for b in [backend, *names]:
             if b not in backends:
-                raise InvalidRecord(
+                raise InvalidDecision(
                     f"it names backend {_short(b)}, which is not registered "
                     f"(registered: {', '.join(map(repr, backends))})"
                 )
@@ -351,13 +345,15 @@ def _margin(value: Any) -> float | None:
         return math.inf
     margin = _time(value, "the margin")
     if margin < 1:
-        raise InvalidRecord(f'the margin must be a number >= 1, "inf" or null, got {_short(value)}')
+        raise InvalidDecision(
+            f'the margin must be a number >= 1, "inf" or null, got {_short(value)}'
+        )
     return margin
 
 
 def _flag(value: Any, what: str) -> bool:
     if not isinstance(value, bool):
-        raise InvalidRecord(f"{what} must be a boolean, got {_short(value)}")
+        raise InvalidDecision(f"{what} must be a boolean, got {_short(value)}")
     return value
 
 
@@ -367,7 +363,7 @@ def parse_message(text: Any, **expected: Any) -> Decision:
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     if not isinstance(text, str) or len(text) > _MAX_TEXT_BYTES:
-        raise InvalidRecord(
+        raise InvalidDecision(
             f"it must be a JSON text of at most {_MAX_TEXT_BYTES} characters, got {_short(text)}"
         )
     return parse_decision(_json(text, "a decision"), **expected)
@@ -377,10 +373,10 @@ def _json(text: str | bytes, what: str) -> Any:
     try:
         return json.loads(text)
     except RecursionError:
-        raise InvalidRecord(f"it is nested too deeply to be {what}") from None
+        raise InvalidDecision(f"it is nested too deeply to be {what}") from None
     except UnicodeDecodeError:
-        raise InvalidRecord("it is not UTF-8 text") from None
+        raise InvalidDecision("it is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise InvalidRecord(f"it is not JSON (line {exc.lineno}, column {exc.colno})") from None
+        raise InvalidDecision(f"it is not JSON (line {exc.lineno}, column {exc.colno})") from None
     except ValueError as exc:  # an integer too long to convert
-        raise InvalidRecord(f"it is not JSON this module writes ({exc})") from None
+        raise InvalidDecision(f"it is not JSON this module writes ({exc})") from None

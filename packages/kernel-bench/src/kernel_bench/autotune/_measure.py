@@ -6,8 +6,9 @@ compared with the reference backend's (the platform's fixed default) within
 per-dtype tolerances (``ffi_core.checking.TOLERANCES``); the ones that fail or
 disagree are never chosen. The rest are timed by kernel-bench's engine
 (``_timing``), each run a chain of calls in one compiled program, the same
-program the suite's in-program column times for that backend, calibrated as
-the suite's; the candidates interleaved round by round (a warm-up round
+program the suite's in-program column times for that backend, a chain as
+long as the suite's (``_timing.SECONDS_PER_RUN``, calibrated the same way);
+the candidates interleaved round by round (a warm-up round
 thrown away, the order shuffled every round) within the time budget. The
 one with the lowest median time per call wins (the statistic the suite's
 verdict uses), ties going to the earlier registered; the
@@ -24,15 +25,16 @@ from typing import Any
 
 import jax
 import numpy as np
-from ffi_core.checking import TOLERANCES
+from ffi_core.checking import TOLERANCES, max_difference
 
-from ._autotune_record import BUSY_NOISE, AutotuneWarning, Candidate, Decision
-from ._kernel import max_difference
-from ._timing import Spread, calls_per_run, chained, interleaved
+from .._timing import SECONDS_PER_RUN, Spread, calls_per_run, chained, interleaved
+from ._decision import BUSY_NOISE, AutotuneWarning, Candidate, Decision
 
 __all__ = ["fallback", "measure"]
 
-MAX_ROUNDS = 5
+# At most as many rounds as the suite's default run, at least three; the
+# budget decides in between.
+MAX_ROUNDS = 15
 MIN_ROUNDS = 3
 # Two best candidates closer than this ratio get more rounds of their own.
 _CLOSE = 1.10
@@ -206,12 +208,12 @@ def _time(
 ) -> tuple[dict[str, list[float]], dict[str, int]]:
     """Microseconds per call of each run, round by round, every run in each
     round after a warm-up round, the order shuffled every round (the
-    suite's ``_timing.interleaved``); the calls per run chosen so that every run
-    takes about the same share of the budget. Two thirds of the budget go to
-    every candidate; where the two best medians are within :data:`_CLOSE` of
-    each other, the last third to more rounds of those two alone."""
-    per_run = budget * 2 / 3 / (MAX_ROUNDS * len(runs))
-    counts = {b: calls_per_run(run, data, per_run) for b, run in runs.items()}
+    suite's ``_timing.interleaved``); each run a chain calibrated to last
+    ``_timing.SECONDS_PER_RUN``, as the suite's in-program runs are, so that
+    both time the same chains. Two thirds of the budget go to rounds of every
+    candidate; where the two best medians are within :data:`_CLOSE` of each
+    other, the last third to more rounds of those two alone."""
+    counts = {b: calls_per_run(run, data, SECONDS_PER_RUN) for b, run in runs.items()}
     times: dict[str, list[float]] = {b: [] for b in runs}
 
     def rounds(names: list[str], seconds: float) -> None:

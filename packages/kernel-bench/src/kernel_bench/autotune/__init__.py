@@ -15,18 +15,18 @@ registered backends (``xla_custom_kernel.CallSite``). It comes, in order, from:
 2. process 0, in a program of several JAX processes (``jax.distributed``):
    process 0 decides and shares the decision through JAX's key-value store,
    so that every process lowers the same program with the same backends
-   (``_autotune_distributed``);
+   (``_distributed``);
 3. the cache on disk (:func:`cache_dir`), one file per machine and software
    (CPU model or GPU name, Python, the versions of jax, jaxlib, numpy,
    numba, warp-lang, triton and of every installed package of this project):
    a new version is a new file; what is read back is checked before it is
-   used (``_autotune_record`` and ``_autotune_cache``): a bad file or entry is
+   used (``_decision`` and ``_cache``): a bad file or entry is
    a miss with an :class:`AutotuneWarning` naming it (a bad message from
    process 0 gives the fixed default, with a warning naming its key). A
    decision read from the disk that is not *settled* (``Decision.settled``:
    its margin is within its noise, or it was measured while the machine was
    busy) is measured again, once per process, and the disk updated;
-4. a measurement (``_autotune_measure``): every backend runs once on data of
+4. a measurement (``_measure``): every backend runs once on data of
    the call's shapes (from the kernel's ``def_autotune_data``, else random
    floats and zero integers); their results are compared with the reference
    backend's (the platform's fixed default) within per-dtype tolerances
@@ -47,6 +47,7 @@ registered backends (``xla_custom_kernel.CallSite``). It comes, in order, from:
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,24 +55,24 @@ import xla_custom_kernel
 from ffi_core.checking import TOLERANCES as _TOLERANCES
 from xla_custom_kernel import CallSite
 
-from ._autotune_cache import CACHE_ENV as CACHE_ENV
-from ._autotune_cache import cache_dir as cache_dir
-from ._autotune_cache import cached_decisions as cached_decisions
-from ._autotune_cache import fingerprint as fingerprint
-from ._autotune_decide import DEFAULT_BUDGET_S as DEFAULT_BUDGET_S
-from ._autotune_decide import AutotuneChooser as AutotuneChooser
-from ._autotune_decide import clear as clear
-from ._autotune_decide import decide_site
-from ._autotune_decide import get_budget as get_budget
-from ._autotune_decide import recording as recording
-from ._autotune_decide import set_budget as set_budget
-from ._autotune_decide import stats as stats
-from ._autotune_record import BUSY_NOISE as BUSY_NOISE
-from ._autotune_record import TIE as TIE
-from ._autotune_record import AutotuneWarning as AutotuneWarning
-from ._autotune_record import Candidate as Candidate
-from ._autotune_record import Decision as Decision
-from ._autotune_record import InvalidRecord as InvalidRecord
+from .._observed import recording as recording
+from ._cache import cached_decisions as cached_decisions
+from ._cache import fingerprint as fingerprint
+from ._decide import DEFAULT_BUDGET_S as DEFAULT_BUDGET_S
+from ._decide import AutotuneChooser as AutotuneChooser
+from ._decide import clear as clear
+from ._decide import decide_site
+from ._decide import get_budget as get_budget
+from ._decide import set_budget as set_budget
+from ._decide import stats as stats
+from ._decision import BUSY_NOISE as BUSY_NOISE
+from ._decision import TIE as TIE
+from ._decision import AutotuneWarning as AutotuneWarning
+from ._decision import Candidate as Candidate
+from ._decision import Decision as Decision
+from ._decision import InvalidDecision as InvalidDecision
+from ._location import CACHE_ENV as CACHE_ENV
+from ._location import cache_dir as cache_dir
 
 __all__ = [
     "BUSY_NOISE",
@@ -84,7 +85,7 @@ __all__ = [
     "AutotuneWarning",
     "Candidate",
     "Decision",
-    "InvalidRecord",
+    "InvalidDecision",
     "cache_dir",
     "cached_decisions",
     "clear",
@@ -142,3 +143,19 @@ def explain(
 if xla_custom_kernel.registered_chooser() is None:
     with contextlib.suppress(ValueError):  # another one registered meanwhile stays
         xla_custom_kernel.register_chooser(CHOOSER)
+
+
+# Old names that still work for one release, each with what replaces it.
+_RENAMED = {"InvalidRecord": "InvalidDecision"}
+
+
+def __getattr__(name: str) -> Any:
+    new = _RENAMED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"kernel_bench.autotune.{name} is deprecated: use kernel_bench.autotune.{new}",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[new]
