@@ -84,7 +84,8 @@ def public_modules(top: str) -> Iterator[tuple[str, types.ModuleType | ImportErr
             for info in pkgutil.iter_modules(module.__path__):
                 if _is_public(info.name):
                     found[f"{public}.{info.name}"] = f"{real}.{info.name}"
-        for attr in getattr(module, "__all__", ()):
+        # A shim's names warn on access; they are listed as moved, not imported.
+        for attr in () if hasattr(module, "__moved_to__") else getattr(module, "__all__", ()):
             value = getattr(module, attr, None)
             if isinstance(value, types.ModuleType) and value.__name__.startswith(top + "."):
                 found[f"{public}.{attr}"] = value.__name__  # `ffi_core.capi` is `_capi`
@@ -203,6 +204,14 @@ def api_sections(package: str) -> dict[str, list[str] | str]:
     for name, module in public_modules(top):
         if isinstance(module, ImportError):
             sections[name] = f"not importable here: {module}"
+            continue
+        moved_to = getattr(module, "__moved_to__", None)
+        if moved_to is not None:
+            renamed = getattr(module, "_NAMES", {})
+            sections[name] = [
+                f"{name}.{attr} -> {moved_to}.{renamed.get(attr, attr)}  [deprecated]"
+                for attr in _public_names(module)
+            ]
             continue
         lines = []
         for attr in _public_names(module):

@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any
 
 from ffi_core.bridge import KernelCall
-from ffi_core.cuda import LaunchPlan, LayoutBuilder, cuda_launch, launch_config
+from ffi_core.bridge.cuda import LaunchPlan, LayoutBuilder, cuda_launch, launch_config
 
 from ._nvrtc import compile_source, entry_params
 from ._params import scalar_value

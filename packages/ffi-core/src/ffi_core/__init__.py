@@ -66,13 +66,6 @@ from ._registry import handler_address as handler_address
 from ._registry import register_target as register_target
 from ._registry import registered_targets as registered_targets
 from ._registry import target_name as target_name
-from ._sharding import BoundPrimitive as BoundPrimitive
-from ._sharding import ShapedCall as ShapedCall
-from ._sharding import partitioned_call as partitioned_call
-from ._sharding import shaped_values as shaped_values
-from ._sharding_rule import ShardingRule as ShardingRule
-from ._sharding_rule import check_sharding_rule as check_sharding_rule
-from ._sharding_rule import resolve_sharding_rule as resolve_sharding_rule
 from ._spec import VMAP_METHODS as VMAP_METHODS
 from ._spec import ArraySig as ArraySig
 from ._spec import CallSig as CallSig
@@ -81,6 +74,13 @@ from ._spec import array_sig as array_sig
 from ._spec import check_dtype as check_dtype
 from ._spec import check_vmap_method as check_vmap_method
 from ._version import __version__ as __version__
+from .sharding._partition import BoundPrimitive as BoundPrimitive
+from .sharding._partition import ShapedCall as ShapedCall
+from .sharding._partition import partitioned_call as partitioned_call
+from .sharding._partition import shaped_values as shaped_values
+from .sharding._rule import ShardingRule as ShardingRule
+from .sharding._rule import check_sharding_rule as check_sharding_rule
+from .sharding._rule import resolve_sharding_rule as resolve_sharding_rule
 
 __all__ = [
     "CALL_SIG_FIELDS",

@@ -2,18 +2,18 @@
 kernel of that shape, and a target per (kernel, signature) bound to it.
 
 A handler is a Numba ``cfunc`` that XLA calls directly, from ffi-core's one
-CPU template (``ffi_core.cpu``): it answers the metadata handshake, checks
+CPU template (``ffi_core.bridge.cpu``): it answers the metadata handshake, checks
 the buffers' count, dtypes and ranks and wraps each buffer as an array whose
 shape comes from the call frame. What is numba's here (``handler_body``) is
 the call of the kernel through ``call_guarded_at`` (a raised exception
 becomes an FFI error naming the kernel) and the choice of threads.
 
 The handler does not link the kernel in: it reads the kernel's compiled
-address from the target's record (``ffi_core.cpu.HandlerRecord``: word 0 the
+address from the target's record (``ffi_core.bridge.cpu.HandlerRecord``: word 0 the
 serial form, word 1 the parallel form of a ``parallel=True`` kernel, each
 compiled once a call needs it), so one handler serves every kernel of the same dtypes,
 ranks and batching, and a new kernel costs its own compile
-(``_compile``) and a two-instruction entry point (``ffi_core.cpu.bind_record``).
+(``_compile``) and a two-instruction entry point (``ffi_core.bridge.cpu.bind_record``).
 Handlers are cached on disk by a digest of their source, like kernels.
 """
 
@@ -28,10 +28,10 @@ import threading
 import types as pytypes
 from typing import Any
 
-import ffi_core.cpu
+import ffi_core.bridge.cpu
 import numba
 from ffi_core import ArraySig, Unexportable, api_version, target_name
-from ffi_core.cpu import (
+from ffi_core.bridge.cpu import (
     BoundHandler,
     CpuPlan,
     HandlerBody,
@@ -243,7 +243,7 @@ def _name(info: KernelInfo, sig: CallSig) -> tuple[str, ...]:
 
 
 def plan(info: KernelInfo, sig: CallSig) -> CpuPlan:
-    """The target of ``info``'s kernel for ``sig``, as ``ffi_core.cpu`` takes it."""
+    """The target of ``info``'s kernel for ``sig``, as ``ffi_core.bridge.cpu`` takes it."""
     prefix, *parts = _name(info, sig)
     return CpuPlan(
         prefix,
@@ -258,7 +258,7 @@ def plan(info: KernelInfo, sig: CallSig) -> CpuPlan:
 def ensure_target(info: KernelInfo, sig: CallSig, work: int | None = None) -> str:
     """Compile (or load) and register the handler for a call of ``work``
     elements (None: any); returns the target name."""
-    return ffi_core.cpu.ensure_target(plan(info, sig), work)
+    return ffi_core.bridge.cpu.ensure_target(plan(info, sig), work)
 
 
 def _recipe(info: KernelInfo, sig: CallSig) -> dict[str, Any] | Unexportable:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ffi_core.bridge import KernelCall, bounds_checked, kernel_op
-from ffi_core.cpu import cpu_call
+from ffi_core.bridge.cpu import cpu_call
 
 from ._catalog import kernel_info
 from ._primitive import NumbaPlanner

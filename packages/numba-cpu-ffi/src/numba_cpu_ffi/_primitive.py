@@ -1,6 +1,6 @@
 """How a numba kernel plans into ffi-core's CPU primitive, ``cpu_call_p``.
 
-Every numba kernel call binds ``ffi_core.cpu.cpu_call_p`` with a
+Every numba kernel call binds ``ffi_core.bridge.cpu.cpu_call_p`` with a
 :class:`NumbaPlanner`; lowering asks the planner for the target of the exact
 dtypes and ranks it sees, so a kernel that is vmapped with ``expand_dims`` is
 compiled for the batched ranks rather than fed buffers it was not compiled
@@ -13,14 +13,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ffi_core.cpu import CpuPlan, cpu_call_p
+from ffi_core.bridge.cpu import CpuPlan, cpu_call_p
 
 from ._codegen import plan
 from ._spec import CallSig, KernelInfo
 
 __all__ = ["NumbaPlanner", "numba_kernel_call_p"]
 
-#: The primitive of every numba kernel call: ``ffi_core.cpu.cpu_call_p``.
+#: The primitive of every numba kernel call: ``ffi_core.bridge.cpu.cpu_call_p``.
 numba_kernel_call_p = cpu_call_p
 
 

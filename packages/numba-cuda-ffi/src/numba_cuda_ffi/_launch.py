@@ -1,6 +1,6 @@
 """Launch configuration, from ffi-core's shared launcher (kept for imports by path)."""
 
-from ffi_core.cuda import _launch as _shared
-from ffi_core.cuda._launch import *  # noqa: F403 (every name of the shared module)
+from ffi_core.bridge.cuda import _launch as _shared
+from ffi_core.bridge.cuda._launch import *  # noqa: F403 (every name of the shared module)
 
 __all__ = list(_shared.__all__)

@@ -8,7 +8,7 @@ primary context and registers the handler under a name derived from content.
 
 from __future__ import annotations
 
-from ffi_core.cuda import ensure_target as ensure_launch_target
+from ffi_core.bridge.cuda import ensure_target as ensure_launch_target
 
 from ._compile import compile_kernel
 from ._handler import launch_spec

@@ -4,7 +4,7 @@ planner ffi-core's CUDA launcher builds the target from.
 ``_Launch`` is ``triton_kernel``'s launch (see ``ffi_core.bridge.kernel_op``):
 for the arrays of one call (the whole ones, or a shard's) it types the
 scalars, computes the grid and hands a ``TritonKernel`` planner to
-``ffi_core.cuda.cuda_launch``, which compiles the kernel for each local GPU
+``ffi_core.bridge.cuda.cuda_launch``, which compiles the kernel for each local GPU
 (once per signature) at lowering.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 from ffi_core.bridge import ArraySig, KernelCall
-from ffi_core.cuda import (
+from ffi_core.bridge.cuda import (
     LaunchPlan,
     LayoutBuilder,
     cuda_launch,

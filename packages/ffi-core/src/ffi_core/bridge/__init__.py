@@ -3,7 +3,7 @@ bridge authors).
 
 A bridge says only what is its language's: validate the kernel object
 (a ``KernelInfo`` subclass), compile it, describe its parameters (a planner
-for ``ffi_core.cuda.cuda_launch`` or ``ffi_core.cpu.cpu_call``, or a
+for ``ffi_core.bridge.cuda.cuda_launch`` or ``ffi_core.bridge.cpu.cpu_call``, or a
 primitive of its own). Everything on the JAX side is here, once:
 ``kernel_op`` builds the bridge's public function (outs, vmap method,
 aliases, arity, inputs, sharding rule, bind, naming), ``BridgeCatalog``

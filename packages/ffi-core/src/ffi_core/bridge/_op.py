@@ -7,7 +7,7 @@ the scalar keywords and the inputs, resolve the sharding rule for the call's
 arrays, bind, and rebuild the caller's output structure; and name the op
 after the kernel. Here that is written once. A bridge passes only what is its
 own: its ``KernelInfo``, its dtype table, its launch (a primitive bind, or a
-planner given to ``ffi_core.cuda.cuda_launch``), and, where it has them, its
+planner given to ``ffi_core.bridge.cuda.cuda_launch``), and, where it has them, its
 scalar and extra checks and a derivative.
 
 Order of the checks of one call (a bridge's hooks in brackets): [arity],
@@ -24,9 +24,9 @@ from typing import Any, Protocol
 
 from .._checks import check_aliases, check_arity, check_inputs
 from .._outs import output_avals
-from .._sharding import ShapedCall, partitioned_call, shaped_values
-from .._sharding_rule import ShardingRule, check_sharding_rule, resolve_sharding_rule
 from .._spec import VMAP_METHODS, KernelDTypes, check_vmap_method
+from ..sharding._partition import ShapedCall, partitioned_call, shaped_values
+from ..sharding._rule import ShardingRule, check_sharding_rule, resolve_sharding_rule
 from ._info import KernelInfo
 
 __all__ = ["BoundCall", "KernelCall", "Launch", "kernel_op"]
@@ -51,14 +51,14 @@ class KernelCall:
     @property
     def options(self) -> dict[str, Any]:
         """What the call fixes of a launch, as the keywords of
-        ``ffi_core.cuda.cuda_launch`` and ``ffi_core.cpu.cpu_call``:
+        ``ffi_core.bridge.cuda.cuda_launch`` and ``ffi_core.bridge.cpu.cpu_call``:
         ``aliases`` and ``vmap_method``."""
         return {"aliases": self.aliases, "vmap_method": self.vmap_method}
 
 
 class Launch(Protocol):
     """A bridge's launch: ``launch(call, out_avals, args, scalars)`` binds the
-    bridge's primitive (or ``ffi_core.cuda.cuda_launch``) for these arrays
+    bridge's primitive (or ``ffi_core.bridge.cuda.cuda_launch``) for these arrays
     and returns the outputs. ``out_avals`` are the whole arrays' or a shard's,
     and ``scalars`` the call's scalar keywords evaluated on ``args``' shapes.
     Hashable and the same on every call of one op (eager calls then hit JAX's

@@ -20,8 +20,8 @@ import jax
 import numpy as np
 from jax.interpreters import mlir
 
-from .._rules import bind_bridge_call, bridge_primitive
-from .._spec import VMAP_METHODS, ArraySig, array_sig, check_vmap_method
+from ..._rules import bind_bridge_call, bridge_primitive
+from ..._spec import VMAP_METHODS, ArraySig, array_sig, check_vmap_method
 from ._handler import LaunchSpec
 from ._launch import LaunchConfig
 from ._layout import ParamLayout

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ... import _capi as C
-from ..._api_version import api_version
-from ..._dtypes import code_from_dtype
+from .... import _capi as C
+from ...._api_version import api_version
+from ...._dtypes import code_from_dtype
 from .._driver import CTX_FN, LAUNCH_FN, NativeDriver
 
 __all__ = ["FakeDriver", "FakeXLA", "Launch", "host_array"]

@@ -1,9 +1,9 @@
 """``cpu_call_p``: one JAX primitive for kernels any bridge runs natively on the CPU.
 
-The CPU twin of ``ffi_core.cuda.cuda_launch_p``. A bridge describes a kernel
+The CPU twin of ``ffi_core.bridge.cuda.cuda_launch_p``. A bridge describes a kernel
 with a :class:`CpuPlanner`: given the call frame's buffers it names the
 target and says how to build its handler (from the one template,
-``ffi_core.cpu.handler_source``) and how an exported call makes it again.
+``ffi_core.bridge.cpu.handler_source``) and how an exported call makes it again.
 The primitive does the rest the same way for every bridge: abstract
 evaluation, lowering to an FFI call of the handler (with the cost hint of
 large calls, and scalar parameters as the call's attributes), ``vmap`` (one
@@ -22,12 +22,12 @@ import jax
 import numpy as np
 from jax.interpreters import mlir
 
-from .._cost_hint import hint_source, lower_with_hint
-from .._export import record_recipe
-from .._recipe import Unexportable
-from .._registry import register_target, target_name
-from .._rules import bind_bridge_call, bridge_primitive
-from .._spec import ArraySig, array_sig, check_vmap_method
+from ..._cost_hint import hint_source, lower_with_hint
+from ..._export import record_recipe
+from ..._recipe import Unexportable
+from ..._registry import register_target, target_name
+from ..._rules import bind_bridge_call, bridge_primitive
+from ..._spec import ArraySig, array_sig, check_vmap_method
 
 __all__ = [
     "CpuPlan",

@@ -14,8 +14,8 @@ import functools
 import threading
 from collections.abc import Callable
 
-from .._capi import HandlerTraits
-from .._registry import register_target, target_name
+from ..._capi import HandlerTraits
+from ..._registry import register_target, target_name
 from ._driver import driver
 from ._handler import Handler, LaunchSpec, build_handler
 
