@@ -28,7 +28,6 @@ import threading
 import types as pytypes
 from typing import Any
 
-import ffi_core.bridge.cpu
 import numba
 from ffi_core import ArraySig, Unexportable, api_version, target_name
 from ffi_core.bridge.cpu import (
@@ -50,12 +49,12 @@ from ._spec import CallSig, KernelInfo
 
 __all__ = [
     "compiled_handler",
-    "ensure_target",
     "handler_body",
     "handler_label",
     "parallel_min_elements",
-    "plan",
+    "prepare_handler",
     "shared_handler",
+    "target_plan",
 ]
 
 #: The record's words: the serial kernel, then the parallel one (0 until built).
@@ -214,7 +213,7 @@ def compiled_handler(info: KernelInfo, sig: CallSig) -> tuple[str, BoundHandler]
     """``(target_name, entry point)`` for ``info``'s kernel and ``sig``: the
     shape's shared handler bound to a record holding the kernel's serial
     form (compiled here, or loaded from the cache). A ``parallel=True``
-    kernel's forms are compiled as its calls need them (``_prepare``)."""
+    kernel's forms are compiled as its calls need them (``prepare_handler``)."""
     handler = shared_handler(sig.inputs, sig.outputs, sig.batched, info.parallel)
     record = HandlerRecord(handler_label(info, sig), words=2)
     if not info.parallel:
@@ -222,11 +221,11 @@ def compiled_handler(info: KernelInfo, sig: CallSig) -> tuple[str, BoundHandler]
     return target_name(*_name(info, sig)), bind_record(handler, record)
 
 
-def _prepare(info: KernelInfo, sig: CallSig, bound: BoundHandler, work: int | None) -> None:
-    # A parallel kernel's forms, as a lowered call needs them: the parallel
-    # one for enough work, the serial one for less (and for the rows of a
-    # batch); both for a call of unknown size (a target made again from an
-    # export recipe). Each is compiled once.
+def prepare_handler(info: KernelInfo, sig: CallSig, bound: BoundHandler, work: int | None) -> None:
+    """A parallel kernel's forms, as a lowered call of ``work`` elements
+    needs them: the parallel one for enough work, the serial one for less
+    (and for the rows of a batch); both for a call of unknown size (a target
+    made again from an export recipe). Each is compiled once."""
     if not info.parallel:
         return
     threshold = parallel_min_elements()
@@ -242,23 +241,18 @@ def _name(info: KernelInfo, sig: CallSig) -> tuple[str, ...]:
     return (f"numba_cpu.{info.name}", info.digest, *sig.name_parts())
 
 
-def plan(info: KernelInfo, sig: CallSig) -> CpuPlan:
-    """The target of ``info``'s kernel for ``sig``, as ``ffi_core.bridge.cpu`` takes it."""
+def target_plan(planner: Any, info: KernelInfo, sig: CallSig) -> CpuPlan:
+    """The target of ``info``'s kernel for ``sig``, as ``ffi_core.bridge.cpu``
+    takes it; ``planner`` (a ``NumbaPlanner``) builds and prepares its handler."""
     prefix, *parts = _name(info, sig)
     return CpuPlan(
         prefix,
         tuple(parts),
         content=f"{info.qualname}:{info.digest}:{':'.join(sig.name_parts())}",
-        build=lambda: compiled_handler(info, sig)[1],
         recipe=_recipe(info, sig),
-        prepare=lambda bound, work: _prepare(info, sig, bound, work),
+        planner=planner,
+        sig=sig,
     )
-
-
-def ensure_target(info: KernelInfo, sig: CallSig, work: int | None = None) -> str:
-    """Compile (or load) and register the handler for a call of ``work``
-    elements (None: any); returns the target name."""
-    return ffi_core.bridge.cpu.ensure_target(plan(info, sig), work)
 
 
 def _recipe(info: KernelInfo, sig: CallSig) -> dict[str, Any] | Unexportable:

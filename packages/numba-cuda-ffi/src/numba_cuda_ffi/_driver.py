@@ -1,6 +1,6 @@
 """The CUDA driver, from ffi-core's shared launcher (kept for imports by path)."""
 
-from ffi_core.bridge.cuda._driver import (
+from ffi_core.bridge.cuda import (
     CTX_FN,
     LAUNCH_FN,
     Driver,

@@ -26,6 +26,7 @@ from typing import Any, cast
 
 import numpy as np
 from ffi_core.bridge.cuda import (
+    MAX_GRID,
     LaunchPlan,
     LayoutBuilder,
     ParamLayout,
@@ -33,7 +34,6 @@ from ffi_core.bridge.cuda import (
     local_capabilities,
     lower_launch,
 )
-from ffi_core.bridge.cuda._launch import MAX_GRID
 from jax.interpreters import mlir
 
 from ._codegen import KernelCompileError

@@ -3,8 +3,8 @@ bridge authors).
 
 A bridge says only what is its language's: validate the kernel object
 (a ``KernelInfo`` subclass), compile it, describe its parameters (a planner
-for ``ffi_core.bridge.cuda.cuda_launch`` or ``ffi_core.bridge.cpu.cpu_call``, or a
-primitive of its own). Everything on the JAX side is here, once:
+for ``ffi_core.bridge.cuda`` or ``ffi_core.bridge.cpu``, or a primitive of its
+own) and return what to bind (a ``Bind``). Everything on the JAX side is here, once:
 ``kernel_op`` builds the bridge's public function (outs, vmap method,
 aliases, arity, inputs, sharding rule, bind, naming), ``BridgeCatalog``
 remembers its kernels for ``ffi_core.deserialize`` and writes their recipe
@@ -21,7 +21,9 @@ from .._autodiff import nondifferentiable_call as nondifferentiable_call
 from .._autodiff import raise_on_differentiation as raise_on_differentiation
 from .._cache_dir import unsafe_reason as unsafe_reason
 from .._errors import KernelCompileError as KernelCompileError
+from .._errors import WrongPlatformError as WrongPlatformError
 from .._install import install_hint as install_hint
+from .._rules import Bind as Bind
 from .._rules import bridge_primitive as bridge_primitive
 from .._rules import bridge_primitive_abstract_eval as bridge_primitive_abstract_eval
 from .._rules import bridge_primitive_batching as bridge_primitive_batching
@@ -32,6 +34,7 @@ from .._spec import ArraySig as ArraySig
 from .._spec import CallSig as CallSig
 from .._spec import KernelDTypes as KernelDTypes
 from .._spec import array_sig as array_sig
+from .._spec import attribute_value as attribute_value
 from ._bounds import BOUNDSCHECK_ENV as BOUNDSCHECK_ENV
 from ._bounds import bounds_checked as bounds_checked
 from ._bounds import bounds_checking as bounds_checking
@@ -51,6 +54,7 @@ __all__ = [
     "COMPLEX_DTYPES",
     "VMAP_METHODS",
     "ArraySig",
+    "Bind",
     "BoundCall",
     "BridgeCatalog",
     "CallSig",
@@ -59,7 +63,9 @@ __all__ = [
     "KernelDTypes",
     "KernelInfo",
     "Launch",
+    "WrongPlatformError",
     "array_sig",
+    "attribute_value",
     "bounds_checked",
     "bounds_checking",
     "bridge_primitive",

@@ -21,6 +21,7 @@ from ._handler import handler_source as handler_source
 from ._op import CpuPlan as CpuPlan
 from ._op import CpuPlanner as CpuPlanner
 from ._op import cpu_call as cpu_call
+from ._op import cpu_call_bind as cpu_call_bind
 from ._op import cpu_call_p as cpu_call_p
 from ._op import ensure_target as ensure_target
 from ._op import lower_cpu_call as lower_cpu_call
@@ -39,6 +40,7 @@ __all__ = [
     "bind_record",
     "build_handler",
     "cpu_call",
+    "cpu_call_bind",
     "cpu_call_p",
     "ensure_target",
     "handler_globals",
