@@ -44,3 +44,22 @@ def test_from_import_of_an_old_path_warns():
     ):
         from ffi_core.cuda.testing import emulate
     assert emulate is ffi_core.bridge.cuda.testing.emulate
+
+
+def test_a_launch_plan_without_its_spec_is_refused():
+    from ffi_core.bridge.cuda import LaunchPlan, LayoutBuilder, ensure_target, launch_config
+
+    plan = LaunchPlan(
+        "test.k", ("00",), LayoutBuilder().build(), launch_config(grid=1, block=1), lambda cc: b""
+    )
+    with pytest.raises(
+        ValueError, match=re.escape("test.k: `plan.spec` is None; lower_launch sets it")
+    ):
+        ensure_target(plan)
+
+
+def test_the_wrong_platform_error_is_both_former_types():
+    from ffi_core.bridge import WrongPlatformError
+
+    assert issubclass(WrongPlatformError, NotImplementedError)
+    assert issubclass(WrongPlatformError, RuntimeError)
