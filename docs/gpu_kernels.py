@@ -28,8 +28,8 @@ import triton.language as tl
 import warp as wp
 import xla_custom_kernel as xck
 from cuda_source_ffi import NvrtcCompileError, entry_params, load_cuda_inline
-from ffi_core.cuda import ptx_params
-from ffi_core.cuda.testing import EmulatedGPU, emulate
+from ffi_core.bridge.cuda import ptx_params
+from ffi_core.bridge.cuda.testing import EmulatedGPU, emulate
 from jax.experimental import pallas as pl
 from triton_ffi import compile_triton, run_interpreted, triton_kernel
 from triton_ffi.testing import LOWERING, interpreted

@@ -100,7 +100,9 @@ def public_modules(top: str) -> Iterator[tuple[str, types.ModuleType | ImportErr
             for info in pkgutil.iter_modules(module.__path__):
                 if _is_public(info.name):
                     found[f"{public}.{info.name}"] = f"{real}.{info.name}"
-        for attr in [*getattr(module, "__all__", ()), *moved(module)]:
+        # A shim module's names warn on access: they are listed as moved, not imported.
+        names = () if hasattr(module, "__moved_to__") else getattr(module, "__all__", ())
+        for attr in [*names, *moved(module)]:
             value = _resolve(module, attr)
             if isinstance(value, types.ModuleType) and value.__name__.startswith(top + "."):
                 found[f"{public}.{attr}"] = value.__name__  # `ffi_core.abi.capi` is `_capi`
@@ -219,6 +221,14 @@ def api_sections(package: str) -> dict[str, list[str] | str]:
     for name, module in public_modules(top):
         if isinstance(module, ImportError):
             sections[name] = f"not importable here: {module}"
+            continue
+        moved_to = getattr(module, "__moved_to__", None)
+        if moved_to is not None:
+            renamed = getattr(module, "_NAMES", {})
+            sections[name] = [
+                f"{name}.{attr} -> {moved_to}.{renamed.get(attr, attr)}  [deprecated]"
+                for attr in _public_names(module)
+            ]
             continue
         lines = []
         old = moved(module)

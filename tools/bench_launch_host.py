@@ -11,7 +11,7 @@ The GPU bridges (numba-cuda-ffi ``numba_cuda_kernel``, triton-ffi
 ``warp_kernel`` with Warp's CUDA build) go
 through their real CUDA lowering on the CPU: the kernel is compiled for sm_90
 as on a GPU machine (never loaded), and the real handler that
-``ffi_core.cuda`` generates for it is registered as a CPU FFI target, which
+``ffi_core.bridge.cuda`` generates for it is registered as a CPU FFI target, which
 XLA's CPU runtime calls natively, with no Python per call.
 
 What is measured, per call: XLA's CPU runtime calling a custom call (thunk
@@ -134,7 +134,7 @@ class _NoGPU:
     """What the launcher asks of the driver, answered without a GPU."""
 
     def __init__(self) -> None:
-        from ffi_core.cuda import CTX_FN, LAUNCH_FN, NativeDriver
+        from ffi_core.bridge.cuda import CTX_FN, LAUNCH_FN, NativeDriver
 
         self.native = NativeDriver(
             launch=LAUNCH_FN(_no_launch.address),
@@ -152,11 +152,11 @@ class _NoGPU:
 
 
 def _install_no_gpu() -> None:
-    """Make ``ffi_core.cuda`` see one GPU driven by the no-ops, and register
+    """Make ``ffi_core.bridge.cuda`` see one GPU driven by the no-ops, and register
     its handlers as CPU FFI targets (this process only)."""
     from ffi_core.bridge import register_target
-    from ffi_core.cuda import _target
-    from ffi_core.cuda.testing import EmulatedDevice
+    from ffi_core.bridge.cuda import _target
+    from ffi_core.bridge.cuda.testing import EmulatedDevice
 
     gpu = _NoGPU()
 
@@ -194,7 +194,7 @@ def _numba_cuda() -> Op:
 
 
 def _lower_launch_p_on_cpu() -> None:
-    from ffi_core.cuda import _op, cuda_launch_p
+    from ffi_core.bridge.cuda import _op, cuda_launch_p
 
     lower_on_cpu(cuda_launch_p, _op._lowering)
 

@@ -8,7 +8,7 @@ repeatable: ``tests``, ``correctness``, ``graph_check``, ``benchmark``). Without
     PYTHONPATH=$(printf '%s:' packages/*/src) python tools/gpu_check.py
 
 The three bridges launch through ffi-core's native CUDA launcher
-(``ffi_core.cuda``): ``triton_ffi.triton_kernel``,
+(``ffi_core.bridge.cuda``): ``triton_ffi.triton_kernel``,
 ``cuda_source_ffi.load_cuda_inline(...).kernel(...)`` and ``warp_ffi.warp_kernel``
 on a CUDA device (Warp's CUDA build of the kernel; gradients through Warp's
 adjoint kernel). What it checks, each printed as one ``CHECK`` line (see
@@ -363,7 +363,7 @@ def _cuda_stand_ins() -> list[tuple[str, tuple[int, ...], Any]]:
 def _emulated_gpu() -> Any:
     """One emulated GPU per process (a registered target keeps the handler built
     against the emulated driver it was first lowered with), with two devices."""
-    from ffi_core.cuda.testing import EmulatedGPU
+    from ffi_core.bridge.cuda.testing import EmulatedGPU
     from triton_ffi.testing import interpreted
     from warp_ffi.testing import on_cpu
 
@@ -380,8 +380,8 @@ def _placement(emulated: bool):
     if not emulated:
         yield None
         return
-    from ffi_core.cuda import _op, cuda_launch_p
-    from ffi_core.cuda.testing import emulate
+    from ffi_core.bridge.cuda import _op, cuda_launch_p
+    from ffi_core.bridge.cuda.testing import emulate
     from warp_ffi.testing import LOWERING as WARP_LOWERING
 
     launcher = (cuda_launch_p, _op._lowering, _op._cpu_lowering)

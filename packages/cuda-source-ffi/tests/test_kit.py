@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import pytest
 from cuda_source_ffi import NvrtcCompileError, load_cuda_inline
 from cuda_source_ffi._nvrtc import _library
-from ffi_core.cuda.testing import emulated_gpu_fixture
+from ffi_core.bridge.cuda.testing import emulated_gpu_fixture
 from ffi_core.testing import DIFFERENTIATION_TRANSFORMS, check_differentiation_refused
 
 try:

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from cuda_source_ffi import compile_source, load_cuda_file, load_cuda_inline
 from cuda_source_ffi._nvrtc import _library
-from ffi_core.cuda import _op as op_module
-from ffi_core.cuda import cuda_launch_p
-from ffi_core.cuda.testing import EmulatedGPU, emulated_gpu_fixture
+from ffi_core.bridge.cuda import _op as op_module
+from ffi_core.bridge.cuda import cuda_launch_p
+from ffi_core.bridge.cuda.testing import EmulatedGPU, emulated_gpu_fixture
 from ffi_core.testing import raises_exactly
 
 try:
@@ -381,7 +381,7 @@ def test_scalars_must_fit_their_declared_type(gpu):
 
 def test_a_sharding_rule_launches_on_each_shard(gpu):
     # Four emulated devices, one per CPU device; n follows the shard's shape.
-    from ffi_core.cuda.testing import EmulatedDevice
+    from ffi_core.bridge.cuda.testing import EmulatedDevice
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
 

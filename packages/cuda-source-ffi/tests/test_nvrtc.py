@@ -27,7 +27,7 @@ except ImportError as e:
     pytest.skip(f"NVRTC is not installed: {e}", allow_module_level=True)
 
 from ffi_core import CacheDirWarning
-from ffi_core.cuda._artifact_cache import _checksum
+from ffi_core.bridge.cuda._artifact_cache import _checksum
 from ffi_core.testing import whole_message
 
 AXPY = """\

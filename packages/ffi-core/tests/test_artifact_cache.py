@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from ffi_core import CacheDirWarning
-from ffi_core.cuda import ArtifactCache, ArtifactCacheWarning, ArtifactField, BadArtifact
-from ffi_core.cuda._artifact_cache import _checksum
+from ffi_core.bridge.cuda import ArtifactCache, ArtifactCacheWarning, ArtifactField, BadArtifact
+from ffi_core.bridge.cuda._artifact_cache import _checksum
 from ffi_core.testing import whole_message
 
 ENV = "FFI_CORE_TEST_ARTIFACT_DIR"

@@ -40,9 +40,9 @@ def test_vmap_methods():
         "expand_dims",
         "broadcast_all",
     )
-    import ffi_core.cuda
+    import ffi_core.bridge.cuda
 
-    assert ffi_core.cuda.VMAP_METHODS is VMAP_METHODS
+    assert ffi_core.bridge.cuda.VMAP_METHODS is VMAP_METHODS
 
 
 @pytest.mark.parametrize("method", VMAP_METHODS)

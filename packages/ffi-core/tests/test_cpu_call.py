@@ -1,4 +1,4 @@
-"""ffi_core.cpu: the one CPU handler template and cpu_call_p, with a planner
+"""ffi_core.bridge.cpu: the one CPU handler template and cpu_call_p, with a planner
 of a negation written in the body's few lines."""
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-pytest.importorskip("numba", reason="ffi_core.cpu builds handlers with numba (ffi-core[native])")
+pytest.importorskip(
+    "numba", reason="ffi_core.bridge.cpu builds handlers with numba (ffi-core[native])"
+)
 
 import ffi_core
 import ffi_core.bridge
 from ffi_core.bridge import ArraySig
-from ffi_core.cpu import (
+from ffi_core.bridge.cpu import (
     AttrSig,
     CpuPlan,
     HandlerBody,

@@ -3,7 +3,7 @@
 import re
 
 import pytest
-from ffi_core.cuda import PtxError, ptx_entries, ptx_entry, ptx_params
+from ffi_core.bridge.cuda import PtxError, ptx_entries, ptx_entry, ptx_params
 
 PTX = (
     ".visible .entry _Z1kPf(\n\t.param .u64 _Z1kPf_param_0,\n"

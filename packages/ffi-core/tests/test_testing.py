@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from ffi_core.bridge import raise_on_differentiation
-from ffi_core.cuda.testing import EmulatedGPU, emulated_gpu_fixture
+from ffi_core.bridge.cuda.testing import EmulatedGPU, emulated_gpu_fixture
 from ffi_core.testing import (
     DIFFERENTIATION_TRANSFORMS,
     cache_dir_fixture,

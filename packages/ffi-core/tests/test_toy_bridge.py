@@ -1,5 +1,5 @@
 """The toy CPU bridge of the README (tests/toy_ctypes): C functions compiled
-with gcc, run through ffi_core.cpu and ffi_core.bridge under jit and vmap."""
+with gcc, run through ffi_core.bridge.cpu and ffi_core.bridge under jit and vmap."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ README = HERE.parent / "README.md"
 pytestmark = pytest.mark.skipif(
     shutil.which("gcc") is None, reason="the toy bridge compiles C with gcc"
 )
-pytest.importorskip("numba", reason="ffi_core.cpu builds handlers with numba (ffi-core[native])")
+pytest.importorskip(
+    "numba", reason="ffi_core.bridge.cpu builds handlers with numba (ffi-core[native])"
+)
 
 ADD = """
 #include <stdint.h>

@@ -9,7 +9,7 @@ checked byte for byte.
 from __future__ import annotations
 
 import pytest
-from ffi_core.cuda.testing import FakeDriver, FakeXLA
+from ffi_core.bridge.cuda.testing import FakeDriver, FakeXLA
 
 
 def cuda_available() -> bool:

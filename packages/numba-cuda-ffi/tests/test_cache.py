@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from ffi_core import CacheDirWarning
-from ffi_core.cuda import ArtifactCacheWarning
-from ffi_core.cuda._artifact_cache import _checksum
+from ffi_core.bridge.cuda import ArtifactCacheWarning
+from ffi_core.bridge.cuda._artifact_cache import _checksum
 from ffi_core.testing import whole_message
 from numba import cuda
 from numba_cuda_ffi import _compile

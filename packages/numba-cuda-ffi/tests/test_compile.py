@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 import pytest
-from ffi_core.cuda import ptx_entry, ptx_params
+from ffi_core.bridge.cuda import ptx_entry, ptx_params
 from numba import cuda
 from numba_cuda_ffi import KernelCompileError
 from numba_cuda_ffi._compile import compile_kernel, param_layout

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
-from ffi_core.cuda.testing import (
+from ffi_core.bridge.cuda.testing import (
     EMULATED_STREAM,
     EmulatedDevice,
     EmulatedGPU,
@@ -35,7 +35,7 @@ from ffi_core.cuda.testing import (
     emulate,
     host_array,
 )
-from ffi_core.cuda.testing import (
+from ffi_core.bridge.cuda.testing import (
     register_on_cpu as emulated_register,
 )
 from jax import lax
@@ -637,7 +637,7 @@ def test_real_handler_cache_holds_no_emulated_handler():
     # the real-GPU runs), the module's own cache holds none of their handlers:
     # a real run reusing one would launch into the simulator with device
     # pointers, which crashed a GPU machine.
-    from ffi_core.cuda import _target as real_target
+    from ffi_core.bridge.cuda import _target as real_target
 
     assert real_target._handlers is not _EMULATED_HANDLERS
     assert not any(entry in _EMULATED_HANDLERS.values() for entry in real_target._handlers.values())

@@ -11,7 +11,7 @@ import ffi_core.bridge
 import jax
 import jax.numpy as jnp
 import pytest
-from ffi_core.cuda.testing import emulated_gpu_fixture
+from ffi_core.bridge.cuda.testing import emulated_gpu_fixture
 from ffi_core.testing import DIFFERENTIATION_TRANSFORMS, check_differentiation_refused
 from numba import cuda
 from numba_cuda_ffi import (

@@ -17,8 +17,8 @@ triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
 
 from ffi_core import CacheDirWarning  # noqa: E402
-from ffi_core.cuda import ArtifactCacheWarning  # noqa: E402
-from ffi_core.cuda._artifact_cache import _checksum  # noqa: E402
+from ffi_core.bridge.cuda import ArtifactCacheWarning  # noqa: E402
+from ffi_core.bridge.cuda._artifact_cache import _checksum  # noqa: E402
 from ffi_core.testing import whole_message  # noqa: E402
 from triton.compiler.compiler import ASTSource  # noqa: E402
 from triton_ffi import _compile  # noqa: E402

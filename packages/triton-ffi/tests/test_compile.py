@@ -10,7 +10,7 @@ import pytest
 triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
 
-from ffi_core.cuda import ptx_entries, ptx_params  # noqa: E402
+from ffi_core.bridge.cuda import ptx_entries, ptx_params  # noqa: E402
 from triton_ffi._compile import (  # noqa: E402
     DTYPES,
     CompiledTriton,

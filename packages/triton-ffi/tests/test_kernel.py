@@ -11,7 +11,7 @@ import pytest
 
 triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
-from ffi_core.cuda.testing import EMULATED_STREAM, EmulatedGPU, emulated_gpu_fixture  # noqa: E402
+from ffi_core.bridge.cuda.testing import EMULATED_STREAM, EmulatedGPU, emulated_gpu_fixture  # noqa: E402
 from ffi_core.testing import raises_exactly  # noqa: E402
 from triton_ffi import triton_kernel  # noqa: E402
 from triton_ffi.testing import LOWERING, interpreted  # noqa: E402
@@ -279,7 +279,7 @@ def test_a_kernel_triton_cannot_read_is_refused():
 def test_a_sharding_rule_launches_on_each_shard(gpu):
     # Four emulated devices, one per CPU device: each launches on its quarter,
     # with n (a callable of the shapes) and the grid of the shard.
-    from ffi_core.cuda.testing import EmulatedDevice
+    from ffi_core.bridge.cuda.testing import EmulatedDevice
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
 

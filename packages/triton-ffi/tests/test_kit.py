@@ -14,7 +14,7 @@ import pytest
 
 triton = pytest.importorskip("triton")
 import triton.language as tl  # noqa: E402
-from ffi_core.cuda.testing import emulated_gpu_fixture  # noqa: E402
+from ffi_core.bridge.cuda.testing import emulated_gpu_fixture  # noqa: E402
 from ffi_core.testing import DIFFERENTIATION_TRANSFORMS, check_differentiation_refused  # noqa: E402
 from triton_ffi import SUPPORTED_DTYPES, TritonCompileError, triton_kernel  # noqa: E402
 

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import warp as wp
-from ffi_core.cuda.testing import EmulatedGPU, emulated_gpu_fixture
+from ffi_core.bridge.cuda.testing import EmulatedGPU, emulated_gpu_fixture
 from warp._src.types import type_repr
 from warp_ffi import _gpu, warp_kernel
 from warp_ffi._catalog import kernel_info

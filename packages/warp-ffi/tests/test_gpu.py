@@ -17,8 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import warp as wp
-from ffi_core.cuda import ptx_params
-from ffi_core.cuda.testing import EMULATED_STREAM, EmulatedGPU, emulated_gpu_fixture
+from ffi_core.bridge.cuda import ptx_params
+from ffi_core.bridge.cuda.testing import EMULATED_STREAM, EmulatedGPU, emulated_gpu_fixture
 from jax.test_util import check_grads
 from warp_ffi import _gpu, warp_kernel
 from warp_ffi._catalog import kernel_info

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 from ffi_core.bridge import KernelDTypes, KernelInfo, kernel_op
-from ffi_core.cuda import launch_config
+from ffi_core.bridge.cuda import launch_config
 
 from ._nvrtc import compile_source, headers, include_dirs_of
 from ._params import ARRAY_DTYPES, parse_params, scalar_value, typed_pointers

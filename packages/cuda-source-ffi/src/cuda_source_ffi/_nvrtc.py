@@ -30,7 +30,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from ffi_core.cuda import ptx_entries, ptx_params
+from ffi_core.bridge.cuda import ptx_entries, ptx_params
 
 from ._compiled import CompiledSource, NvrtcCompileError
 from ._headers import headers, include_dirs_of

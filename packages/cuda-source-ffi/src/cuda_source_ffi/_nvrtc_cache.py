@@ -9,7 +9,7 @@ import re
 import threading
 from typing import Any
 
-from ffi_core.cuda import (
+from ffi_core.bridge.cuda import (
     ArtifactCache,
     ArtifactCacheWarning,
     ArtifactField,

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from ffi_core.abi import SUPPORTED_DTYPES
-from ffi_core.cuda import CTYPES
+from ffi_core.bridge.cuda import CTYPES
 
 from ._signature import SourceParam, source_params
 

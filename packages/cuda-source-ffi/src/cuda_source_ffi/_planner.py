@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any
 
 from ffi_core.bridge import KernelCall
-from ffi_core.cuda import LaunchPlan, LayoutBuilder, cuda_launch, launch_config
+from ffi_core.bridge.cuda import LaunchPlan, LayoutBuilder, cuda_launch_bind, launch_config
 
 from ._nvrtc import compile_source, entry_params
 from ._params import scalar_value
@@ -130,4 +130,4 @@ class SourceLaunch:
             label,
         )
         attrs = tuple((n, declared[n], checked[n]) for n in declared)
-        return cuda_launch(planner, args, out_avals, attrs=attrs, **call.options)
+        return cuda_launch_bind(planner, attrs=attrs, **call.options)

@@ -5,8 +5,9 @@ What a user of an operation needs is here: ``export``/``serialize``/
 ``ShardingRule``, the error types every bridge raises, and the cache-directory
 settings. The layers below it are folders: ``ffi_core.abi`` (the C API
 mirror, call frames, dtypes, ``ffi_core.abi.native``), ``ffi_core.export``,
-``ffi_core.bridge`` (the kit bridges are built from), ``ffi_core.cpu`` and
-``ffi_core.cuda`` (the native calls), ``ffi_core.testing``. The names the root
+``ffi_core.sharding``, ``ffi_core.bridge`` (the kit bridges are built from,
+with the native calls ``ffi_core.bridge.cpu`` and ``ffi_core.bridge.cuda``),
+``ffi_core.testing``. The names the root
 held before are served from there with a DeprecationWarning (``_MOVED``).
 """
 
@@ -16,7 +17,6 @@ from ._cache_dir import checked_cache_dir as checked_cache_dir
 from ._errors import KernelCompileError as KernelCompileError
 from ._moved import moved_getattr as _moved_getattr
 from ._registry import TargetConflictError as TargetConflictError
-from ._sharding_rule import ShardingRule as ShardingRule
 from ._version import __version__ as __version__
 from .abi import UnsupportedDTypeError as UnsupportedDTypeError
 from .export import ExportError as ExportError
@@ -25,6 +25,7 @@ from .export import UnsignedBlobWarning as UnsignedBlobWarning
 from .export import deserialize as deserialize
 from .export import export as export
 from .export import serialize as serialize
+from .sharding import ShardingRule as ShardingRule
 
 __all__ = [
     "CacheDirWarning",

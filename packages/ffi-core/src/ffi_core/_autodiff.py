@@ -16,7 +16,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from ._jax_compat import def_eager_impl, with_varying_axes
-from ._sharding import VmappedCall
+from .sharding._partition import VmappedCall
 
 __all__ = ["nondifferentiable_call", "nondifferentiable_call_p", "raise_on_differentiation"]
 

@@ -1,8 +1,9 @@
-"""The one exception every bridge's compile failure derives from."""
+"""The exceptions every bridge shares: a compile failure, and a call placed on
+a platform its kernel does not run on."""
 
 from __future__ import annotations
 
-__all__ = ["KernelCompileError"]
+__all__ = ["KernelCompileError", "WrongPlatformError"]
 
 
 class KernelCompileError(TypeError):
@@ -29,3 +30,18 @@ class KernelCompileError(TypeError):
 # Shown as ``ffi_core.KernelCompileError`` (its public name) in tracebacks,
 # ``help()`` and the bridges' API snapshots, where it is a base class.
 KernelCompileError.__module__ = "ffi_core"
+
+
+class WrongPlatformError(NotImplementedError):
+    """A kernel call lowered for a platform its kernel does not run on (a CPU
+    kernel placed on a GPU, a GPU kernel on the CPU); the message names the
+    kernel and how to place its inputs. A NotImplementedError, and so also a
+    RuntimeError, which each platform's lowering raised before.
+
+    Example:
+        >>> issubclass(WrongPlatformError, RuntimeError)
+        True
+    """
+
+
+WrongPlatformError.__module__ = "ffi_core.bridge"

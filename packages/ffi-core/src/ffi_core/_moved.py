@@ -1,17 +1,18 @@
-"""Names that moved to another module and keep working at the old one for a
-release: a module's ``__getattr__`` made from a table of old name -> new module.
+"""Names and modules that moved, kept working at their old place for one
+release, each access warning with a DeprecationWarning naming the new place.
 
-The old name resolves to the very object at the new place, and each access
-warns with a DeprecationWarning naming where to import it from. The table is
-kept on the module as ``_MOVED`` (tools/api_snapshot.py lists those names,
-marked deprecated, in the API snapshot).
+- :func:`moved_getattr`: a module ``__getattr__`` made from a table of old
+  name -> the module that holds it now (the module keeps the table as
+  ``_MOVED``; tools/api_snapshot.py lists those names, marked deprecated).
+- :func:`forward`: the ``__getattr__`` of a shim left at a moved module's old
+  path (``__moved_to__`` on the shim names the new module).
 """
 
 from __future__ import annotations
 
 import importlib
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 
@@ -38,5 +39,26 @@ def moved_getattr(module: str, table: Mapping[str, str]) -> Callable[[str], Any]
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         warnings.warn(moved_message(module, name, new_module), DeprecationWarning, stacklevel=2)
         return getattr(importlib.import_module(new_module), name)
+
+    return __getattr__
+
+
+def forward(old: str, new: str, names: Iterable[str] | Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for the shim at ``old``: each of ``names`` (or
+    each key of a mapping of old name to new name) warns and comes from
+    ``new``; any other name raises AttributeError."""
+    renamed = dict(names) if isinstance(names, Mapping) else {name: name for name in names}
+
+    def __getattr__(name: str) -> Any:
+        if name not in renamed:
+            raise AttributeError(f"module {old!r} has no attribute {name!r}")
+        target = renamed[name]
+        warnings.warn(
+            f"{old}.{name} moved to {new}.{target}; import it from there "
+            f"({old} goes away in the next minor release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(new), target)
 
     return __getattr__

@@ -12,6 +12,7 @@ Its lowerings are the bridge's.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -23,7 +24,13 @@ from ._autodiff import raise_on_differentiation
 from ._batching import batch_call
 from ._jax_compat import def_eager_impl, with_varying_axes
 
-__all__ = ["bridge_primitive", "bridge_primitive_abstract_eval", "bridge_primitive_batching"]
+__all__ = [
+    "Bind",
+    "bridge_primitive",
+    "bridge_primitive_abstract_eval",
+    "bridge_primitive_batching",
+    "planned_bind",
+]
 
 
 def bridge_primitive_abstract_eval(*avals: Any, out_avals: Any, **params: Any) -> list[Any]:
@@ -94,25 +101,41 @@ def bridge_primitive(
     return primitive
 
 
-def bind_bridge_call(
+@dataclasses.dataclass(frozen=True)
+class Bind:
+    """What a bridge's launch returns: the primitive and parameters that
+    ``kernel_op`` binds the call's arrays with,
+    ``primitive.bind(*args, out_avals=out_avals, **dict(params))``.
+    Hashable, so equal calls bind equal parameters (eager calls hit JAX's cache).
+
+    Example:
+        >>> p = bridge_primitive("ffi_core_doc_bind", describe=lambda params: "kernel 'k'")
+        >>> Bind(p, (("scale", 2),)).params
+        (('scale', 2),)
+    """
+
+    primitive: Primitive
+    params: tuple[tuple[str, Any], ...]
+
+
+def planned_bind(
     primitive: Primitive,
     planner: Any,
-    args: Sequence[Any],
-    out_avals: Sequence[Any],
     *,
     aliases: Sequence[tuple[int, int]],
     vmap_method: str | None,
     attrs: Sequence[tuple[str, str, Any]],
-) -> list[Any]:
-    """Bind a planner-driven bridge primitive (``cuda_launch_p``,
+) -> Bind:
+    """The ``Bind`` of a planner-driven bridge primitive (``cuda_launch_p``,
     ``cpu_call_p``) for one unbatched call, its parameters normalized
     (tuples, ``attrs`` sorted by name) so that equal calls bind equal ones."""
-    return primitive.bind(
-        *args,
-        planner=planner,
-        out_avals=tuple(out_avals),
-        aliases=tuple(aliases),
-        vmap_method=vmap_method,
-        batched=None,
-        attrs=tuple(sorted(attrs)),
+    return Bind(
+        primitive,
+        (
+            ("planner", planner),
+            ("aliases", tuple(aliases)),
+            ("vmap_method", vmap_method),
+            ("batched", None),
+            ("attrs", tuple(sorted(attrs))),
+        ),
     )

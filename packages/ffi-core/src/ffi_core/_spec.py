@@ -24,6 +24,7 @@ __all__ = [
     "CallSig",
     "KernelDTypes",
     "array_sig",
+    "attribute_value",
     "check_dtype",
     "check_vmap_method",
 ]
@@ -182,6 +183,20 @@ class CallSig:
             None if batched is None else tuple(batched),
             extras=tuple((name, step[name]) for name in extras),
         )
+
+
+def attribute_value(dtype: str, value: Any) -> Any:
+    """A scalar parameter's value as its FFI attribute: a ``dtype`` NumPy
+    scalar (XLA has no float16 attributes: a float16 travels as its bits).
+
+    Example:
+        >>> attribute_value("float16", 1.0)
+        np.uint16(15360)
+    """
+    scalar = np.asarray(value, dtype=dtype)
+    if scalar.dtype == np.float16:
+        scalar = scalar.view(np.uint16)
+    return scalar[()]
 
 
 def array_sig(aval: Any) -> ArraySig:

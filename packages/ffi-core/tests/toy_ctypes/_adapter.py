@@ -9,7 +9,7 @@ from typing import Any
 
 import jax
 from ffi_core.bridge import KernelCall, KernelDTypes, KernelInfo, kernel_op
-from ffi_core.cpu import CpuPlan, HandlerBody, HandlerSpec, build_handler, cpu_call
+from ffi_core.bridge.cpu import CpuPlan, HandlerBody, HandlerSpec, build_handler, cpu_call
 
 from ._compile import CFunction
 

@@ -7,7 +7,6 @@ from ._codegen import parallel_min_elements as parallel_min_elements
 from ._compile import KernelCompileError as KernelCompileError
 from ._disk_cache import HandlerCacheWarning as HandlerCacheWarning
 from ._kernel import numba_kernel as numba_kernel
-from ._primitive import numba_kernel_call_p as numba_kernel_call_p
 from ._spec import SUPPORTED_DTYPES as SUPPORTED_DTYPES
 from ._spec import VMAP_METHODS as VMAP_METHODS
 from ._threads import configure_threads as configure_threads
@@ -23,7 +22,23 @@ __all__ = [
     "cache_dir",
     "configure_threads",
     "numba_kernel",
-    "numba_kernel_call_p",
     "parallel_min_elements",
     "prebuilt_dirs",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # ``numba_kernel_call_p`` was another name of ffi-core's CPU primitive.
+    if name == "numba_kernel_call_p":
+        import warnings
+
+        from ffi_core.bridge.cpu import cpu_call_p
+
+        warnings.warn(
+            "numba_cpu_ffi.numba_kernel_call_p is ffi_core.bridge.cpu.cpu_call_p; import it "
+            "from there (numba_kernel_call_p goes away in the next minor release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return cpu_call_p
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ffi_core.bridge import BridgeCatalog
+from ffi_core.bridge.cpu import ensure_target
 from ffi_core.export import StepField
 from numba.core.registry import CPUDispatcher
 
-from ._codegen import ensure_target
+from ._primitive import NumbaPlanner
 from ._spec import CallSig, KernelInfo
 
 __all__ = ["kernel_info"]
@@ -38,7 +39,9 @@ def kernel_info(kernel: Any) -> KernelInfo:
 def _rebuild(info: Any, sig: Any, step: Mapping[str, Any]) -> None:
     # numba-cpu-ffi's own CallSig (its cost hint names a target only when set).
     del sig
-    ensure_target(info, CallSig.from_step(step))
+    own = CallSig.from_step(step)
+    planner = NumbaPlanner(info, own.context, own.boundscheck)
+    ensure_target(planner.plan(own.inputs, own.outputs, own.batched, own.hint))
 
 
 #: What each "numba_cpu" step holds beyond the kernel and the signature

@@ -2,18 +2,18 @@
 kernel of that shape, and a target per (kernel, signature) bound to it.
 
 A handler is a Numba ``cfunc`` that XLA calls directly, from ffi-core's one
-CPU template (``ffi_core.cpu``): it answers the metadata handshake, checks
+CPU template (``ffi_core.bridge.cpu``): it answers the metadata handshake, checks
 the buffers' count, dtypes and ranks and wraps each buffer as an array whose
 shape comes from the call frame. What is numba's here (``handler_body``) is
 the call of the kernel through ``call_guarded_at`` (a raised exception
 becomes an FFI error naming the kernel) and the choice of threads.
 
 The handler does not link the kernel in: it reads the kernel's compiled
-address from the target's record (``ffi_core.cpu.HandlerRecord``: word 0 the
+address from the target's record (``ffi_core.bridge.cpu.HandlerRecord``: word 0 the
 serial form, word 1 the parallel form of a ``parallel=True`` kernel, each
 compiled once a call needs it), so one handler serves every kernel of the same dtypes,
 ranks and batching, and a new kernel costs its own compile
-(``_compile``) and a two-instruction entry point (``ffi_core.cpu.bind_record``).
+(``_compile``) and a two-instruction entry point (``ffi_core.bridge.cpu.bind_record``).
 Handlers are cached on disk by a digest of their source, like kernels.
 """
 
@@ -28,11 +28,10 @@ import threading
 import types as pytypes
 from typing import Any
 
-import ffi_core.cpu
 import numba
 from ffi_core.abi import api_version
 from ffi_core.bridge import ArraySig, target_name
-from ffi_core.cpu import (
+from ffi_core.bridge.cpu import (
     BoundHandler,
     CpuPlan,
     HandlerBody,
@@ -52,12 +51,12 @@ from ._spec import CallSig, KernelInfo
 
 __all__ = [
     "compiled_handler",
-    "ensure_target",
     "handler_body",
     "handler_label",
     "parallel_min_elements",
-    "plan",
+    "prepare_handler",
     "shared_handler",
+    "target_plan",
 ]
 
 #: The record's words: the serial kernel, then the parallel one (0 until built).
@@ -216,7 +215,7 @@ def compiled_handler(info: KernelInfo, sig: CallSig) -> tuple[str, BoundHandler]
     """``(target_name, entry point)`` for ``info``'s kernel and ``sig``: the
     shape's shared handler bound to a record holding the kernel's serial
     form (compiled here, or loaded from the cache). A ``parallel=True``
-    kernel's forms are compiled as its calls need them (``_prepare``)."""
+    kernel's forms are compiled as its calls need them (``prepare_handler``)."""
     handler = shared_handler(sig.inputs, sig.outputs, sig.batched, info.parallel)
     record = HandlerRecord(handler_label(info, sig), words=2)
     if not info.parallel:
@@ -224,11 +223,11 @@ def compiled_handler(info: KernelInfo, sig: CallSig) -> tuple[str, BoundHandler]
     return target_name(*_name(info, sig)), bind_record(handler, record)
 
 
-def _prepare(info: KernelInfo, sig: CallSig, bound: BoundHandler, work: int | None) -> None:
-    # A parallel kernel's forms, as a lowered call needs them: the parallel
-    # one for enough work, the serial one for less (and for the rows of a
-    # batch); both for a call of unknown size (a target made again from an
-    # export recipe). Each is compiled once.
+def prepare_handler(info: KernelInfo, sig: CallSig, bound: BoundHandler, work: int | None) -> None:
+    """A parallel kernel's forms, as a lowered call of ``work`` elements
+    needs them: the parallel one for enough work, the serial one for less
+    (and for the rows of a batch); both for a call of unknown size (a target
+    made again from an export recipe). Each is compiled once."""
     if not info.parallel:
         return
     threshold = parallel_min_elements()
@@ -244,23 +243,18 @@ def _name(info: KernelInfo, sig: CallSig) -> tuple[str, ...]:
     return (f"numba_cpu.{info.name}", info.digest, *sig.name_parts())
 
 
-def plan(info: KernelInfo, sig: CallSig) -> CpuPlan:
-    """The target of ``info``'s kernel for ``sig``, as ``ffi_core.cpu`` takes it."""
+def target_plan(planner: Any, info: KernelInfo, sig: CallSig) -> CpuPlan:
+    """The target of ``info``'s kernel for ``sig``, as ``ffi_core.bridge.cpu``
+    takes it; ``planner`` (a ``NumbaPlanner``) builds and prepares its handler."""
     prefix, *parts = _name(info, sig)
     return CpuPlan(
         prefix,
         tuple(parts),
         content=f"{info.qualname}:{info.digest}:{':'.join(sig.name_parts())}",
-        build=lambda: compiled_handler(info, sig)[1],
         recipe=_recipe(info, sig),
-        prepare=lambda bound, work: _prepare(info, sig, bound, work),
+        planner=planner,
+        sig=sig,
     )
-
-
-def ensure_target(info: KernelInfo, sig: CallSig, work: int | None = None) -> str:
-    """Compile (or load) and register the handler for a call of ``work``
-    elements (None: any); returns the target name."""
-    return ffi_core.cpu.ensure_target(plan(info, sig), work)
 
 
 def _recipe(info: KernelInfo, sig: CallSig) -> dict[str, Any] | Unexportable:

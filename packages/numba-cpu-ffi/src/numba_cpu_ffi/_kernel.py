@@ -6,8 +6,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from ffi_core.bridge import KernelCall, bounds_checked, kernel_op
-from ffi_core.cpu import cpu_call
+from ffi_core.bridge import Bind, KernelCall, bounds_checked, kernel_op
+from ffi_core.bridge.cpu import cpu_call_bind
 
 from ._catalog import kernel_info
 from ._primitive import NumbaPlanner
@@ -17,20 +17,18 @@ __all__ = ["numba_kernel"]
 
 
 @dataclasses.dataclass(frozen=True)
-class _Launch:
-    """How a wrapped kernel runs: ``cpu_call`` with its planner. Equal for
-    equal options, so eager calls hit JAX's cache."""
+class _PlannedCall:
+    """What a wrapped kernel's call binds: ``cpu_call_p`` with its planner.
+    Equal for equal options, so eager calls hit JAX's cache."""
 
     context: str
     boundscheck: bool | None
 
-    def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Any:
-        del scalars  # numba kernels take arrays only
+    def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Bind:
+        del out_avals, args, scalars  # numba kernels take arrays only
         # Read at each bind: check_kernel's bounds_checking() block, or the process's switch.
         planner = NumbaPlanner(call.info, self.context, bounds_checked(self.boundscheck))
-        return cpu_call(
-            planner, args, out_avals, aliases=call.aliases, vmap_method=call.vmap_method
-        )
+        return cpu_call_bind(planner, aliases=call.aliases, vmap_method=call.vmap_method)
 
 
 def numba_kernel(
@@ -107,12 +105,12 @@ def numba_kernel(
         info,
         outs,
         dtypes=DTYPES,
-        launch=_Launch(error_context or "", boundscheck),
+        launch=_PlannedCall(error_context or "", boundscheck),
         vmap_method=vmap_method,
         input_output_aliases=input_output_aliases,
         sharding_rule=sharding_rule,
     )
     # The op is defined here as far as its readers are concerned (check_kernel
-    # names its module, as before kernel_op made it).
+    # names its module).
     op.__module__ = __name__
     return op

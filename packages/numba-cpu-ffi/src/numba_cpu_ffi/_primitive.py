@@ -1,11 +1,11 @@
 """How a numba kernel plans into ffi-core's CPU primitive, ``cpu_call_p``.
 
-Every numba kernel call binds ``ffi_core.cpu.cpu_call_p`` with a
+Every numba kernel call binds ``ffi_core.bridge.cpu.cpu_call_p`` with a
 :class:`NumbaPlanner`; lowering asks the planner for the target of the exact
 dtypes and ranks it sees, so a kernel that is vmapped with ``expand_dims`` is
 compiled for the batched ranks rather than fed buffers it was not compiled
-for. ``numba_kernel_call_p`` is that primitive, under the name it had when
-numba-cpu-ffi had one of its own.
+for, and ``ffi_core.bridge.cpu.ensure_target`` asks it to ``build`` the
+handler of that signature once per process.
 """
 
 from __future__ import annotations
@@ -13,15 +13,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ffi_core.cpu import CpuPlan, cpu_call_p
+from ffi_core.bridge.cpu import BoundHandler, CpuPlan
 
-from ._codegen import plan
+from ._codegen import compiled_handler, prepare_handler, target_plan
 from ._spec import CallSig, KernelInfo
 
-__all__ = ["NumbaPlanner", "numba_kernel_call_p"]
-
-#: The primitive of every numba kernel call: ``ffi_core.cpu.cpu_call_p``.
-numba_kernel_call_p = cpu_call_p
+__all__ = ["NumbaPlanner"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +36,13 @@ class NumbaPlanner:
         return self.info.label
 
     def plan(self, inputs: Any, outputs: Any, batched: Any, hint: bool) -> CpuPlan:
-        return plan(
-            self.info, CallSig(inputs, outputs, batched, self.context, hint, self.boundscheck)
-        )
+        sig = CallSig(inputs, outputs, batched, self.context, hint, self.boundscheck)
+        return target_plan(self, self.info, sig)
+
+    def build(self, sig: CallSig) -> BoundHandler:
+        """The entry point of the kernel's target for ``sig``."""
+        return compiled_handler(self.info, sig)[1]
+
+    def prepare(self, sig: CallSig, handler: BoundHandler, work: int | None) -> None:
+        """Compile the forms of a ``parallel=True`` kernel a call of ``work`` needs."""
+        prepare_handler(self.info, sig, handler, work)

@@ -26,7 +26,14 @@ from typing import Any
 import numpy as np
 from ffi_core import KernelCompileError as _KernelCompileError
 from ffi_core.bridge import ArraySig
-from ffi_core.cuda import ArtifactCache, ArtifactField, BadArtifact, PtxError, ptx_entry, ptx_params
+from ffi_core.bridge.cuda import (
+    ArtifactCache,
+    ArtifactField,
+    BadArtifact,
+    PtxError,
+    ptx_entry,
+    ptx_params,
+)
 
 from ._runtime import numba_cuda
 from ._spec import KernelInfo

@@ -1,5 +1,12 @@
 """The CUDA driver, from ffi-core's shared launcher (kept for imports by path)."""
 
-from ffi_core.cuda import CTX_FN, LAUNCH_FN, Driver, DriverError, NativeDriver, driver
+from ffi_core.bridge.cuda import (
+    CTX_FN,
+    LAUNCH_FN,
+    Driver,
+    DriverError,
+    NativeDriver,
+    driver,
+)
 
 __all__ = ["CTX_FN", "LAUNCH_FN", "Driver", "DriverError", "NativeDriver", "driver"]

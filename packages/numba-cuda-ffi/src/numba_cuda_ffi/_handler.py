@@ -5,14 +5,21 @@ Numba's array ABI becomes a parameter layout: each array argument is the
 strides[ndim]`` (meminfo and parent 0: XLA owns the memory), read from the
 call frame per launch. Everything else (the metadata handshake, checks, the
 device table, the context, ``cuLaunchKernel`` on XLA's stream, batches and
-errors naming the kernel) is :mod:`ffi_core.cuda`'s.
+errors naming the kernel) is :mod:`ffi_core.bridge.cuda`'s.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from ffi_core.cuda import MAX_DEVICES, Handler, LaunchSpec, LayoutBuilder, NativeDriver, ParamLayout
-from ffi_core.cuda import build_handler as build_launch_handler
+from ffi_core.bridge.cuda import (
+    MAX_DEVICES,
+    Handler,
+    LaunchSpec,
+    LayoutBuilder,
+    NativeDriver,
+    ParamLayout,
+)
+from ffi_core.bridge.cuda import build_handler as build_launch_handler
 
 from ._compile import param_layout
 from ._launch import LaunchConfig

@@ -13,7 +13,7 @@ from ffi_core.bridge import array_sig, batch_to_front, bridge_primitive, bridge_
 from jax.interpreters import mlir
 
 from ._spec import CallSig, KernelInfo
-from ._target import ensure_target
+from ._target import kernel_target
 
 __all__ = ["numba_cuda_call_p"]
 
@@ -47,7 +47,7 @@ def _numba_cuda_call_lowering(
         tuple(array_sig(a) for a in ctx.avals_out),
         batched,
     )
-    name = ensure_target(info, sig, launch)
+    name = kernel_target(info, sig, launch)
     lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=dict(aliases) if aliases else None)
     return lowering(ctx, *operands)
 

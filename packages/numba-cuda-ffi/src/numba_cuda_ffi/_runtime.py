@@ -10,7 +10,7 @@ import functools
 from types import ModuleType
 
 from ffi_core.bridge import install_hint
-from ffi_core.cuda import cuda_devices
+from ffi_core.bridge.cuda import cuda_devices
 
 __all__ = ["INSTALL_HINT", "cuda_devices", "numba_cuda"]
 

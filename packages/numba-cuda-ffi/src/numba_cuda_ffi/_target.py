@@ -8,27 +8,31 @@ primary context and registers the handler under a name derived from content.
 
 from __future__ import annotations
 
-from ffi_core.cuda import ensure_target as ensure_launch_target
+from ffi_core.bridge.cuda import LaunchPlan, ensure_target
 
 from ._compile import compile_kernel
 from ._handler import launch_spec
 from ._launch import LaunchConfig
 from ._spec import CallSig, KernelInfo
 
-__all__ = ["ensure_target"]
+__all__ = ["kernel_target"]
 
 
-def ensure_target(info: KernelInfo, sig: CallSig, launch: LaunchConfig) -> str:
+def kernel_target(info: KernelInfo, sig: CallSig, launch: LaunchConfig) -> str:
     """The registered FFI target name for ``info``'s kernel, ``sig`` and ``launch``."""
 
     def image(cc: tuple[int, int]) -> tuple[bytes, str]:
         compiled = compile_kernel(info, sig.kernel_arrays, cc)
         return compiled.image, compiled.entry
 
-    return ensure_launch_target(
+    spec = launch_spec(sig, launch)
+    plan = LaunchPlan(
         f"numba_cuda.{info.name}",
         (info.digest, repr(sig), repr(launch)),
-        launch_spec(sig, launch),
-        info.label,
+        spec.layout,
+        spec.launch,
         image,
+        spec=spec,
+        label=info.label,
     )
+    return ensure_target(plan)

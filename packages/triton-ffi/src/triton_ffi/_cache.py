@@ -18,7 +18,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ffi_core.cuda import ArtifactCache, ArtifactField, BadArtifact
+from ffi_core.bridge.cuda import ArtifactCache, ArtifactField, BadArtifact
 
 from ._compiled import CompiledTriton, TritonCompileError, TritonParam, _check_against_ptx
 from ._digest import kernel_digest

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from ffi_core import KernelCompileError
-from ffi_core.cuda import PtxError, ptx_entries, ptx_params
+from ffi_core.bridge.cuda import PtxError, ptx_entries, ptx_params
 
 __all__ = ["SCRATCH_PARAMS", "CompiledTriton", "TritonCompileError", "TritonParam"]
 

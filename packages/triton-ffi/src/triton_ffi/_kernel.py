@@ -17,7 +17,7 @@ from ffi_core.bridge import KernelDTypes, KernelInfo, kernel_op, normalize_outs
 
 from ._compile import DTYPES, constexpr_mismatch
 from ._digest import kernel_digest
-from ._planner import _grid, _Launch, _scalar_dtype
+from ._planner import _grid, _PlannedLaunch, _scalar_dtype
 
 __all__ = ["SUPPORTED_DTYPES", "triton_kernel"]
 
@@ -158,7 +158,7 @@ def triton_kernel(
         for s in runtime[len(args) + n_out :]:
             _scalar_dtype(s, values[s], label)
 
-    launch = _Launch(kernel, consts, num_warps, num_stages, runtime, grid)
+    launch = _PlannedLaunch(kernel, consts, num_warps, num_stages, runtime, grid)
     return kernel_op(
         info,
         outs,

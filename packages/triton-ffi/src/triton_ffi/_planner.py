@@ -1,11 +1,11 @@
 """How a Triton kernel is launched: the scalars' dtypes, the grid, and the
 planner ffi-core's CUDA launcher builds the target from.
 
-``_Launch`` is ``triton_kernel``'s launch (see ``ffi_core.bridge.kernel_op``):
-for the arrays of one call (the whole ones, or a shard's) it types the
-scalars, computes the grid and hands a ``TritonKernel`` planner to
-``ffi_core.cuda.cuda_launch``, which compiles the kernel for each local GPU
-(once per signature) at lowering.
+``_PlannedLaunch`` is ``triton_kernel``'s launch (see
+``ffi_core.bridge.kernel_op``): for the arrays of one call (the whole ones,
+or a shard's) it types the scalars, computes the grid and returns the
+``Bind`` of ``ffi_core.bridge.cuda.cuda_launch_p`` with a ``TritonPlanner``,
+which compiles the kernel for each local GPU (once per signature) at lowering.
 """
 
 from __future__ import annotations
@@ -17,23 +17,23 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from ffi_core.bridge import ArraySig, KernelCall
-from ffi_core.cuda import (
+from ffi_core.bridge import ArraySig, Bind, KernelCall
+from ffi_core.bridge.cuda import (
     LaunchPlan,
     LayoutBuilder,
-    cuda_launch,
+    cuda_launch_bind,
     launch_config,
     local_capabilities,
 )
 
 from ._compile import DTYPES, CompiledTriton, TritonCompileError, compile_triton
 
-__all__ = ["TritonKernel"]
+__all__ = ["TritonPlanner"]
 
 #: Where each compiled image came from, for the emulated GPU of the tests
 #: (``triton_ffi.testing``): image digest -> (kernel, arrays as the kernel
 #: sees them, the compiled entry's parameters).
-_IMAGES: dict[str, tuple[TritonKernel, tuple[Any, ...], tuple[Any, ...]]] = {}
+_IMAGES: dict[str, tuple[TritonPlanner, tuple[Any, ...], tuple[Any, ...]]] = {}
 _IMAGES_LOCK = threading.Lock()
 
 
@@ -81,8 +81,9 @@ def _grid(grid: Any, meta: Mapping[str, Any], label: str) -> tuple[int, ...]:
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class TritonKernel:
-    """A ``@triton.jit`` kernel with its compile options, as the launcher plans it."""
+class TritonPlanner:
+    """A ``@triton.jit`` kernel with its compile options: the planner ffi-core's
+    CUDA launcher asks for the target of each signature."""
 
     kernel: Any
     name: str
@@ -111,7 +112,7 @@ class TritonKernel:
         return hash(self._key())
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, TritonKernel) and other._key() == self._key()
+        return isinstance(other, TritonPlanner) and other._key() == self._key()
 
     def compile(self, dtypes: tuple[str, ...], cc: tuple[int, int], aligned: bool):
         signature = {n: "*" + d for n, d in zip(self.pointers, dtypes, strict=True)}
@@ -181,9 +182,9 @@ class TritonKernel:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Launch:
-    """Launches a Triton kernel through ffi-core's CUDA launcher, for the
-    arrays it is given (the whole ones, or a shard's): the grid and the
+class _PlannedLaunch:
+    """What a Triton kernel's call binds: ffi-core's CUDA launch, planned for
+    the arrays it is given (the whole ones, or a shard's): the grid and the
     scalars' dtypes follow the call's scalar values."""
 
     kernel: Any
@@ -193,12 +194,12 @@ class _Launch:
     runtime: tuple[str, ...]  # the parameters that are not tl.constexpr
     grid: Any
 
-    def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Any:
+    def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Bind:
         info = call.info
         n_ptr = len(args) + len(out_avals)
         typed = tuple((s, _scalar_dtype(s, scalars[s], info.label)) for s in self.runtime[n_ptr:])
         launch_grid = _grid(self.grid, {**dict(self.constexprs), **scalars}, info.label)
-        planner = TritonKernel(
+        planner = TritonPlanner(
             self.kernel,
             info.name,
             info.digest,
@@ -211,4 +212,4 @@ class _Launch:
             info.label,
         )
         attrs = tuple((s, d, scalars[s]) for s, d in typed)
-        return cuda_launch(planner, args, out_avals, attrs=attrs, **call.options)
+        return cuda_launch_bind(planner, attrs=attrs, **call.options)

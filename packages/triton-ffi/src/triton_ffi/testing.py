@@ -9,7 +9,7 @@ then runs the same ``@triton.jit`` kernel in Triton's interpreter on the host
 memory behind the pointers and scalars the handler packed, with the grid it
 launched; a wrong pointer, scalar, grid or batch offset gives a wrong result.
 
-    >>> from ffi_core.cuda.testing import EmulatedGPU, emulate
+    >>> from ffi_core.bridge.cuda.testing import EmulatedGPU, emulate
     >>> gpu = interpreted(EmulatedGPU())
     >>> with emulate(gpu, [LOWERING]):  # doctest: +SKIP
     ...     op(x, y, n=n)
@@ -20,8 +20,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ffi_core.cuda import _op as op_module
-from ffi_core.cuda import cuda_launch_p
+from ffi_core.bridge.cuda import _op as op_module
+from ffi_core.bridge.cuda import cuda_launch_p
 
 from . import _planner
 from ._interpret import run_interpreted

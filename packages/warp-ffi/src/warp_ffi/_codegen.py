@@ -5,7 +5,7 @@ Warp compiles a kernel's Python module to machine code once (kept in Warp's
 kernel cache on disk, so later processes load it) and exposes each kernel as C
 entry points ``<name>_cpu_forward(bounds*, args*)`` and
 ``<name>_cpu_backward(bounds*, args*, adj_args*)``. The handler XLA calls is a
-Numba ``cfunc`` from ffi-core's one CPU template (``ffi_core.cpu``: the
+Numba ``cfunc`` from ffi-core's one CPU template (``ffi_core.bridge.cpu``: the
 handshake, the buffer and attribute checks, the errors, the batch loop); what
 is Warp's here (``handler_body``) fills Warp's launch-bounds and argument
 structs on its stack from the call frame (array data, shape, strides; scalars
@@ -21,10 +21,10 @@ import math
 import threading
 from typing import Any, cast
 
-import ffi_core.cpu
+import ffi_core.bridge.cpu
 import numpy as np
 from ffi_core import KernelCompileError as _KernelCompileError
-from ffi_core.cpu import AttrSig, CpuPlan, HandlerBody, HandlerSpec, build_handler
+from ffi_core.bridge.cpu import AttrSig, CpuPlan, HandlerBody, HandlerSpec, build_handler
 from ffi_core.export import Unexportable
 
 from ._checked import MESSAGE_BYTES, checked_copy
@@ -287,7 +287,7 @@ def compiled_handler(info: KernelInfo, sig: CallSig, loaded: Loaded) -> Any:
 
 
 def plan(info: KernelInfo, sig: CallSig, loaded: Loaded) -> CpuPlan:
-    """The target of one signature, as ``ffi_core.cpu`` takes it."""
+    """The target of one signature, as ``ffi_core.bridge.cpu`` takes it."""
     return CpuPlan(
         f"warp_cpu.{info.name}",
         (info.digest, loaded.code_hash, *sig.name_parts()),
@@ -299,7 +299,7 @@ def plan(info: KernelInfo, sig: CallSig, loaded: Loaded) -> CpuPlan:
 
 def ensure_target(info: KernelInfo, sig: CallSig, loaded: Loaded) -> str:
     """Compile and register the handler; returns the target name."""
-    return ffi_core.cpu.ensure_target(plan(info, sig, loaded))
+    return ffi_core.bridge.cpu.ensure_target(plan(info, sig, loaded))
 
 
 def _recipe(info: KernelInfo, sig: CallSig, loaded: Loaded) -> dict[str, Any] | Unexportable:

@@ -7,7 +7,7 @@ kernel becomes the entries ``<mangled>_cuda_kernel_forward(bounds, params...)``
 and ``..._backward(bounds, params..., adjoints...)``: a ``wp::launch_bounds_t``,
 then per parameter a ``wp::array_t`` (data, grad, shape, byte strides, ndim,
 flags) or the scalar, all passed by value. :func:`lower` describes exactly
-that as a :class:`ffi_core.cuda.ParamLayout` and lowers the call to the
+that as a :class:`ffi_core.bridge.cuda.ParamLayout` and lowers the call to the
 launcher's handler: cubin loaded once per device, the structs packed from
 the call frame per launch, ``cuLaunchKernel`` on XLA's stream with Warp's
 grid-stride launch (``block_dim`` threads per block, enough blocks to cover
@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
-from ffi_core.cuda import (
+from ffi_core.bridge.cuda import (
+    MAX_GRID,
     LaunchPlan,
     LayoutBuilder,
     ParamLayout,
@@ -33,7 +34,6 @@ from ffi_core.cuda import (
     local_capabilities,
     lower_launch,
 )
-from ffi_core.cuda._launch import MAX_GRID
 from jax.interpreters import mlir
 
 from ._codegen import KernelCompileError

@@ -4,7 +4,7 @@ One primitive for all kernels, forward and backward (it carries Warp's
 gradient, so it stays Warp's own); its parameters name the kernel, the output
 avals, the aliases, the scalar values, the launch grid, the batching form and
 the direction. On the CPU, lowering plans into ffi-core's CPU call
-(``ffi_core.cpu.lower_cpu_call`` with a ``WarpCpuPlanner``): the handler comes
+(``ffi_core.bridge.cpu.lower_cpu_call`` with a ``WarpCpuPlanner``): the handler comes
 from ffi-core's one template, for the exact dtypes and ranks it sees.
 """
 
@@ -19,7 +19,7 @@ from ffi_core.bridge import (
     bridge_primitive_batching,
     def_eager_impl,
 )
-from ffi_core.cpu import ensure_target, lower_cpu_call
+from ffi_core.bridge.cpu import ensure_target, lower_cpu_call
 from jax.extend.core import Primitive
 from jax.interpreters import batching, mlir
 
@@ -98,7 +98,7 @@ def _backward_aliases(info, n_in, aliases, backward):
 
 @dataclasses.dataclass(frozen=True)
 class WarpCpuPlanner:
-    """A Warp kernel's call on the CPU as ``ffi_core.cpu`` plans it: the
+    """A Warp kernel's call on the CPU as ``ffi_core.bridge.cpu`` plans it: the
     forward or the adjoint kernel, the grid read from the first output or
     from an attribute."""
 

@@ -12,7 +12,7 @@ out as the argument structs of the kernel's CPU entry point and Warp's CPU
 code runs on them: a wrong pointer, shape, stride, scalar, bound or batch
 offset gives a wrong result.
 
-    >>> from ffi_core.cuda.testing import EmulatedGPU, emulate
+    >>> from ffi_core.bridge.cuda.testing import EmulatedGPU, emulate
     >>> gpu = on_cpu(EmulatedGPU())
     >>> with emulate(gpu, [LOWERING]):  # doctest: +SKIP
     ...     op(x, y, alpha=2.0)

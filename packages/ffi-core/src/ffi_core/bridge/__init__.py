@@ -3,8 +3,8 @@ bridge authors).
 
 A bridge says only what is its language's: validate the kernel object
 (a ``KernelInfo`` subclass), compile it, describe its parameters (a planner
-for ``ffi_core.cuda.cuda_launch`` or ``ffi_core.cpu.cpu_call``, or a
-primitive of its own). Everything on the JAX side is here, once:
+for ``ffi_core.bridge.cuda`` or ``ffi_core.bridge.cpu``, or a primitive of its
+own) and return what to bind (a ``Bind``). Everything on the JAX side is here, once:
 ``kernel_op`` builds the bridge's public function (outs, vmap method,
 aliases, arity, inputs, sharding rule, bind, naming), ``BridgeCatalog``
 remembers its kernels for ``ffi_core.deserialize`` and writes their recipe
@@ -38,6 +38,7 @@ from .._cost_hint import lower_with_hint as lower_with_hint
 from .._digest import address_bound_values as address_bound_values
 from .._digest import function_digest as function_digest
 from .._errors import KernelCompileError as KernelCompileError
+from .._errors import WrongPlatformError as WrongPlatformError
 from .._install import install_hint as install_hint
 from .._jax_compat import def_eager_impl as def_eager_impl
 from .._jax_compat import distributed_client as distributed_client
@@ -51,15 +52,10 @@ from .._registry import handler_address as handler_address
 from .._registry import register_target as register_target
 from .._registry import registered_targets as registered_targets
 from .._registry import target_name as target_name
+from .._rules import Bind as Bind
 from .._rules import bridge_primitive as bridge_primitive
 from .._rules import bridge_primitive_abstract_eval as bridge_primitive_abstract_eval
 from .._rules import bridge_primitive_batching as bridge_primitive_batching
-from .._sharding import BoundPrimitive as BoundPrimitive
-from .._sharding import ShapedCall as ShapedCall
-from .._sharding import partitioned_call as partitioned_call
-from .._sharding import shaped_values as shaped_values
-from .._sharding_rule import check_sharding_rule as check_sharding_rule
-from .._sharding_rule import resolve_sharding_rule as resolve_sharding_rule
 from .._spec import BASIC_DTYPES as BASIC_DTYPES
 from .._spec import COMPLEX_DTYPES as COMPLEX_DTYPES
 from .._spec import VMAP_METHODS as VMAP_METHODS
@@ -67,8 +63,15 @@ from .._spec import ArraySig as ArraySig
 from .._spec import CallSig as CallSig
 from .._spec import KernelDTypes as KernelDTypes
 from .._spec import array_sig as array_sig
+from .._spec import attribute_value as attribute_value
 from .._spec import check_dtype as check_dtype
 from .._spec import check_vmap_method as check_vmap_method
+from ..sharding._partition import BoundPrimitive as BoundPrimitive
+from ..sharding._partition import ShapedCall as ShapedCall
+from ..sharding._partition import partitioned_call as partitioned_call
+from ..sharding._partition import shaped_values as shaped_values
+from ..sharding._rule import check_sharding_rule as check_sharding_rule
+from ..sharding._rule import resolve_sharding_rule as resolve_sharding_rule
 from ._bounds import BOUNDSCHECK_ENV as BOUNDSCHECK_ENV
 from ._bounds import bounds_checked as bounds_checked
 from ._bounds import bounds_checking as bounds_checking
@@ -91,6 +94,7 @@ __all__ = [
     "VMAP_METHODS",
     "XLA_PLATFORM_NAMES",
     "ArraySig",
+    "Bind",
     "BoundCall",
     "BoundPrimitive",
     "BridgeCatalog",
@@ -101,8 +105,10 @@ __all__ = [
     "KernelInfo",
     "Launch",
     "ShapedCall",
+    "WrongPlatformError",
     "address_bound_values",
     "array_sig",
+    "attribute_value",
     "batch_call",
     "batch_to_front",
     "bounds_checked",

@@ -7,7 +7,7 @@ the scalar keywords and the inputs, resolve the sharding rule for the call's
 arrays, bind, and rebuild the caller's output structure; and name the op
 after the kernel. Here that is written once. A bridge passes only what is its
 own: its ``KernelInfo``, its dtype table, its launch (a primitive bind, or a
-planner given to ``ffi_core.cuda.cuda_launch``), and, where it has them, its
+planner given to ``ffi_core.bridge.cuda.cuda_launch``), and, where it has them, its
 scalar and extra checks and a derivative.
 
 Order of the checks of one call (a bridge's hooks in brackets): [arity],
@@ -24,9 +24,10 @@ from typing import Any, Protocol
 
 from .._checks import check_aliases, check_arity, check_inputs
 from .._outs import output_avals
-from .._sharding import ShapedCall, partitioned_call, shaped_values
-from .._sharding_rule import ShardingRule, check_sharding_rule, resolve_sharding_rule
+from .._rules import Bind
 from .._spec import VMAP_METHODS, KernelDTypes, check_vmap_method
+from ..sharding._partition import partitioned_call, shaped_values
+from ..sharding._rule import ShardingRule, check_sharding_rule, resolve_sharding_rule
 from ._info import KernelInfo
 
 __all__ = ["BoundCall", "KernelCall", "Launch", "kernel_op"]
@@ -51,15 +52,17 @@ class KernelCall:
     @property
     def options(self) -> dict[str, Any]:
         """What the call fixes of a launch, as the keywords of
-        ``ffi_core.cuda.cuda_launch`` and ``ffi_core.cpu.cpu_call``:
+        ``ffi_core.bridge.cuda.cuda_launch`` and ``ffi_core.bridge.cpu.cpu_call``:
         ``aliases`` and ``vmap_method``."""
         return {"aliases": self.aliases, "vmap_method": self.vmap_method}
 
 
 class Launch(Protocol):
-    """A bridge's launch: ``launch(call, out_avals, args, scalars)`` binds the
-    bridge's primitive (or ``ffi_core.cuda.cuda_launch``) for these arrays
-    and returns the outputs. ``out_avals`` are the whole arrays' or a shard's,
+    """A bridge's launch: ``launch(call, out_avals, args, scalars)`` says what
+    to bind for these arrays, a ``Bind`` (its primitive, or
+    ``ffi_core.bridge.cuda.cuda_launch_p``, with the call's parameters), and
+    ``kernel_op`` binds it. A launch that computes with jnp code instead
+    returns the outputs. ``out_avals`` are the whole arrays' or a shard's,
     and ``scalars`` the call's scalar keywords evaluated on ``args``' shapes.
     Hashable and the same on every call of one op (eager calls then hit JAX's
     cache): a module-level function, or a frozen dataclass holding the
@@ -71,25 +74,25 @@ class Launch(Protocol):
         out_avals: tuple[Any, ...],
         args: Sequence[Any],
         scalars: Mapping[str, Any],
-    ) -> Sequence[Any]: ...
+    ) -> Bind | Sequence[Any]: ...
 
 
 @dataclasses.dataclass(frozen=True)
-class _LaunchOf:
-    # A launch with its KernelCall, as ShapedCall calls it.
-    launch: Launch
-    call: KernelCall
+class _OnShard:
+    # A BoundCall without its rule, as partitioned_call calls it: for the
+    # output avals of the whole arrays or of a shard.
+    bound: BoundCall
 
-    def __call__(self, out_avals: Any, args: Any, scalars: Mapping[str, Any]) -> Sequence[Any]:
-        return self.launch(self.call, out_avals, args, scalars)
+    def __call__(self, out_avals: tuple[Any, ...], *args: Any) -> list[Any]:
+        return self.bound(*args, out_avals=out_avals)
 
 
 @dataclasses.dataclass(frozen=True)
 class BoundCall:
     """One call of a wrapped kernel, ready to run (hashable).
 
-    ``bound(*args)`` runs ``launch`` on the arrays, partitioned by ``rule``
-    under a sharded ``jit``; ``out_avals=`` runs it for other outputs (a
+    ``bound(*args)`` asks ``launch`` what to bind for the arrays and binds
+    it, partitioned by ``rule`` under a sharded ``jit``; ``out_avals=`` runs it for other outputs (a
     derivative's). A bridge with a derivative (Warp's adjoint) receives it as
     the non-differentiable argument of its ``jax.custom_vjp`` and may
     ``dataclasses.replace`` its launch and rule for the backward call.
@@ -109,8 +112,16 @@ class BoundCall:
 
     def __call__(self, *args: Any, out_avals: Sequence[Any] | None = None) -> list[Any]:
         avals = self.call.out_avals if out_avals is None else tuple(out_avals)
-        shaped = ShapedCall(_LaunchOf(self.launch, self.call), self.scalars)
-        return partitioned_call(shaped, args, avals, self.rule)
+        if self.rule is not None:
+            on_shard = _OnShard(dataclasses.replace(self, rule=None))
+            return partitioned_call(on_shard, args, avals, self.rule)
+        scalars = dict(self.scalars)
+        if any(callable(v) for v in scalars.values()):
+            scalars = shaped_values(scalars, args)
+        bind = self.launch(self.call, avals, args, scalars)
+        if isinstance(bind, Bind):
+            return list(bind.primitive.bind(*args, out_avals=avals, **dict(bind.params)))
+        return list(bind)
 
 
 def _no_scalars(info: KernelInfo) -> Callable[[Sequence[Any], Mapping[str, Any]], Mapping]:
@@ -188,7 +199,7 @@ def kernel_op(
         >>> import jax, jax.numpy as jnp
         >>> def launch(call, out_avals, args, scalars):
         ...     x, y = args
-        ...     return [x + y]  # a bridge binds its primitive here
+        ...     return [x + y]  # a bridge returns the Bind of its primitive here
         >>> info = KernelInfo(name="add", label="toy kernel 'add'", qualname="doc.add", digest="00")
         >>> add = kernel_op(
         ...     info,

@@ -123,7 +123,7 @@ def find_sanitizer() -> str | None:
 
 def _gpus() -> Sequence[Any]:
     # The GPUs as the CUDA launcher sees them (JAX's CUDA devices).
-    from ..cuda import _target
+    from ..bridge.cuda import _target
 
     try:
         return tuple(_target._jax_cuda_devices())

@@ -21,7 +21,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from .._sharding_rule import check_sharding_rule
+from ..sharding._rule import check_sharding_rule
 from ._case import Case
 from ._report import CheckResult, failed, passed, skipped
 

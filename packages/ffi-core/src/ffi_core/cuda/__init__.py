@@ -1,91 +1,46 @@
-"""The native CUDA launcher that every GPU bridge uses.
+"""Moved to :mod:`ffi_core.bridge.cuda`: each name here warns and forwards."""
 
-One handler generator (a Numba ``cfunc`` XLA calls directly) launches any
-kernel whose parameters a :class:`ParamLayout` describes: buffers' device
-pointers, sizes and strides, constants and scalar attributes of the call,
-packed per launch on XLA's stream, on the device the call frame names. Each
-kernel image is loaded once per CUDA context and device; handlers declare
-themselves command-buffer compatible so XLA can capture them in CUDA graphs.
-:mod:`ffi_core.cuda.testing` runs these handlers without a GPU, and
-:class:`ArtifactCache` keeps every GPU bridge's compiled kernels on disk, keyed
-by content. Needs numba (``ffi-core[native]``) to build handlers; the rest is
-plain Python.
-"""
+from .._moved import forward
 
-from ._artifact_cache import ArtifactCache as ArtifactCache
-from ._artifact_cache import ArtifactCacheWarning as ArtifactCacheWarning
-from ._artifact_cache import ArtifactField as ArtifactField
-from ._artifact_cache import BadArtifact as BadArtifact
-from ._driver import CTX_FN as CTX_FN
-from ._driver import LAUNCH_FN as LAUNCH_FN
-from ._driver import Driver as Driver
-from ._driver import DriverError as DriverError
-from ._driver import NativeDriver as NativeDriver
-from ._driver import driver as driver
-from ._handler import MAX_DEVICES as MAX_DEVICES
-from ._handler import Handler as Handler
-from ._handler import LaunchSpec as LaunchSpec
-from ._handler import build_handler as build_handler
-from ._handler import handler_source as handler_source
-from ._launch import LaunchConfig as LaunchConfig
-from ._launch import launch_config as launch_config
-from ._layout import CTYPES as CTYPES
-from ._layout import Field as Field
-from ._layout import LayoutBuilder as LayoutBuilder
-from ._layout import ParamLayout as ParamLayout
-from ._op import VMAP_METHODS as VMAP_METHODS
-from ._op import LaunchPlan as LaunchPlan
-from ._op import LaunchPlanner as LaunchPlanner
-from ._op import attribute_value as attribute_value
-from ._op import cuda_launch as cuda_launch
-from ._op import cuda_launch_p as cuda_launch_p
-from ._op import lower_launch as lower_launch
-from ._ptx import PtxError as PtxError
-from ._ptx import ptx_entries as ptx_entries
-from ._ptx import ptx_entry as ptx_entry
-from ._ptx import ptx_params as ptx_params
-from ._target import KernelImage as KernelImage
-from ._target import cuda_devices as cuda_devices
-from ._target import device_ordinal as device_ordinal
-from ._target import ensure_target as ensure_target
-from ._target import local_capabilities as local_capabilities
-
-__all__ = [
-    "CTX_FN",
-    "CTYPES",
-    "LAUNCH_FN",
-    "MAX_DEVICES",
-    "VMAP_METHODS",
-    "ArtifactCache",
-    "ArtifactCacheWarning",
-    "ArtifactField",
-    "BadArtifact",
-    "Driver",
-    "DriverError",
-    "Field",
-    "Handler",
-    "KernelImage",
-    "LaunchConfig",
-    "LaunchPlan",
-    "LaunchPlanner",
-    "LaunchSpec",
-    "LayoutBuilder",
-    "NativeDriver",
-    "ParamLayout",
-    "PtxError",
-    "attribute_value",
-    "build_handler",
-    "cuda_devices",
-    "cuda_launch",
-    "cuda_launch_p",
-    "device_ordinal",
-    "driver",
-    "ensure_target",
-    "handler_source",
-    "launch_config",
-    "local_capabilities",
-    "lower_launch",
-    "ptx_entries",
-    "ptx_entry",
-    "ptx_params",
-]
+__moved_to__ = "ffi_core.bridge.cuda"
+_NAMES = {
+    "CTX_FN": "CTX_FN",
+    "CTYPES": "CTYPES",
+    "LAUNCH_FN": "LAUNCH_FN",
+    "MAX_DEVICES": "MAX_DEVICES",
+    "VMAP_METHODS": "VMAP_METHODS",
+    "ArtifactCache": "ArtifactCache",
+    "ArtifactCacheWarning": "ArtifactCacheWarning",
+    "ArtifactField": "ArtifactField",
+    "BadArtifact": "BadArtifact",
+    "Driver": "Driver",
+    "DriverError": "DriverError",
+    "Field": "Field",
+    "Handler": "Handler",
+    "KernelImage": "KernelImage",
+    "LaunchConfig": "LaunchConfig",
+    "LaunchPlan": "LaunchPlan",
+    "LaunchPlanner": "LaunchPlanner",
+    "LaunchSpec": "LaunchSpec",
+    "LayoutBuilder": "LayoutBuilder",
+    "NativeDriver": "NativeDriver",
+    "ParamLayout": "ParamLayout",
+    "PtxError": "PtxError",
+    "attribute_value": "attribute_value",
+    "build_handler": "build_handler",
+    "cuda_devices": "cuda_devices",
+    "cuda_launch": "cuda_launch",
+    "cuda_launch_p": "cuda_launch_p",
+    "device_ordinal": "device_ordinal",
+    "driver": "driver",
+    "ensure_target": "ensure_target",
+    "handler_source": "handler_source",
+    "launch_config": "launch_config",
+    "local_capabilities": "local_capabilities",
+    "lower_launch": "lower_launch",
+    "ptx_entries": "ptx_entries",
+    "ptx_entry": "ptx_entry",
+    "ptx_params": "ptx_params",
+}
+__all__ = sorted(_NAMES)
+__getattr__ = forward(__name__, __moved_to__, _NAMES)

@@ -11,7 +11,7 @@ of what each package's tests would otherwise carry.
 - :func:`device_mesh`, :func:`custom_calls`: a mesh over several devices, and
   the FFI calls a compiled sharded function makes.
 
-The emulated GPU and its fixture are in :mod:`ffi_core.cuda.testing`.
+The emulated GPU and its fixture are in :mod:`ffi_core.bridge.cuda.testing`.
 pytest is imported only by the helpers that use it, so importing this
 module adds no dependency beyond ffi-core's own.
 

@@ -6,7 +6,7 @@ command-buffer compatible, so XLA may capture it into a CUDA graph), checks
 the buffers' count, dtypes and ranks and the attributes' count and dtypes,
 takes the stream and device ordinal from the call frame, picks the
 ``CUfunction`` loaded into that device's context, fills the kernel's
-parameters by its :class:`~ffi_core.cuda.ParamLayout` and calls
+parameters by its :class:`~ffi_core.bridge.cuda.ParamLayout` and calls
 ``cuLaunchKernel`` on XLA's stream, once, or once per element of a batch. A
 failing driver call becomes an FFI error whose message names the kernel and
 the driver's error.
@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from .._spec import ArraySig
-from ..abi import ErrorCode, HandlerTraits, code_from_dtype, create_error
+from ..._spec import ArraySig
+from ...abi import ErrorCode, HandlerTraits, code_from_dtype, create_error
 from ._driver import NativeDriver
 from ._launch import LaunchConfig
 from ._layout import Field, ParamLayout
@@ -275,7 +275,7 @@ def build_handler(spec: LaunchSpec, label: str, native: NativeDriver) -> Handler
     """Compile the handler of ``spec`` against ``native``'s driver entry points."""
     from numba import cfunc, types
 
-    from ..abi import native as nv
+    from ...abi import native as nv
 
     functions = (ctypes.c_size_t * MAX_DEVICES)()
     contexts = (ctypes.c_size_t * MAX_DEVICES)()

@@ -10,17 +10,21 @@ derived from content.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from collections.abc import Callable
 
-from .._registry import register_target, target_name
-from ..abi import HandlerTraits
+from ..._registry import register_target, target_name
+from ...abi import HandlerTraits
 from ._driver import driver
 from ._handler import Handler, LaunchSpec, build_handler
+from ._launch import LaunchConfig
+from ._layout import ParamLayout
 
 __all__ = [
     "KernelImage",
+    "LaunchPlan",
     "cuda_devices",
     "device_ordinal",
     "ensure_target",
@@ -30,6 +34,25 @@ __all__ = [
 #: ``image(compute_capability) -> (image bytes, entry name)``: a cubin (or
 #: NUL-terminated PTX) holding the kernel's entry, built for that device.
 KernelImage = Callable[[tuple[int, int]], tuple[bytes, str]]
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchPlan:
+    """One kernel's target for one signature: ``prefix`` and ``parts`` name it
+    (``parts`` identify the kernel's code and all else the handler depends
+    on), ``layout`` and ``launch`` make the handler, ``image`` builds the
+    kernel for a compute capability. ``spec`` (the handler's ``LaunchSpec``)
+    and ``label`` (the kernel's name in messages) are set at lowering, by
+    ``lower_launch``, before ``ensure_target`` takes the plan."""
+
+    prefix: str
+    parts: tuple[str, ...]
+    layout: ParamLayout
+    launch: LaunchConfig
+    image: KernelImage = dataclasses.field(compare=False)
+    spec: LaunchSpec | None = None
+    label: str = dataclasses.field(default="", compare=False)
+
 
 _lock = threading.Lock()
 _handlers: dict[tuple[str, tuple[str, ...], LaunchSpec], tuple[str, Handler]] = {}
@@ -71,18 +94,17 @@ def local_capabilities(what: str) -> tuple[tuple[int, int], ...]:
     return tuple(drv.compute_capability(device_ordinal(d)) for d in devices)
 
 
-def ensure_target(
-    prefix: str, parts: tuple[str, ...], spec: LaunchSpec, label: str, image: KernelImage
-) -> str:
-    """The registered FFI target name of one kernel launched as ``spec``.
-
-    ``prefix`` names the target (e.g. ``"triton.add"``); ``parts`` make the rest of
-    the name and must identify all that ``spec`` was made from (the kernel's
-    code digest, its signature and launch), so a changed kernel gets another
-    target;
-    ``label`` names the kernel in error messages; ``image`` builds the kernel
-    for a compute capability (the bridge caches it).
+def ensure_target(plan: LaunchPlan) -> str:
+    """The registered FFI target name of ``plan``'s kernel launched as
+    ``plan.spec``: the handler built once per process, the kernel's image
+    (``plan.image``, cached by the bridge) loaded once into each local GPU's
+    primary context. ``plan.parts`` must identify all that the spec was made
+    from (the kernel's code digest, its signature and launch), so a changed
+    kernel gets another target; ``plan.label`` names the kernel in errors.
     """
+    if plan.spec is None:
+        raise ValueError(f"{plan.prefix}: `plan.spec` is None; lower_launch sets it")
+    prefix, parts, spec, label, image = plan.prefix, plan.parts, plan.spec, plan.label, plan.image
     devices = cuda_devices(label)
     drv = driver()
     key = (prefix, parts, spec)

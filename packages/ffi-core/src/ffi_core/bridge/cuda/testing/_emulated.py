@@ -1,4 +1,4 @@
-"""The emulated GPU: ``ffi_core.cuda``'s CUDA path run on the CPU, with each
+"""The emulated GPU: ``ffi_core.bridge.cuda``'s CUDA path run on the CPU, with each
 kernel launch handed to a CPU stand-in of the kernel."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ...abi import capi as C
+from ....abi import capi as C
 from .._driver import CTX_FN, LAUNCH_FN, NativeDriver
 from ._fakes import _API_FN, Launch
 
@@ -153,7 +153,7 @@ def _with_emulated_stream(handler_cfunc: Any) -> tuple[Any, list[Any]]:
     """A CPU FFI handler that calls ``handler_cfunc`` with the call frame's API
     table copied and its stream getter faked (XLA's CPU runtime has no stream;
     the device ordinal is XLA's own, that of the CPU device running the call)."""
-    from ..._registry import handler_address
+    from ...._registry import handler_address
 
     real = _HANDLER_FN(handler_address(handler_cfunc))
 
@@ -184,7 +184,7 @@ def _with_emulated_stream(handler_cfunc: Any) -> tuple[Any, list[Any]]:
 def register_on_cpu(name: str, handler: Any, *, content: str, platform: str, pin: Any = ()):
     """Register what a bridge registers for CUDA on the CPU instead, behind the
     stream stand-in."""
-    from ..._registry import register_target
+    from ...._registry import register_target
 
     if platform != "cuda":
         raise AssertionError(f"expected a CUDA target, got platform {platform!r}")
@@ -203,7 +203,7 @@ def emulate(
 
     ``lowerings`` are ``(primitive, cuda_rule, cpu_rule)``: the CUDA lowering
     is registered for the CPU while emulating and ``cpu_rule`` put back after.
-    Inside, ``ffi_core.cuda`` sees ``gpu.devices`` as JAX's CUDA devices,
+    Inside, ``ffi_core.bridge.cuda`` sees ``gpu.devices`` as JAX's CUDA devices,
     builds handlers against ``gpu.native`` (kept in ``gpu.handlers``), and
     registers CUDA targets on the CPU; JAX's default device is the CPU.
     Everything up to the driver is real: lowering, the generated handler with
@@ -263,7 +263,7 @@ def emulated_gpu_fixture(
     keeps the handler built against the driver it was first lowered with).
     Assign it to a name in a test module or ``conftest.py``::
 
-        from ffi_core.cuda.testing import EmulatedGPU, emulated_gpu_fixture
+        from ffi_core.bridge.cuda.testing import EmulatedGPU, emulated_gpu_fixture
 
         gpu = emulated_gpu_fixture(EmulatedGPU(), [LOWERING])
 

@@ -17,39 +17,23 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 import jax
-import numpy as np
 from jax.interpreters import mlir
 
-from .._rules import bind_bridge_call, bridge_primitive
-from .._spec import VMAP_METHODS, ArraySig, array_sig, check_vmap_method
+from ..._errors import WrongPlatformError
+from ..._rules import Bind, bridge_primitive, planned_bind
+from ..._spec import VMAP_METHODS, ArraySig, array_sig, attribute_value, check_vmap_method
 from ._handler import LaunchSpec
-from ._launch import LaunchConfig
-from ._layout import ParamLayout
-from ._target import KernelImage, cuda_devices, ensure_target
+from ._target import LaunchPlan, cuda_devices, ensure_target
 
 __all__ = [
     "VMAP_METHODS",
     "LaunchPlan",
     "LaunchPlanner",
-    "attribute_value",
     "cuda_launch",
+    "cuda_launch_bind",
     "cuda_launch_p",
     "lower_launch",
 ]
-
-
-@dataclasses.dataclass(frozen=True)
-class LaunchPlan:
-    """One kernel's target for one signature: ``prefix`` and ``parts`` name it
-    (``parts`` identify the kernel's code and all else the handler depends
-    on), ``layout`` and ``launch`` make the handler, ``image`` builds the
-    kernel for a compute capability."""
-
-    prefix: str
-    parts: tuple[str, ...]
-    layout: ParamLayout
-    launch: LaunchConfig
-    image: KernelImage = dataclasses.field(compare=False)
 
 
 class LaunchPlanner(Protocol):
@@ -110,18 +94,10 @@ def lower_launch(
         ctx = ctx.replace(avals_in=avals_in)
     arrays = tuple(array_sig(a) for a in (*avals_in, *ctx.avals_out))
     spec = LaunchSpec(arrays, len(avals_in), plan.layout, plan.launch, lead)
-    name = ensure_target(plan.prefix, (*plan.parts, repr(spec)), spec, label, plan.image)
+    parts = (*plan.parts, repr(spec))
+    name = ensure_target(dataclasses.replace(plan, parts=parts, spec=spec, label=label))
     lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=aliases or None)
     return lowering(ctx, *operands, **(attrs or {}))
-
-
-def attribute_value(dtype: str, value: Any) -> Any:
-    """A scalar parameter's value as its FFI attribute: a ``dtype`` NumPy
-    scalar (XLA has no float16 attributes: a float16 travels as its bits)."""
-    scalar = np.asarray(value, dtype=dtype)
-    if scalar.dtype == np.float16:
-        scalar = scalar.view(np.uint16)
-    return scalar[()]
 
 
 def _lowering(ctx, *operands, planner, out_avals, aliases, vmap_method, batched, attrs):
@@ -147,7 +123,7 @@ def _lowering(ctx, *operands, planner, out_avals, aliases, vmap_method, batched,
 
 def _cpu_lowering(ctx, *operands, planner, **params):
     del ctx, operands, params
-    raise RuntimeError(
+    raise WrongPlatformError(
         f"{planner.label} runs on NVIDIA GPUs only, but this computation is placed on the CPU; "
         "put its inputs on a GPU (jax.device_put(x, jax.devices('cuda')[0]))"
     )
@@ -167,16 +143,28 @@ def cuda_launch(
     ``attrs`` are the scalar parameters as ``(name, dtype, value)``; checked
     arguments are the caller's job (the bridge knows its kernel's rules).
     """
+    bind = cuda_launch_bind(planner, aliases=aliases, vmap_method=vmap_method, attrs=attrs)
+    return list(cuda_launch_p.bind(*args, out_avals=tuple(out_avals), **dict(bind.params)))
+
+
+def cuda_launch_bind(
+    planner: LaunchPlanner,
+    *,
+    aliases: tuple[tuple[int, int], ...] = (),
+    vmap_method: str | None = None,
+    attrs: tuple[tuple[str, str, Any], ...] = (),
+) -> Bind:
+    """What a GPU bridge's launch returns for ``kernel_op`` to bind: a launch
+    of ``planner``'s kernel through ``cuda_launch_p`` (a RuntimeError where
+    JAX has no CUDA device).
+
+    ``attrs`` are the scalar parameters as ``(name, dtype, value)``; checked
+    arguments are the caller's job (the bridge knows its kernel's rules).
+    """
     check_vmap_method(vmap_method)
     cuda_devices(planner.label)
-    return bind_bridge_call(
-        cuda_launch_p,
-        planner,
-        args,
-        out_avals,
-        aliases=aliases,
-        vmap_method=vmap_method,
-        attrs=attrs,
+    return planned_bind(
+        cuda_launch_p, planner, aliases=aliases, vmap_method=vmap_method, attrs=attrs
     )
 
 

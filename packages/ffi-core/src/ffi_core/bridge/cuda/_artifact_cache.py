@@ -36,8 +36,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from .._cache_dir import cache_root, checked_cache_dir
-from .._version import __version__
+from ..._cache_dir import cache_root, checked_cache_dir
+from ..._version import __version__
 
 __all__ = ["ArtifactCache", "ArtifactCacheWarning", "ArtifactField", "BadArtifact"]
 

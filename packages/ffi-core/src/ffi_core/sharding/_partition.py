@@ -34,14 +34,14 @@ from jax.interpreters import ad, batching, mlir
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ._jax_compat import (
+from .._jax_compat import (
     def_eager_impl,
     for_export,
     lowering_device_count,
     require_devices_at_lowering,
     with_varying_axes,
 )
-from ._sharding_rule import ShardingRule
+from ._rule import ShardingRule
 
 __all__ = ["BoundPrimitive", "ShapedCall", "partitioned_call", "partitioned_call_p"]
 

@@ -1,9 +1,9 @@
 """``cpu_call_p``: one JAX primitive for kernels any bridge runs natively on the CPU.
 
-The CPU twin of ``ffi_core.cuda.cuda_launch_p``. A bridge describes a kernel
+The CPU twin of ``ffi_core.bridge.cuda.cuda_launch_p``. A bridge describes a kernel
 with a :class:`CpuPlanner`: given the call frame's buffers it names the
 target and says how to build its handler (from the one template,
-``ffi_core.cpu.handler_source``) and how an exported call makes it again.
+``ffi_core.bridge.cpu.handler_source``) and how an exported call makes it again.
 The primitive does the rest the same way for every bridge: abstract
 evaluation, lowering to an FFI call of the handler (with the cost hint of
 large calls, and scalar parameters as the call's attributes), ``vmap`` (one
@@ -22,16 +22,18 @@ import jax
 import numpy as np
 from jax.interpreters import mlir
 
-from .._cost_hint import hint_source, lower_with_hint
-from .._registry import register_target, target_name
-from .._rules import bind_bridge_call, bridge_primitive
-from .._spec import ArraySig, array_sig, check_vmap_method
-from ..export import Unexportable, record_recipe
+from ..._cost_hint import hint_source, lower_with_hint
+from ..._errors import WrongPlatformError
+from ..._registry import register_target, target_name
+from ..._rules import Bind, bridge_primitive, planned_bind
+from ..._spec import ArraySig, array_sig, attribute_value, check_vmap_method
+from ...export import Unexportable, record_recipe
 
 __all__ = [
     "CpuPlan",
     "CpuPlanner",
     "cpu_call",
+    "cpu_call_bind",
     "cpu_call_p",
     "ensure_target",
     "lower_cpu_call",
@@ -48,8 +50,8 @@ class CpuPlan:
             else the handler depends on, so a changed kernel gets another target.
         content: what the registry compares when a name is registered again
             (the same name with other content is refused).
-        build: compiles the handler (a Numba ``cfunc``), called once per
-            process and target.
+        build: compiles the handler without a planner (a closure); None
+            (the default): ``planner.build(sig)`` does.
         recipe: how ``ffi_core.deserialize`` makes the target again (a JSON
             step its bridge registered a rebuilder for), an ``Unexportable``
             saying why it cannot, or None (not recorded).
@@ -57,17 +59,29 @@ class CpuPlan:
             call's work (the elements of its largest buffer; None where it
             is not known, as for a target made again from a recipe), before
             XLA can call the handler: what only some calls need (a
-            parallel form of the kernel) is compiled here.
+            parallel form of the kernel) is compiled here. None (the
+            default): ``planner.prepare(sig, handler, work)`` where the
+            planner has that method.
+        planner: the planner that made the plan; its ``build(sig)``
+            compiles the handler (a Numba ``cfunc``), once per process and
+            target.
+        sig: what the planner's ``build`` and ``prepare`` take: the
+            bridge's own signature of the call.
+        work: the call's work, the elements of its largest buffer (set at
+            lowering; None where it is not known).
     """
 
     prefix: str
     parts: tuple[str, ...]
     content: str
-    build: Callable[[], Any] = dataclasses.field(compare=False)
+    build: Callable[[], Any] | None = dataclasses.field(default=None, compare=False)
     recipe: dict[str, Any] | Unexportable | None = dataclasses.field(default=None, compare=False)
     prepare: Callable[[Any, int | None], None] | None = dataclasses.field(
         default=None, compare=False
     )
+    planner: Any = dataclasses.field(default=None, compare=False)
+    sig: Any = dataclasses.field(default=None, compare=False)
+    work: int | None = dataclasses.field(default=None, compare=False)
 
 
 class CpuPlanner(Protocol):
@@ -90,36 +104,41 @@ class CpuPlanner(Protocol):
         carries one more input, the cost hint, that the handler ignores."""
         ...
 
+    def build(self, sig: Any) -> Any:
+        """The handler (a Numba ``cfunc``) of the plan's ``sig``; called once
+        per process and target. Optional where the plan carries a ``build``
+        closure. A planner may also have ``prepare(sig, handler, work)``
+        (see ``CpuPlan.prepare``)."""
+        ...
+
 
 _lock = threading.Lock()
 _handlers: dict[tuple[str, tuple[str, ...]], tuple[str, Any]] = {}
 
 
-def ensure_target(plan: CpuPlan, work: int | None = None) -> str:
+def ensure_target(plan: CpuPlan) -> str:
     """Build (once per process) and register ``plan``'s handler, prepare it
-    for a call of ``work`` elements (``CpuPlan.prepare``) and record its
-    recipe; returns the target name."""
+    for a call of ``plan.work`` elements and record its recipe; returns the
+    target name."""
     key = (plan.prefix, plan.parts)
     with _lock:
         entry = _handlers.get(key)
         if entry is None:
-            entry = (target_name(plan.prefix, *plan.parts), plan.build())
+            build = plan.build
+            handler = build() if build is not None else plan.planner.build(plan.sig)
+            entry = (target_name(plan.prefix, *plan.parts), handler)
             _handlers[key] = entry
     name, handler = entry
     if plan.prepare is not None:
-        plan.prepare(handler, work)
+        plan.prepare(handler, plan.work)
+    else:
+        prepare = getattr(plan.planner, "prepare", None)
+        if prepare is not None:
+            prepare(plan.sig, handler, plan.work)
     register_target(name, handler, content=plan.content, platform="cpu")
     if plan.recipe is not None:
         record_recipe(name, plan.recipe)
     return name
-
-
-def _attribute_value(dtype: str, value: Any) -> Any:
-    # XLA has no float16 attributes: a float16 travels as its bits.
-    scalar = np.asarray(value, dtype=dtype)
-    if scalar.dtype == np.float16:
-        scalar = scalar.view(np.uint16)
-    return scalar[()]
 
 
 def lower_cpu_call(
@@ -147,7 +166,7 @@ def lower_cpu_call(
         source is not None,
     )
     work = max((int(np.prod(a.shape)) for a in (*ctx.avals_in, *ctx.avals_out)), default=0)
-    name = ensure_target(plan, work)
+    name = ensure_target(dataclasses.replace(plan, work=work))
     lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=aliases or None)
     if source is None:
         return lowering(ctx, *operands, **(attrs or {}))
@@ -165,16 +184,33 @@ def _cpu_call_lowering(ctx, *operands, planner, out_avals, aliases, vmap_method,
         planner,
         batched=batched,
         aliases=dict(aliases),
-        attrs={n: _attribute_value(dtype, v) for n, dtype, v in attrs},
+        attrs={n: attribute_value(dtype, v) for n, dtype, v in attrs},
     )
 
 
 def _accelerator_lowering(ctx, *operands, planner, **params):
     del ctx, operands, params
-    raise NotImplementedError(
+    raise WrongPlatformError(
         f"{planner.label} runs on the CPU only, but this computation is placed on an "
         "accelerator; put its inputs on the CPU (jax.device_put(x, jax.devices('cpu')[0]))"
     )
+
+
+def cpu_call_bind(
+    planner: CpuPlanner,
+    *,
+    aliases: tuple[tuple[int, int], ...] = (),
+    vmap_method: str | None = None,
+    attrs: tuple[tuple[str, str, Any], ...] = (),
+) -> Bind:
+    """What a CPU bridge's launch returns for ``kernel_op`` to bind: a call of
+    ``planner``'s kernel through ``cpu_call_p``.
+
+    ``attrs`` are scalar parameters as ``(name, dtype, value)``; checked
+    arguments are the caller's job (the bridge knows its kernel's rules).
+    """
+    check_vmap_method(vmap_method)
+    return planned_bind(cpu_call_p, planner, aliases=aliases, vmap_method=vmap_method, attrs=attrs)
 
 
 def cpu_call(
@@ -191,10 +227,8 @@ def cpu_call(
     ``attrs`` are scalar parameters as ``(name, dtype, value)``; checked
     arguments are the caller's job (the bridge knows its kernel's rules).
     """
-    check_vmap_method(vmap_method)
-    return bind_bridge_call(
-        cpu_call_p, planner, args, out_avals, aliases=aliases, vmap_method=vmap_method, attrs=attrs
-    )
+    bind = cpu_call_bind(planner, aliases=aliases, vmap_method=vmap_method, attrs=attrs)
+    return list(cpu_call_p.bind(*args, out_avals=tuple(out_avals), **dict(bind.params)))
 
 
 # The lowerings of cpu_call_p (its other rules: bridge_primitive above).

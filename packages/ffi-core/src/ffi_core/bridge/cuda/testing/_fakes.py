@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ...abi import api_version, code_from_dtype
-from ...abi import capi as C
+from ....abi import api_version, code_from_dtype
+from ....abi import capi as C
 from .._driver import CTX_FN, LAUNCH_FN, NativeDriver
 
 __all__ = ["FakeDriver", "FakeXLA", "Launch", "host_array"]

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._spec import BASIC_DTYPES
+from ..._spec import BASIC_DTYPES
 
 __all__ = ["CTYPES", "SOURCES", "Field", "LayoutBuilder", "ParamLayout"]
 
