@@ -18,20 +18,7 @@ TOPS = {p.name.replace("-", "_"): p for p in PACKAGES}
 
 # (file, private path) -> the public name it waits for. Each entry must still be
 # needed: one that matches nothing fails the test, so the list only shrinks.
-PENDING: dict[tuple[str, str], str] = {
-    (
-        "packages/numba-cuda-ffi/src/numba_cuda_ffi/_launch.py",
-        "ffi_core.cuda._launch",
-    ): "the CUDA grid and block limits public in ffi_core.bridge.cuda",
-    (
-        "packages/warp-ffi/src/warp_ffi/_gpu.py",
-        "ffi_core.cuda._launch",
-    ): "the CUDA grid limit public in ffi_core.bridge.cuda",
-    (
-        "packages/triton-ffi/src/triton_ffi/testing.py",
-        "ffi_core.cuda._op",
-    ): "the launcher's CUDA and CPU lowering rules public in ffi_core.bridge.cuda",
-}
+PENDING: dict[tuple[str, str], str] = {}
 
 
 def _private(dotted: str) -> bool:

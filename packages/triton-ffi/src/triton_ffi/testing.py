@@ -20,8 +20,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ffi_core.bridge.cuda import _op as op_module
-from ffi_core.bridge.cuda import cuda_launch_p
+from ffi_core.bridge.cuda import cuda_launch_cpu_lowering, cuda_launch_lowering, cuda_launch_p
 
 from . import _planner
 from ._interpret import run_interpreted
@@ -29,7 +28,7 @@ from ._interpret import run_interpreted
 __all__ = ["LOWERING", "interpreted"]
 
 #: The launcher primitive's CUDA lowering, registered on the CPU by ``emulate``.
-LOWERING = (cuda_launch_p, op_module._lowering, op_module._cpu_lowering)
+LOWERING = (cuda_launch_p, cuda_launch_lowering, cuda_launch_cpu_lowering)
 
 
 def _stand_in(image: bytes) -> Any:

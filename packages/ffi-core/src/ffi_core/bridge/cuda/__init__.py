@@ -47,6 +47,8 @@ from ._op import VMAP_METHODS as VMAP_METHODS
 from ._op import LaunchPlanner as LaunchPlanner
 from ._op import cuda_launch as cuda_launch
 from ._op import cuda_launch_bind as cuda_launch_bind
+from ._op import cuda_launch_cpu_lowering as cuda_launch_cpu_lowering
+from ._op import cuda_launch_lowering as cuda_launch_lowering
 from ._op import cuda_launch_p as cuda_launch_p
 from ._op import lower_launch as lower_launch
 from ._ptx import PtxError as PtxError
@@ -93,6 +95,8 @@ __all__ = [
     "cuda_devices",
     "cuda_launch",
     "cuda_launch_bind",
+    "cuda_launch_cpu_lowering",
+    "cuda_launch_lowering",
     "cuda_launch_p",
     "device_ordinal",
     "driver",

@@ -100,7 +100,7 @@ def lower_launch(
     return lowering(ctx, *operands, **(attrs or {}))
 
 
-def _lowering(ctx, *operands, planner, out_avals, aliases, vmap_method, batched, attrs):
+def cuda_launch_lowering(ctx, *operands, planner, out_avals, aliases, vmap_method, batched, attrs):
     del out_avals, vmap_method
     n_in = len(ctx.avals_in)
     lead_in = tuple(batched) if batched is not None else (False,) * n_in
@@ -121,7 +121,7 @@ def _lowering(ctx, *operands, planner, out_avals, aliases, vmap_method, batched,
     )
 
 
-def _cpu_lowering(ctx, *operands, planner, **params):
+def cuda_launch_cpu_lowering(ctx, *operands, planner, **params):
     del ctx, operands, params
     raise WrongPlatformError(
         f"{planner.label} runs on NVIDIA GPUs only, but this computation is placed on the CPU; "
@@ -169,5 +169,5 @@ def cuda_launch_bind(
 
 
 # The lowerings of cuda_launch_p (its other rules: bridge_primitive above).
-mlir.register_lowering(cuda_launch_p, _lowering, platform="cuda")
-mlir.register_lowering(cuda_launch_p, _cpu_lowering, platform="cpu")
+mlir.register_lowering(cuda_launch_p, cuda_launch_lowering, platform="cuda")
+mlir.register_lowering(cuda_launch_p, cuda_launch_cpu_lowering, platform="cpu")
