@@ -19,9 +19,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ffi_core.checking import CheckResult, Status, check_kernel
-from ffi_core.checking._sanitize import MemcheckError, parse_memcheck
 from ffi_core.cuda.testing import EmulatedGPU, emulate
+from kernel_check import CheckResult, Status, check_kernel
+from kernel_check._sanitize import MemcheckError, parse_memcheck
 
 X = np.arange(8, dtype=np.float32)
 
