@@ -11,7 +11,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from ffi_core.checking import first_difference
+from kernel_check import first_difference
 
 from ._config import PLATFORMS, BenchmarkConfig
 from ._program import decision_data, decisions_of, dispatch_times, with_program_times
@@ -43,19 +43,11 @@ def _describe(exc: BaseException) -> str:
 
 
 def _mismatch(ref: Any, out: Any, rtol: float, atol: float) -> str | None:
-    # ffi-core's comparison, with the caller's tolerances for every dtype present.
+    # kernel-check's comparison, with the caller's tolerances for every dtype present.
     dtypes = {np.asarray(leaf).dtype.name for leaf in jax.tree.leaves((ref, out))}
     return first_difference(
         ref, out, tolerances={name: (rtol, atol) for name in dtypes}, names=("expected", "got")
     )
-
-
-def max_difference(a: np.ndarray, b: np.ndarray) -> float:
-    """The largest absolute difference of two arrays of one shape (complex
-    values too), ignoring NaNs; NaN where no element pair has a number."""
-    with np.errstate(invalid="ignore"):
-        diff = np.abs(a.astype(np.complex128) - b.astype(np.complex128))
-    return float(np.nanmax(diff)) if diff.size and not np.all(np.isnan(diff)) else np.nan
 
 
 def _metadata(platform: str) -> dict[str, Any]:
