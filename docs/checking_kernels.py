@@ -11,6 +11,11 @@ a loop (batch axis first and last, batched and unbatched inputs, nested), the
 JVP against finite differences, the transpose against the JVP, compilation
 counts, export in a fresh process, aliases, 8 threads, bad inputs. In a test
 it raises one ``AssertionError`` listing every failed check.
+
+``check_kernel`` is the kernel-check package's (``from kernel_check import
+check_kernel``), a test dependency: add ``kernel-check`` to your tests'
+dependencies. For an ``XLACustomKernel``, ``xla_custom_kernel.testing.check_kernel``
+(used here; xla-custom-kernel depends on kernel-check) also checks every backend.
 """
 
 from __future__ import annotations

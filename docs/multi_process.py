@@ -143,7 +143,7 @@ def check_ops() -> None:
     import jax
     import jax.numpy as jnp
     import numpy as np
-    from ffi_core.checking import Status, check_kernel
+    from kernel_check import Status, check_kernel
     from numba_cpu_ffi import numba_kernel
 
     x = np.arange(16, dtype=np.float32)

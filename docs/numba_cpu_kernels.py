@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numba
 import numpy as np
-from ffi_core.checking import check_kernel
+from kernel_check import check_kernel
 from numba_cpu_ffi import numba_kernel
 
 # --- 1. Elementwise -------------------------------------------------------
@@ -99,6 +99,7 @@ seq = numba_kernel(cumsum, jax.ShapeDtypeStruct((4,), jnp.float32), vmap_method=
 np.testing.assert_allclose(jax.jit(jax.vmap(seq))(rows), jnp.cumsum(rows, axis=1))
 # check_kernel compares vmap with a loop over rows that differ (the batch axis
 # first and last, nested), for each vmap_method given; Tutorial 8 shows it all.
+# It is the kernel-check package's: a test dependency (`pip install kernel-check`).
 report = check_kernel(
     cumsum_op,
     rows[0],

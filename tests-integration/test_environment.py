@@ -17,6 +17,7 @@ PACKAGES = (
     "cuda_source_ffi",
     "xla_custom_kernel",
     "kernel_bench",
+    "kernel_check",
 )
 
 # Third-party libraries are imported before the first snapshot: what they do

@@ -39,6 +39,7 @@ REQUIREMENTS = {
     "numba-cpu-ffi": "",
     "xla-custom-kernel": "numba",
     "kernel-bench": "",
+    "kernel-check": "",
 }
 
 

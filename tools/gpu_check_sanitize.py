@@ -20,7 +20,7 @@ BRIDGES = {"cuda-source": "cu", "numba-cuda": "nb", "triton": "tr"}
 
 def _rows(op, name: str):
     import jax.numpy as jnp
-    from ffi_core.checking import check_kernel
+    from kernel_check import check_kernel
 
     x = jnp.arange(1024, dtype=jnp.float32)
     report = check_kernel(
@@ -38,7 +38,7 @@ def _rows(op, name: str):
 
 def main() -> int:
     import jax
-    from ffi_core.checking._sanitize import find_sanitizer
+    from kernel_check._sanitize import find_sanitizer
 
     if not any(d.platform == "gpu" for d in jax.devices()) or find_sanitizer() is None:
         print("no GPU or no compute-sanitizer", flush=True)

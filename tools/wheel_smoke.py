@@ -67,6 +67,25 @@ assert "axpy" in out.stdout, out.stdout
 print("kernel-bench list: ok")
 """
 
+# kernel-check alone: check_kernel on a JAX function, and the old name in
+# ffi-core forwarding to it with its DeprecationWarning.
+_CHECK_KERNEL = """
+import warnings
+import jax.numpy as jnp
+import kernel_check
+
+report = kernel_check.check_kernel(
+    lambda x: x * 2.0, jnp.arange(4.0), reference=lambda x: 2 * x, checks=["results", "vmap"]
+)
+assert report.ok and report.passed, report
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from ffi_core.checking import check_kernel
+assert check_kernel is kernel_check.check_kernel
+assert [w.category for w in caught] == [DeprecationWarning], caught
+print("check_kernel, and ffi_core.checking forwarding to it: ok")
+"""
+
 # package -> (extras to install, extra smoke programs, whether the README needs a GPU)
 PACKAGES: dict[str, tuple[str, list[str], bool]] = {
     "ffi-core": ("native", [], False),
@@ -74,6 +93,7 @@ PACKAGES: dict[str, tuple[str, list[str], bool]] = {
     "warp-ffi": ("", [], False),
     "xla-custom-kernel": ("numba", [], False),
     "kernel-bench": ("", [_BENCH_CLI], False),
+    "kernel-check": ("", [_CHECK_KERNEL], False),
     "numba-cuda-ffi": ("cu13", [], True),
     "triton-ffi": ("", [], True),
     "cuda-source-ffi": ("cu13", [], True),

@@ -16,7 +16,7 @@ import numba
 import numpy as np
 import pytest
 from ffi_core.bridge import bounds_checked, bounds_checking
-from ffi_core.checking import check_kernel
+from kernel_check import check_kernel
 from numba_cpu_ffi import numba_kernel
 
 S = jax.ShapeDtypeStruct

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import warp as wp
 from ffi_core.bridge import bounds_checked, bounds_checking
-from ffi_core.checking import check_kernel
+from kernel_check import check_kernel
 from warp_ffi import _checked, warp_kernel
 
 S = jax.ShapeDtypeStruct

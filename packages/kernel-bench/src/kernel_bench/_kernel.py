@@ -12,7 +12,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from ffi_core.checking import first_difference
+from kernel_check import first_difference
 
 from ._config import PLATFORMS, BenchmarkConfig
 from ._observed import decision_data, recording
@@ -45,7 +45,7 @@ def _describe(exc: BaseException) -> str:
 
 
 def _mismatch(ref: Any, out: Any, rtol: float, atol: float) -> str | None:
-    # ffi-core's comparison, with the caller's tolerances for every dtype present.
+    # kernel-check's comparison, with the caller's tolerances for every dtype present.
     dtypes = {np.asarray(leaf).dtype.name for leaf in jax.tree.leaves((ref, out))}
     return first_difference(
         ref, out, tolerances={name: (rtol, atol) for name in dtypes}, names=("expected", "got")

@@ -1,5 +1,5 @@
 """``check_kernel`` for operations made with ``XLACustomKernel``: the checks of
-``ffi_core.checking`` plus every backend registered for the platform against
+``kernel_check`` (the kernel-check package, a dependency of this one) plus every backend registered for the platform against
 the default.
 
 Example:
@@ -31,12 +31,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
-from ffi_core.checking import CHECKS as CHECKS
-from ffi_core.checking import TOLERANCES as TOLERANCES
-from ffi_core.checking import CheckReport as CheckReport
-from ffi_core.checking import CheckResult as CheckResult
-from ffi_core.checking import Status as Status
-from ffi_core.checking import check_kernel as _check_kernel
+from kernel_check import CHECKS as CHECKS
+from kernel_check import TOLERANCES as TOLERANCES
+from kernel_check import CheckReport as CheckReport
+from kernel_check import CheckResult as CheckResult
+from kernel_check import Status as Status
+from kernel_check import check_kernel as _check_kernel
 
 from ._kernel import XLACustomKernel
 from ._platforms import platform_of_backend
@@ -127,7 +127,7 @@ def check_kernel(
     backends_of: XLACustomKernel | None = None,
     **options: Any,
 ) -> CheckReport:
-    """``ffi_core.checking.check_kernel`` (see there for the checks and
+    """``kernel_check.check_kernel`` (see there for the checks and
     options), with the ``backends`` check for ``XLACustomKernel``s.
 
     Args:
@@ -139,7 +139,7 @@ def check_kernel(
         kwargs: keywords passed to the op on every call.
         backends_of: the ``XLACustomKernel`` whose backends ``op`` calls;
             default: ``op`` itself when it is one.
-        **options: the other options of ``ffi_core.checking.check_kernel``;
+        **options: the other options of ``kernel_check.check_kernel``;
             for an ``XLACustomKernel``, ``export_imports`` defaults to the
             modules defining its generators and call function, and
             ``sharding_rule`` to its rule (``def_sharding_rule``).

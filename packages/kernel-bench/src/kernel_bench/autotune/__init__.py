@@ -52,7 +52,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import xla_custom_kernel
-from ffi_core.checking import TOLERANCES as _TOLERANCES
+from kernel_check import TOLERANCES as _TOLERANCES
 from xla_custom_kernel import CallSite
 
 from .._observed import recording as recording
@@ -100,7 +100,7 @@ __all__ = [
 
 #: ``(rtol, atol)`` by dtype name within which a backend's results must agree
 #: with the reference backend's; dtypes not named must agree exactly. The one
-#: table of ``ffi_core.checking``, which ``check_kernel`` holds results to too.
+#: table of ``kernel_check``, which ``check_kernel`` holds results to too.
 TOLERANCES: dict[str, tuple[float, float]] = _TOLERANCES
 
 #: The chooser of backend ``"auto"`` that kernel-bench registers into

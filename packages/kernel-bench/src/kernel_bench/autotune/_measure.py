@@ -3,7 +3,7 @@
 Every backend runs once on data of the call's shapes (from the kernel's
 ``def_autotune_data``, else random floats and zero integers); its results are
 compared with the reference backend's (the platform's fixed default) within
-per-dtype tolerances (``ffi_core.checking.TOLERANCES``); the ones that fail or
+per-dtype tolerances (``kernel_check.TOLERANCES``); the ones that fail or
 disagree are never chosen. The rest are timed by kernel-bench's engine
 (``_timing``), each run a chain of calls in one compiled program, the same
 program the suite's in-program column times for that backend, a chain as
@@ -25,7 +25,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from ffi_core.checking import TOLERANCES, max_difference
+from kernel_check import TOLERANCES, max_difference
 
 from .._timing import SECONDS_PER_RUN, Spread, calls_per_run, chained, interleaved
 from ._decision import BUSY_NOISE, AutotuneWarning, Candidate, Decision

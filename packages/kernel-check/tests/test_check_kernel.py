@@ -1,4 +1,4 @@
-"""ffi_core.checking: the report, the comparison, the options, and the checks on
+"""kernel_check.check_kernel: the report, the comparison, the options, and the checks on
 plain JAX functions (any JAX callable is an operation to check_kernel)."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 from ffi_core import ShardingRule
 from ffi_core.bridge import BoundPrimitive, partitioned_call
-from ffi_core.checking import (
+from jax.extend.core import Primitive
+from jax.interpreters import mlir
+from kernel_check import (
     CHECKS,
     TOLERANCES,
     CheckReport,
@@ -21,8 +23,6 @@ from ffi_core.checking import (
     first_difference,
     tolerance,
 )
-from jax.extend.core import Primitive
-from jax.interpreters import mlir
 
 X = jnp.array([1.0, 2.0, 3.0, 4.0], jnp.float32)
 
@@ -239,7 +239,7 @@ def test_vmap_methods_of_a_plain_function_are_skipped():
 def test_ffi_call_vmap_methods_are_rewritten():
     # jax.ffi.ffi_call's vmap_method is replaced as a bridge's is, except by
     # None, which ffi_call does not take.
-    from ffi_core.checking._vmap import with_vmap_method
+    from kernel_check._vmap import with_vmap_method
 
     call = jax.ffi.ffi_call(
         "ffi_core_tests.never_lowered",

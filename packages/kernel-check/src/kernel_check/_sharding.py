@@ -18,10 +18,10 @@ from typing import Any, cast
 
 import jax
 import numpy as np
+from ffi_core.bridge import check_sharding_rule
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ..sharding._rule import check_sharding_rule
 from ._case import Case
 from ._report import CheckResult, failed, passed, skipped
 

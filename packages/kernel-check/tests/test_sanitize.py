@@ -20,8 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from ffi_core.bridge.cuda.testing import EmulatedGPU, emulate
-from ffi_core.checking import CheckResult, Status, check_kernel
-from ffi_core.checking._sanitize import MemcheckError, parse_memcheck
+from kernel_check import CheckResult, Status, check_kernel
+from kernel_check._sanitize import MemcheckError, parse_memcheck
 
 X = np.arange(8, dtype=np.float32)
 

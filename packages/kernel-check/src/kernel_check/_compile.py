@@ -11,8 +11,8 @@ from typing import Any
 
 import jax
 import numpy as np
+from ffi_core.bridge import registered_targets
 
-from .._registry import registered_targets
 from ._case import Case
 from ._report import CheckResult, failed, passed, skipped
 

@@ -123,10 +123,10 @@ def find_sanitizer() -> str | None:
 
 def _gpus() -> Sequence[Any]:
     # The GPUs as the CUDA launcher sees them (JAX's CUDA devices).
-    from ..bridge.cuda import _target
+    from ffi_core.bridge.cuda import cuda_devices
 
     try:
-        return tuple(_target._jax_cuda_devices())
+        return cuda_devices("the sanitize check")
     except RuntimeError:
         return ()
 
@@ -206,7 +206,7 @@ def _sanitize(case: Case) -> CheckResult | list[CheckResult]:
             "100",
             sys.executable,
             "-m",
-            "ffi_core.checking._sanitize_child",
+            "kernel_check._sanitize_child",
             str(folder),
             *where,
         ]

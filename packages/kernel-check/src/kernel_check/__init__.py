@@ -1,5 +1,8 @@
-"""``check_kernel``: one call that checks an operation built on ffi-core under
-every JAX transform that applies, and the report it returns."""
+"""kernel-check: ``check_kernel``, one call that checks an operation built on
+ffi-core (a bridge's kernel, an ``XLACustomKernel``, any JAX callable) under
+every JAX transform that applies, the report it returns, and the comparison
+helpers (per-dtype tolerances, the first element that differs) that
+kernel-bench holds backends to as well."""
 
 from ._compare import TOLERANCES as TOLERANCES
 from ._compare import first_difference as first_difference
@@ -10,6 +13,7 @@ from ._harness import check_kernel as check_kernel
 from ._report import CheckReport as CheckReport
 from ._report import CheckResult as CheckResult
 from ._report import Status as Status
+from ._version import __version__ as __version__
 
 __all__ = [
     "CHECKS",
@@ -17,6 +21,7 @@ __all__ = [
     "CheckReport",
     "CheckResult",
     "Status",
+    "__version__",
     "check_kernel",
     "first_difference",
     "max_difference",

@@ -1,6 +1,6 @@
 """The fresh process of the export check: import the modules that define the
 op's kernels, deserialize the blob (verified with the check's key), call it
-on the saved inputs, save the outputs. ``python -m ffi_core.checking._child FOLDER MODULE...``."""
+on the saved inputs, save the outputs. ``python -m kernel_check._child FOLDER MODULE...``."""
 
 from __future__ import annotations
 
@@ -47,8 +47,7 @@ def main(argv: Sequence[str]) -> None:
     for name in modules:
         importlib.import_module(name)
     import jax
-
-    from ..export import deserialize
+    from ffi_core import deserialize
 
     key = (folder / "op.key").read_bytes()
     exported = deserialize((folder / "op.blob").read_bytes(), key=key)

@@ -7,8 +7,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import jax.numpy as jnp
+from ffi_core.bridge import bounds_checking
 
-from ..bridge._bounds import bounds_checking
 from ._aliases import check_aliases
 from ._autodiff import check_autodiff
 from ._bad_inputs import check_bad_inputs

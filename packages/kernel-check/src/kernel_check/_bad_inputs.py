@@ -18,8 +18,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from ffi_core.bridge import array_sig
 
-from .._spec import array_sig
 from ._case import Case, describe_error, param_names
 from ._compare import first_difference
 from ._report import CheckResult, failed, passed, skipped

@@ -19,8 +19,8 @@ import tempfile
 from collections.abc import Sequence
 
 import jax
+from ffi_core import deserialize, export, serialize
 
-from ..export import deserialize, export, serialize
 from ._case import Case, describe_error
 from ._child import load, save
 from ._report import CheckResult, failed, passed, skipped
@@ -94,7 +94,7 @@ def _export(case: Case) -> CheckResult:
         save(folder, "args", case.args)
         try:
             result = subprocess.run(
-                [sys.executable, "-m", "ffi_core.checking._child", str(folder), *modules],
+                [sys.executable, "-m", "kernel_check._child", str(folder), *modules],
                 env=_environment(),
                 capture_output=True,
                 text=True,

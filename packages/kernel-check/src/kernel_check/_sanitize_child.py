@@ -1,6 +1,6 @@
 """The process the sanitize check runs under ``compute-sanitizer``: import the
 module that defines the op, take the op by name, call it on the saved inputs
-with the saved keywords. ``python -m ffi_core.checking._sanitize_child FOLDER
+with the saved keywords. ``python -m kernel_check._sanitize_child FOLDER
 MODULE ATTR``."""
 
 from __future__ import annotations
