@@ -338,3 +338,27 @@ def test_kernel_that_does_not_compile_names_the_gpu(gpu, x64):
         'of (float64, float64): RuntimeError: Error while parsing function "broken"'
     ), message
     assert "Input types must be the same, got ['float64', 'float32']" in message
+
+
+@wp.kernel
+def shifted(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = x[i]
+
+
+_UNCHECKED = (
+    "warp kernel 'shifted' runs on a GPU without bounds checks: `boundscheck` (and "
+    "$FFI_CORE_BOUNDSCHECK=1) checks a Warp kernel's indices on the CPU only; check the GPU "
+    "kernel with ffi_core.checking.check_kernel(op, ..., sanitize=True) (compute-sanitizer's "
+    "memcheck), or put the inputs on the CPU"
+)
+
+
+def test_boundscheck_on_a_gpu_warns_that_the_call_is_unchecked(gpu):
+    x = jnp.arange(8, dtype=jnp.float32)
+    checked = warp_kernel(shifted, S((8,), jnp.float32), boundscheck=True)
+    with pytest.warns(UserWarning, match=f"^{re.escape(_UNCHECKED)}$"):
+        np.testing.assert_array_equal(jax.jit(checked)(x), x)
+    # Without the option the GPU call says nothing (warnings are errors here).
+    plain = warp_kernel(shifted, S((8,), jnp.float32), boundscheck=False)
+    np.testing.assert_array_equal(jax.jit(plain)(x + 1), x + 1)
