@@ -188,7 +188,7 @@ def _cuda_lowering(
     del out_avals, vmap_method
     n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward, in_out)
     if boundscheck:
-        warnings.warn(gpu_unchecked(info), UserWarning, stacklevel=2)
+        warnings.warn(_gpu_unchecked(info), UserWarning, stacklevel=2)
     kernel = info.specialized(dtypes)
     options = kernel.module.options | kernel.options
     if backward and not options.get("enable_backward", True):
@@ -221,7 +221,7 @@ def make_target(info, sig):
     return ensure_target(planner.plan(sig.inputs, sig.outputs, sig.batched, sig.hint))
 
 
-def gpu_unchecked(info) -> str:
+def _gpu_unchecked(info) -> str:
     return (
         f"warp kernel '{info.name}' runs on a GPU without bounds checks: `boundscheck` (and "
         f"${BOUNDSCHECK_ENV}=1) checks a Warp kernel's indices on the CPU only; check the GPU "
