@@ -161,12 +161,14 @@ def test_emulated_gpu_fixture_takes_a_gpu_or_options():
 
 
 def test_device_mesh():
-    count = len(jax.devices())
+    # CPU devices whatever JAX's default backend is (a GPU machine has one GPU).
+    count = len(jax.devices("cpu"))
     mesh = device_mesh((count,), ("d",))
-    assert mesh.devices.tolist() == jax.devices() and mesh.axis_names == ("d",)
+    assert mesh.devices.tolist() == jax.devices("cpu") and mesh.axis_names == ("d",)
     with raises_exactly(
         ValueError,
-        f"a mesh of shape ({count + 1},) needs {count + 1} devices, but JAX has {count}; "
+        f"a mesh of shape ({count + 1},) needs {count + 1} devices, but JAX has {count} CPU "
+        "devices; "
         f"run with XLA_FLAGS=--xla_force_host_platform_device_count={count + 1}",
     ):
         device_mesh((count + 1,), ("d",))

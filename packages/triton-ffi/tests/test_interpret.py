@@ -1,6 +1,7 @@
 """Triton's interpreter on host numpy arrays, without torch and without
 ``TRITON_INTERPRET``: results equal numpy's, written in place."""
 
+import importlib.abc
 import os
 import re
 import sys
@@ -111,7 +112,28 @@ def test_standard_library_calls():
         tl.cdiv(3, 2)
 
 
-def test_no_torch_and_no_environment():
+class _TorchImports(importlib.abc.MetaPathFinder):
+    """Records (and refuses) every import of torch or a torch module."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "torch":
+            self.asked.append(name)
+            raise ModuleNotFoundError(f"No module named {name!r} (refused by the test)")
+        return None
+
+
+def test_no_torch_and_no_environment(monkeypatch):
+    # Whether torch is already imported in this process is not the run's doing
+    # (on a machine with a GPU and torch installed, Triton's CUDA driver imports
+    # it): the run must not import it, so it runs with torch's modules out of
+    # sys.modules and every import of one recorded and refused.
+    for name in [n for n in sys.modules if n.split(".")[0] == "torch"]:
+        monkeypatch.delitem(sys.modules, name)
+    imports = _TorchImports()
+    monkeypatch.setattr(sys, "meta_path", [imports, *sys.meta_path])
     environ = dict(os.environ)
     x = np.ones(10, np.float32)
     out = np.zeros(10, np.float32)
@@ -119,7 +141,8 @@ def test_no_torch_and_no_environment():
     np.testing.assert_array_equal(out, 2 * x)
     assert dict(os.environ) == environ
     assert "TRITON_INTERPRET" not in os.environ
-    assert "torch" not in sys.modules
+    assert imports.asked == []
+    assert not [n for n in sys.modules if n.split(".")[0] == "torch"]
     assert isinstance(add, triton.JITFunction)
 
 

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import warp as wp
-from jax.sharding import Mesh
+from ffi_core.testing import device_mesh
 from jax.sharding import PartitionSpec as P
 from warp_ffi import jaxinfo_to_warpinfo, jaxtype_to_warptype, warp_kernel
 
@@ -234,7 +234,7 @@ def test_threads():
 
 @pytest.mark.parametrize("spec", [P("i"), P()], ids=str)
 def test_shard_map(spec):
-    mesh = Mesh(np.array(jax.devices()[:4]), ("i",))
+    mesh = device_mesh((4,), ("i",))
     x = jnp.arange(64.0, dtype=jnp.float32)
 
     def per_shard(block):

@@ -2,7 +2,9 @@
 an error naming it instead of a write past a buffer; with the option on,
 check_kernel reports the mistake as a failed row and the test runner
 survives. check_kernel's own bounds_checking() block does not turn Warp's
-checks on (each checked call forks a child)."""
+checks on (each checked call forks a child). The checks are the CPU's: every
+test here runs there (conftest; the child process by JAX_PLATFORMS), and
+test_gpu.py holds what a GPU call with the option does."""
 
 import os
 import re
@@ -77,7 +79,9 @@ def test_the_flag_travels_in_the_export_recipe():
     x = jnp.ones((1, 8), jnp.float32)
     f = warp_kernel(one_row_add, S((8,), x.dtype), vmap_method="expand_dims", boundscheck=True)
     key = b"warp-ffi tests: a 32-byte key...."
-    blob = ffi_core.serialize(ffi_core.export(jax.jit(jax.vmap(f)))(x, x), key=key)
+    # For the CPU: export's default is JAX's default backend, whatever the default device.
+    exported = ffi_core.export(jax.jit(jax.vmap(f)), platforms=["cpu"])(x, x)
+    blob = ffi_core.serialize(exported, key=key)
     assert b'"boundscheck": true' in blob or b'"boundscheck":true' in blob
     np.testing.assert_array_equal(ffi_core.deserialize(blob, key=key).call(x, x), 2 * x)
 
@@ -129,7 +133,7 @@ def test_the_process_switch_checks_every_kernel(tmp_path):
     script.write_text(_SWITCHED)
     result = subprocess.run(
         [sys.executable, str(script)],
-        env=dict(os.environ, FFI_CORE_BOUNDSCHECK="1"),
+        env=dict(os.environ, FFI_CORE_BOUNDSCHECK="1", JAX_PLATFORMS="cpu"),
         capture_output=True,
         text=True,
         timeout=300,

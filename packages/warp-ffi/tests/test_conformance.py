@@ -568,11 +568,14 @@ def test_block_dim_on_the_gpu_is_the_launch_block(gpu):
     jax.jit(op).lower(x)
     # Warp built the kernel's CUDA module for 32 threads per block.
     kernel = kernel_info(scale_by_block).kernel
-    assert {key[3] for key in _gpu._images if key[0] is kernel} == {32}
+    assert 32 in {key[3] for key in _gpu._images if key[0] is kernel}
     # The emulated GPU runs Warp's CPU build (one thread per block) on the packed launch.
     np.testing.assert_allclose(jax.jit(op)(x), x)
     grad = jax.jit(jax.grad(lambda x: op(x).sum()))(x)
     np.testing.assert_allclose(grad, np.ones(64))
+    # Every launch, the adjoint's too: 2 blocks of 32 threads over the 64.
+    assert gpu.launches
+    assert {(grid, block) for grid, block, _, _ in gpu.launches} == {((2, 1, 1), (32, 1, 1))}
 
 
 @pytest.mark.parametrize(

@@ -247,6 +247,7 @@ def test_vmap_method():
 
 
 def test_kernel_that_does_not_compile():
+    # On the CPU (conftest); on a GPU the message names the GPU (test_gpu.py).
     f = warp_kernel(broken, S((2,), jnp.float64))
     with jax.enable_x64(True) if hasattr(jax, "enable_x64") else jax.experimental.enable_x64():
         x = jnp.ones(2, jnp.float64)
@@ -260,7 +261,16 @@ def test_kernel_that_does_not_compile():
     assert "Input types must be the same, got ['float64', 'float32']" in message
 
 
+def _has_cuda_device() -> bool:
+    try:
+        return bool(jax.devices("cuda"))
+    except RuntimeError:  # no CUDA backend in this JAX, or no GPU for it
+        return False
+
+
 def test_gpu_lowering_without_a_gpu_says_what_to_do():
+    if _has_cuda_device():
+        pytest.skip("this machine has a CUDA device: the lowering for 'cuda' finds it")
     f = warp_kernel(axpy, S((4,), jnp.float32))
     with raises(
         RuntimeError,
@@ -268,6 +278,10 @@ def test_gpu_lowering_without_a_gpu_says_what_to_do():
         'CUDA build of JAX (`uv add "jax[cuda13]"`) on a machine with an NVIDIA GPU and driver',
     ):
         jax.export.export(jax.jit(lambda x: f(x, x, alpha=1.0)), platforms=["cuda"])(X)
+
+
+def test_amd_gpu_lowering_is_refused():
+    f = warp_kernel(axpy, S((4,), jnp.float32))
     with raises(
         NotImplementedError,
         "warp kernel 'axpy' was called on an AMD GPU: Warp builds kernels for NVIDIA GPUs and "

@@ -20,7 +20,7 @@ import warp as wp
 from ffi_core.bridge.cuda import ptx_params
 from ffi_core.bridge.cuda.testing import EMULATED_STREAM, EmulatedGPU, emulated_gpu_fixture
 from jax.test_util import check_grads
-from warp_ffi import _gpu, warp_kernel
+from warp_ffi import KernelCompileError, _gpu, warp_kernel
 from warp_ffi._catalog import kernel_info
 from warp_ffi.testing import LOWERING, on_cpu
 
@@ -319,3 +319,46 @@ def test_no_adjoint(gpu, x64):
         ),
     ):
         jax.grad(lambda x: op(x).sum())(np.ones(3))
+
+
+@wp.kernel(module="unique")
+def broken(x: wp.array(dtype=f64), out: wp.array(dtype=f64)):
+    i = wp.tid()
+    out[i] = x[i] * 2.0  # float64 times a float32 literal: Warp refuses it
+
+
+def test_kernel_that_does_not_compile_names_the_gpu(gpu, x64):
+    # The CPU's message names only the dtypes (test_errors.py).
+    f = warp_kernel(broken, S((2,), jnp.float64))
+    with pytest.raises(KernelCompileError) as info:
+        jax.jit(f)(jnp.ones(2, jnp.float64))
+    message = str(info.value)
+    assert message.startswith(
+        "warp kernel 'broken' does not compile for a GPU of compute capability 9.0 with arrays "
+        'of (float64, float64): RuntimeError: Error while parsing function "broken"'
+    ), message
+    assert "Input types must be the same, got ['float64', 'float32']" in message
+
+
+@wp.kernel
+def shifted(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = x[i]
+
+
+_UNCHECKED = (
+    "warp kernel 'shifted' runs on a GPU without bounds checks: `boundscheck` (and "
+    "$FFI_CORE_BOUNDSCHECK=1) checks a Warp kernel's indices on the CPU only; check the GPU "
+    "kernel with ffi_core.checking.check_kernel(op, ..., sanitize=True) (compute-sanitizer's "
+    "memcheck), or put the inputs on the CPU"
+)
+
+
+def test_boundscheck_on_a_gpu_warns_that_the_call_is_unchecked(gpu):
+    x = jnp.arange(8, dtype=jnp.float32)
+    checked = warp_kernel(shifted, S((8,), jnp.float32), boundscheck=True)
+    with pytest.warns(UserWarning, match=f"^{re.escape(_UNCHECKED)}$"):
+        np.testing.assert_array_equal(jax.jit(checked)(x), x)
+    # Without the option the GPU call says nothing (warnings are errors here).
+    plain = warp_kernel(shifted, S((8,), jnp.float32), boundscheck=False)
+    np.testing.assert_array_equal(jax.jit(plain)(x + 1), x + 1)

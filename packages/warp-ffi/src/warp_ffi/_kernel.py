@@ -207,7 +207,10 @@ def warp_kernel(
             instead of a write past a buffer, at a cost in speed (README).
             None (default): only when ``$FFI_CORE_BOUNDSCHECK=1`` (not
             inside ``check_kernel``'s block: a child per call is too slow
-            for the calls it makes); False: never.
+            for the calls it makes); False: never. A call placed on a GPU
+            is not bounds-checked: it runs Warp's CUDA build as without the
+            option, with a ``UserWarning`` when it is lowered (check a GPU
+            kernel with ``check_kernel(..., sanitize=True)``).
 
     Returns:
         A function ``op(*inputs, **scalars)`` taking and returning JAX arrays.

@@ -11,10 +11,12 @@ from ffi-core's one template, for the exact dtypes and ranks it sees.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 import numpy as np
 from ffi_core.bridge import (
+    BOUNDSCHECK_ENV,
     bridge_primitive_abstract_eval,
     bridge_primitive_batching,
     def_eager_impl,
@@ -180,10 +182,13 @@ def _cuda_lowering(
     block_dim,
     boundscheck,
 ):
-    """The GPU path: Warp's CUDA build launched by ffi-core's launcher
-    (``boundscheck`` is the CPU's: on a GPU, compute-sanitizer checks bounds)."""
-    del out_avals, vmap_method, boundscheck
+    """The GPU path: Warp's CUDA build launched by ffi-core's launcher.
+    ``boundscheck`` is the CPU's (on a GPU, compute-sanitizer checks bounds):
+    a call that asks for it runs unchecked, with a warning saying so."""
+    del out_avals, vmap_method
     n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward, in_out)
+    if boundscheck:
+        warnings.warn(_gpu_unchecked(info), UserWarning, stacklevel=2)
     kernel = info.specialized(dtypes)
     options = kernel.module.options | kernel.options
     if backward and not options.get("enable_backward", True):
@@ -214,6 +219,15 @@ def make_target(info, sig):
         info, sig.backward, sig.grid_from_output, sig.in_out, sig.block_dim, sig.boundscheck
     )
     return ensure_target(planner.plan(sig.inputs, sig.outputs, sig.batched, sig.hint))
+
+
+def _gpu_unchecked(info) -> str:
+    return (
+        f"warp kernel '{info.name}' runs on a GPU without bounds checks: `boundscheck` (and "
+        f"${BOUNDSCHECK_ENV}=1) checks a Warp kernel's indices on the CPU only; check the GPU "
+        "kernel with ffi_core.checking.check_kernel(op, ..., sanitize=True) (compute-sanitizer's "
+        "memcheck), or put the inputs on the CPU"
+    )
 
 
 def backward_unavailable(info) -> str:

@@ -9,8 +9,9 @@ __all__ = ["custom_calls", "device_mesh"]
 
 
 def device_mesh(shape: tuple[int, ...], axis_names: tuple[str, ...]) -> Any:
-    """A ``jax.sharding.Mesh`` of ``shape`` over the first devices of JAX's
-    default backend (several CPU devices where the tests ask XLA for them).
+    """A ``jax.sharding.Mesh`` of ``shape`` over JAX's first CPU devices
+    (several where the tests ask XLA for them), whatever JAX's default backend
+    is: on a machine with one GPU, the CPU still has the devices a mesh needs.
 
     Example:
         >>> mesh = device_mesh((1,), ("d",))
@@ -18,16 +19,17 @@ def device_mesh(shape: tuple[int, ...], axis_names: tuple[str, ...]) -> Any:
         {'d': 1}
 
     Raises:
-        ValueError: JAX has fewer devices than ``shape`` needs.
+        ValueError: JAX has fewer CPU devices than ``shape`` needs.
     """
     import jax
     import numpy as np
 
     needed = math.prod(shape)
-    devices = jax.devices()
+    devices = jax.devices("cpu")
     if len(devices) < needed:
         raise ValueError(
-            f"a mesh of shape {shape} needs {needed} devices, but JAX has {len(devices)}; "
+            f"a mesh of shape {shape} needs {needed} devices, but JAX has {len(devices)} "
+            "CPU devices; "
             f"run with XLA_FLAGS=--xla_force_host_platform_device_count={needed}"
         )
     return jax.sharding.Mesh(np.array(devices[:needed]).reshape(shape), axis_names)
