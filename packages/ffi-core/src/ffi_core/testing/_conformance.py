@@ -116,6 +116,17 @@ def conformance_tests(bridge: BridgeUnderTest) -> type:
     (dtype messages only with ``dtypes_kernels``, the differentiation checks
     only for a bridge that is not ``differentiable``, ...).
 
+    Example:
+        >>> from ffi_core.bridge import KernelCompileError
+        >>> bridge = BridgeUnderTest(
+        ...     kernel="toy kernel 'scale'",
+        ...     make=lambda outs, **options: None,  # a bridge's kernel op
+        ...     compile_error=KernelCompileError,
+        ...     differentiable=True,
+        ... )
+        >>> [name for name in dir(conformance_tests(bridge)) if name.startswith("test_")]
+        ['test_compile_error_is_every_bridge_s', 'test_op_is_named_after_the_kernel', 'test_unknown_vmap_method_is_refused']
+
     Raises:
         TypeError: ``bridge`` is not a :class:`BridgeUnderTest`.
     """
