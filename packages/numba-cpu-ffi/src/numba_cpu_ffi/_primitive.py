@@ -4,8 +4,8 @@ Every numba kernel call binds ``ffi_core.cpu.cpu_call_p`` with a
 :class:`NumbaPlanner`; lowering asks the planner for the target of the exact
 dtypes and ranks it sees, so a kernel that is vmapped with ``expand_dims`` is
 compiled for the batched ranks rather than fed buffers it was not compiled
-for. ``numba_kernel_call_p`` is that primitive, under the name it had when
-numba-cpu-ffi had one of its own.
+for. ``numba_kernel_call_p`` is that same primitive, named in numba-cpu-ffi's
+API.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The CUDA driver, from ffi-core's shared launcher (kept for imports by path)."""
+"""The CUDA driver, from ffi-core's shared launcher (for code that imports it from numba-cuda-ffi)."""
 
 from ffi_core.cuda._driver import CTX_FN, LAUNCH_FN, Driver, DriverError, NativeDriver, driver
 
