@@ -5,7 +5,6 @@ the user's)."""
 
 from __future__ import annotations
 
-import jax
 import numba
 from ffi_core.testing import BridgeUnderTest, conformance_tests
 from numba_cpu_ffi import SUPPORTED_DTYPES, VMAP_METHODS, KernelCompileError, numba_kernel
@@ -18,13 +17,9 @@ def scale(x, out):
         out[i] = 2.0 * x[i]
 
 
-def _make(outs: jax.ShapeDtypeStruct, **options):
-    return numba_kernel(scale, outs, **options)
-
-
 NUMBA_CPU = BridgeUnderTest(
     kernel="numba kernel 'scale'",
-    make=_make,
+    make=lambda outs, **options: numba_kernel(scale, outs, **options),
     compile_error=KernelCompileError,
     vmap_methods=VMAP_METHODS,
     dtypes_kernels="numba CPU kernels",

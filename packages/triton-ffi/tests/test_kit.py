@@ -5,7 +5,6 @@ the user's)."""
 
 from __future__ import annotations
 
-import jax
 import pytest
 
 triton = pytest.importorskip("triton")
@@ -21,19 +20,14 @@ def scale(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + i, 2.0 * tl.load(x_ptr + i, mask=i < n), mask=i < n)
 
 
-def _make(outs: jax.ShapeDtypeStruct, **options):
-    return triton_kernel(scale, outs, grid=1, BLOCK=8, **options)
-
-
 TRITON = BridgeUnderTest(
     kernel="triton kernel 'scale'",
-    make=_make,
+    make=lambda outs, **options: triton_kernel(scale, outs, grid=1, BLOCK=8, **options),
     call_kwargs={"n": lambda shapes: shapes[0][0]},
     platform="gpu",
     compile_error=TritonCompileError,
     dtypes_kernels="Triton kernels",
     supported_dtypes=SUPPORTED_DTYPES,
-    unsupported_dtype="complex64",
     cache_env=CACHE_ENV,
 )
 

@@ -4,7 +4,6 @@ kernels keep their own gradient, so no refusal is checked)."""
 
 from __future__ import annotations
 
-import jax
 import warp as wp
 from ffi_core.testing import BridgeUnderTest, conformance_tests
 from warp_ffi import SUPPORTED_DTYPES, VMAP_METHODS, KernelCompileError, warp_kernel
@@ -16,18 +15,13 @@ def scale(x: wp.array(dtype=wp.float32), out: wp.array(dtype=wp.float32)):
     out[i] = 2.0 * x[i]
 
 
-def _make(outs: jax.ShapeDtypeStruct, **options):
-    return warp_kernel(scale, outs, **options)
-
-
 WARP = BridgeUnderTest(
     kernel="warp kernel 'scale'",
-    make=_make,
+    make=lambda outs, **options: warp_kernel(scale, outs, **options),
     compile_error=KernelCompileError,
     vmap_methods=VMAP_METHODS,
     dtypes_kernels="Warp kernels",
     supported_dtypes=SUPPORTED_DTYPES,
-    unsupported_dtype="complex64",
     differentiable=True,
 )
 
