@@ -28,7 +28,9 @@ from ffi_core.bridge import (
 )
 from ffi_core.export import StepField, Unexportable
 from ffi_core.testing import (
+    BridgeUnderTest,
     check_differentiation_refused,
+    conformance_tests,
     differentiation_refused_message,
     raises_exactly,
 )
@@ -450,3 +452,21 @@ def test_bridge_primitive_has_the_shared_rules():
     np.testing.assert_array_equal(jax.vmap(_double_op)(x), 2 * x)
     np.testing.assert_array_equal(jax.vmap(_double_op, in_axes=1, out_axes=1)(x), 2 * x)
     check_differentiation_refused(_double_op, x, kernel="toy kernel 'double'", transform="grad")
+
+
+def scale(x, out_avals, scale):
+    return [2 * x]
+
+
+# The conformance suite every bridge's tests run, over the toy bridge.
+TestToyConformance = conformance_tests(
+    BridgeUnderTest(
+        kernel="toy kernel 'scale'",
+        make=lambda outs, **options: toy_kernel(scale, outs, **options),
+        compile_error=ffi_core.bridge.KernelCompileError,
+        dtypes_kernels="toy kernels",
+        supported_dtypes=DTYPES.names,
+        inputs_kernel="kernel 'scale'",
+        batching=False,
+    )
+)

@@ -42,6 +42,7 @@ WITH_EXAMPLES = {
     "ffi_core.bridge.cuda._layout",
     "ffi_core.bridge.cuda._ptx",
     "ffi_core.testing",
+    "ffi_core.testing._conformance",
     "ffi_core.testing._docstrings",
     "ffi_core.testing._messages",
     "ffi_core.testing._sharding",

@@ -13,8 +13,10 @@ from ffi_core.bridge import raise_on_differentiation
 from ffi_core.bridge.cuda.testing import EmulatedGPU, emulated_gpu_fixture
 from ffi_core.testing import (
     DIFFERENTIATION_TRANSFORMS,
+    BridgeUnderTest,
     cache_dir_fixture,
     check_differentiation_refused,
+    conformance_tests,
     custom_calls,
     device_mesh,
     differentiation_refused_message,
@@ -122,6 +124,89 @@ def test_cache_dir_fixture_needs_a_variable():
         ValueError, "`env_vars` must name at least one environment variable, got none"
     ):
         cache_dir_fixture()
+
+
+def _plain_op(outs, **options):
+    # A function that conforms to nothing: no docstring, no checks, a derivative.
+    def scale(x, **scalars):
+        return 2 * x
+
+    return scale
+
+
+_PLAIN = BridgeUnderTest(
+    kernel="plain kernel 'scale'",
+    make=_plain_op,
+    compile_error=ValueError,
+    vmap_methods=("sequential",),
+    dtypes_kernels="plain kernels",
+    supported_dtypes=("float32",),
+    cache_env="FFI_CORE_TEST_CACHE_C",
+)
+
+
+def test_conformance_tests_hold_the_checks_that_apply():
+    full = [name for name in dir(conformance_tests(_PLAIN)) if name.startswith("test_")]
+    assert full == [
+        "test_cache_is_kept_out_of_the_user_s",
+        "test_compile_error_is_every_bridge_s",
+        "test_differentiation_names_the_fix",
+        "test_differentiation_under_vmap_names_the_fix",
+        "test_dtype_messages",
+        "test_linear_transpose_of_a_sharded_call_names_the_fix",
+        "test_op_is_named_after_the_kernel",
+        "test_unknown_vmap_method_is_refused",
+        "test_vmap_methods_are_the_kit_s",
+    ]
+    least = BridgeUnderTest(
+        kernel="plain kernel 'scale'",
+        make=_plain_op,
+        compile_error=ValueError,
+        differentiable=True,
+    )
+    assert [name for name in dir(conformance_tests(least)) if name.startswith("test_")] == [
+        "test_compile_error_is_every_bridge_s",
+        "test_op_is_named_after_the_kernel",
+        "test_unknown_vmap_method_is_refused",
+    ]
+
+
+def test_conformance_tests_fail_a_bridge_that_does_not_conform(monkeypatch, tmp_path_factory):
+    suite = conformance_tests(_PLAIN)()
+    with pytest.raises(AssertionError):
+        suite.test_op_is_named_after_the_kernel()
+    with pytest.raises(AssertionError):
+        suite.test_compile_error_is_every_bridge_s()
+    with pytest.raises(AssertionError):
+        suite.test_vmap_methods_are_the_kit_s()
+    with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+        suite.test_unknown_vmap_method_is_refused("loop")
+    with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+        suite.test_dtype_messages()
+    for transform in DIFFERENTIATION_TRANSFORMS:
+        with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+            suite.test_differentiation_names_the_fix("cpu", transform)
+        with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+            suite.test_differentiation_under_vmap_names_the_fix("cpu", transform)
+    with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+        suite.test_linear_transpose_of_a_sharded_call_names_the_fix("cpu")
+    monkeypatch.delenv("FFI_CORE_TEST_CACHE_C", raising=False)
+    with raises_exactly(
+        AssertionError,
+        "$FFI_CORE_TEST_CACHE_C is not set: the tests would fill the user's cache; point it at "
+        "a temporary folder with ffi_core.testing.cache_dir_fixture in a conftest.py",
+    ):
+        suite.test_cache_is_kept_out_of_the_user_s(tmp_path_factory)
+    monkeypatch.setenv("FFI_CORE_TEST_CACHE_C", os.path.expanduser("~/.cache/plain"))
+    with pytest.raises(AssertionError):
+        suite.test_cache_is_kept_out_of_the_user_s(tmp_path_factory)
+    monkeypatch.setenv("FFI_CORE_TEST_CACHE_C", str(tmp_path_factory.mktemp("plain")))
+    suite.test_cache_is_kept_out_of_the_user_s(tmp_path_factory)
+
+
+def test_conformance_tests_need_a_bridge():
+    with raises_exactly(TypeError, "`bridge` must be a BridgeUnderTest, got dict"):
+        conformance_tests({})
 
 
 def test_emulated_gpu_fixture(gpu):

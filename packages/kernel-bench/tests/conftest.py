@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-from ffi_core.testing import cache_dir_fixture
 
 
 class FakeKernel:
@@ -60,10 +59,6 @@ class FakeKernel:
 @pytest.fixture
 def fake_kernel() -> type[FakeKernel]:
     return FakeKernel
-
-
-# Handlers compiled by the tests go to a fresh directory, never the user's cache.
-_numba_cpu_ffi_cache_dir = cache_dir_fixture("NUMBA_CPU_FFI_CACHE_DIR")
 
 
 @pytest.fixture(autouse=True)

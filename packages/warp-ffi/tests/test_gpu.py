@@ -349,7 +349,7 @@ def shifted(x: wp.array(dtype=float), out: wp.array(dtype=float)):
 _UNCHECKED = (
     "warp kernel 'shifted' runs on a GPU without bounds checks: `boundscheck` (and "
     "$FFI_CORE_BOUNDSCHECK=1) checks a Warp kernel's indices on the CPU only; check the GPU "
-    "kernel with ffi_core.checking.check_kernel(op, ..., sanitize=True) (compute-sanitizer's "
+    "kernel with kernel_check.check_kernel(op, ..., sanitize=True) (compute-sanitizer's "
     "memcheck), or put the inputs on the CPU"
 )
 

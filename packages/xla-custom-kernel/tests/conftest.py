@@ -9,10 +9,6 @@ import uuid
 
 import pytest
 import xla_custom_kernel as xck
-from ffi_core.testing import cache_dir_fixture
-
-# Numba handlers compile at lowering; keep them out of the user's cache.
-_numba_cpu_ffi_cache_dir = cache_dir_fixture("NUMBA_CPU_FFI_CACHE_DIR")
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,7 @@ class NvrtcCompileError(KernelCompileError, RuntimeError):
     then gives NVRTC's log, which is also kept as ``log`` (``file(line): error: ...``).
 
     An ``ffi_core.KernelCompileError`` (so a TypeError), as every bridge's
-    compile error, and still a RuntimeError, as before."""
+    compile error, and a RuntimeError."""
 
     def __init__(self, message: str, log: str = "") -> None:
         super().__init__(f"{message}:\n{log}" if log else message)

@@ -96,9 +96,9 @@ class CallSig:
     inputs: tuple[ArraySig, ...]
     outputs: tuple[ArraySig, ...]
     batched: tuple[bool, ...] | None = None
-    # Keyword-only and out of the generated repr: a subclass adding its own
-    # fields (the older way, kept working) still takes them positionally and
-    # shows them as before.
+    # Keyword-only and out of the generated repr: a subclass that declares its
+    # own fields as dataclass fields takes them positionally and shows them in
+    # its repr.
     extras: tuple[tuple[str, Any], ...] = dataclasses.field(default=(), kw_only=True, repr=False)
 
     def __post_init__(self) -> None:

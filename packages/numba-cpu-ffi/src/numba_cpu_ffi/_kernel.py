@@ -110,7 +110,7 @@ def numba_kernel(
         input_output_aliases=input_output_aliases,
         sharding_rule=sharding_rule,
     )
-    # The op is defined here as far as its readers are concerned (check_kernel
-    # names its module).
+    # Its readers (check_kernel's report, help()) see the op as this module's,
+    # the public function's, rather than the kit's that built it.
     op.__module__ = __name__
     return op

@@ -1,4 +1,4 @@
-"""The CUDA driver, from ffi-core's shared launcher (kept for imports by path)."""
+"""The CUDA driver, from ffi-core's shared launcher (for code that imports it from numba-cuda-ffi)."""
 
 from ffi_core.bridge.cuda import (
     CTX_FN,

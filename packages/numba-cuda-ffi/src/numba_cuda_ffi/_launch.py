@@ -1,4 +1,4 @@
-"""Launch configuration, from ffi-core's shared launcher (kept for imports by path)."""
+"""Launch configuration, from ffi-core's shared launcher (for code that imports it from numba-cuda-ffi)."""
 
 from ffi_core.bridge.cuda import (
     MAX_BLOCK,

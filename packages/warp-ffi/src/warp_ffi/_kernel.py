@@ -238,8 +238,8 @@ def warp_kernel(
         op = _wrap(info, outs, options, input_output_aliases, ())
     else:
         op = _wrap_in_out(info, outs, options, input_output_aliases, in_out_argnames)
-    # The op is defined here as far as its readers are concerned (check_kernel
-    # names its module, as before kernel_op made it).
+    # Its readers (check_kernel's report, help()) see the op as this module's,
+    # the public function's, rather than the kit's that built it.
     op.__module__ = __name__
     return op
 

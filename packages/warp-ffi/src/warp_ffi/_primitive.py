@@ -225,7 +225,7 @@ def _gpu_unchecked(info) -> str:
     return (
         f"warp kernel '{info.name}' runs on a GPU without bounds checks: `boundscheck` (and "
         f"${BOUNDSCHECK_ENV}=1) checks a Warp kernel's indices on the CPU only; check the GPU "
-        "kernel with ffi_core.checking.check_kernel(op, ..., sanitize=True) (compute-sanitizer's "
+        "kernel with kernel_check.check_kernel(op, ..., sanitize=True) (compute-sanitizer's "
         "memcheck), or put the inputs on the CPU"
     )
 

@@ -86,8 +86,8 @@ def recipe_context(step: Mapping[str, Any] | Unexportable) -> Iterator[None]:
 
     ``step`` is a dict with a str ``"kind"`` naming a rebuilder (see
     :func:`register_rebuilder`); values are what :func:`to_json` keeps. (A
-    ``"module"`` field, which bridges used to write, is kept but never read:
-    the kind alone picks the rebuilder.) A step holding anything else is kept as
+    ``"module"`` field is kept but never read: the kind alone picks the
+    rebuilder.) A step holding anything else is kept as
     unexportable, and a recipe is then written from the steps after it.
     """
     token = _steps.set((*_steps.get(), _encode(step)))

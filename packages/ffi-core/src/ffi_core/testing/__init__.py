@@ -8,6 +8,10 @@ of what each package's tests would otherwise carry.
 - :func:`check_docstring_examples`, :func:`package_modules`,
   :func:`readme_python_blocks`: the examples in docstrings and READMEs run.
 - :func:`cache_dir_fixture`: caches in temporary folders during tests.
+- :class:`BridgeUnderTest`, :func:`conformance_tests`: the checks every
+  bridge passes (names, compile error, vmap methods, dtype messages,
+  differentiation refused, cache kept out of the user's), run by each
+  bridge's tests over a description of itself.
 - :func:`device_mesh`, :func:`custom_calls`: a mesh over several devices, and
   the FFI calls a compiled sharded function makes.
 
@@ -21,6 +25,8 @@ Example:
     ...     raise TypeError("`n` must be an int, got str")
 """
 
+from ._conformance import BridgeUnderTest as BridgeUnderTest
+from ._conformance import conformance_tests as conformance_tests
 from ._docstrings import check_docstring_examples as check_docstring_examples
 from ._docstrings import package_modules as package_modules
 from ._docstrings import readme_python_blocks as readme_python_blocks
@@ -35,9 +41,11 @@ from ._sharding import device_mesh as device_mesh
 
 __all__ = [
     "DIFFERENTIATION_TRANSFORMS",
+    "BridgeUnderTest",
     "cache_dir_fixture",
     "check_differentiation_refused",
     "check_docstring_examples",
+    "conformance_tests",
     "custom_calls",
     "device_mesh",
     "differentiation_refused_message",

@@ -52,7 +52,7 @@ def package_modules(package: types.ModuleType) -> list[str]:
     Example:
         >>> import ffi_core.testing
         >>> package_modules(ffi_core.testing)[:2]
-        ['ffi_core.testing._docstrings', 'ffi_core.testing._fixtures']
+        ['ffi_core.testing._conformance', 'ffi_core.testing._docstrings']
     """
     return sorted(
         info.name for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}.")

@@ -23,7 +23,7 @@ VECTOR_DTYPES = ("float32", "float64")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# The module all examples were defined in before they were split up.
+# The module every example kernel is named after, wherever it is defined.
 _PUBLIC_MODULE = "kernel_bench.examples"
 
 
@@ -31,8 +31,8 @@ def stable_ffi_name(fn: F) -> F:
     # FFI target names (and the handlers Numba caches on disk) digest the
     # kernel's module and qualified name (ffi_core.bridge.function_digest). Naming the
     # public module, not the private one a kernel happens to live in, keeps the
-    # names they had before the split, so programs saved with jax.export and
-    # cached handlers still match, and kernels can move between private modules.
+    # names independent of the private modules, so programs saved with
+    # jax.export and cached handlers match whichever private module holds a kernel.
     # Goes under @numba.njit: the dispatcher copies the module when it is made.
     fn.__module__ = _PUBLIC_MODULE
     return fn
