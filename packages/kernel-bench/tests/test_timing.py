@@ -274,3 +274,34 @@ def test_auto_chains_as_many_calls_as_the_backend_it_ran(monkeypatch):
     first_auto = next(i for i, (name, _) in enumerate(log) if name == "auto")
     assert all(count == 5 for name, count in log[first_auto:] if name == "auto")
     assert times["auto"] == pytest.approx(times["numba"])
+
+
+def test_interleaved_pauses_before_each_timed_run_and_does_not_time_the_pause(monkeypatch):
+    from kernel_bench import _timing
+
+    runs, log = _fake_runs(monkeypatch, {"a": 1e-6, "b": 2e-6})
+    now = [0.0]
+    clock = _timing._clock
+    paused = []
+
+    def sleep(seconds):
+        # A pause that moves the clock: timing it would show in the results.
+        paused.append((seconds, len(log)))
+        monkeypatch.setattr(_timing, "_clock", lambda: clock() + now[0])
+        now[0] += seconds
+
+    monkeypatch.setattr(_timing, "_sleep", sleep)
+    times = _timing.interleaved(runs, {"a": 10, "b": 10}, (), rounds=3, settle=0.5)
+    assert times["a"] == pytest.approx([1.0] * 3) and times["b"] == pytest.approx([2.0] * 3)
+    # One pause before each of the 6 timed runs (none in the warm-up round: runs 0 and 1).
+    assert paused == [(0.5, k) for k in range(2, 8)]
+
+
+def test_interleaved_without_settle_does_not_pause(monkeypatch):
+    from kernel_bench import _timing
+
+    runs, _ = _fake_runs(monkeypatch, {"a": 1e-6})
+    monkeypatch.setattr(_timing, "_sleep", lambda s: pytest.fail("paused"))
+    assert _timing.interleaved(runs, {"a": 5}, (), rounds=2, settle=0) == {
+        "a": pytest.approx([1.0, 1.0])
+    }

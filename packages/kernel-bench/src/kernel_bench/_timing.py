@@ -19,6 +19,7 @@ __all__ = [
     "REFERENCE_OP",
     "REFERENCE_SIZE",
     "SECONDS_PER_RUN",
+    "SETTLE_SECONDS",
     "WARMUP_ROUNDS",
     "Spread",
     "Timing",
@@ -46,6 +47,14 @@ REFERENCE_SIZE = 1024
 # The clock every measurement here reads. Tests replace it with a fake one
 # that only the operations being timed move, so that timings are exact.
 _clock: Callable[[], float] = time.perf_counter
+#: The pause before each timed run of :func:`interleaved`, in seconds, not
+#: timed: long enough for the worker threads the previous run woke (XLA's
+#: pool, an OpenMP team of a parallel kernel, which spin for a while before
+#: they sleep) to go back to sleep, so that they do not compete for the cores
+#: with the run being timed.
+SETTLE_SECONDS = 0.002
+# How the pause is taken (tests replace it).
+_sleep: Callable[[float], None] = time.sleep
 
 
 def _now() -> float:
@@ -229,6 +238,7 @@ def interleaved(
     seconds: float = math.inf,
     min_rounds: int = 1,
     warmup_rounds: int = WARMUP_ROUNDS,
+    settle: float | None = None,
 ) -> dict[str, list[float]]:
     """Microseconds per call of each run (made by :func:`chained`, chaining
     ``counts[name]`` calls), round by round, every run once a round.
@@ -238,8 +248,11 @@ def interleaved(
     order is shuffled every round (the same sequence in every call), so that
     no run always follows the same one: what a run leaves behind (threads
     still spinning, caches filled with its data) falls on every other run
-    alike instead of always on its successor. At most ``rounds`` timed rounds;
-    once ``min_rounds`` are done, no new round starts after ``seconds``."""
+    alike instead of always on its successor. Before each timed run the
+    process pauses ``settle`` seconds (untimed; None: :data:`SETTLE_SECONDS`),
+    so that threads the previous run left spinning are asleep again. At most ``rounds`` timed rounds;
+    once ``min_rounds`` are done, no new round starts after ``seconds``
+    (pauses included)."""
     order = list(runs)
     arrays = {b: jnp.asarray(counts[b], dtype=jnp.int32) for b in order}
     times: dict[str, list[float]] = {b: [] for b in order}
@@ -247,12 +260,15 @@ def interleaved(
     for _ in range(warmup_rounds):
         for name in order:
             jax.block_until_ready(runs[name](arrays[name], *data))
+    pause = SETTLE_SECONDS if settle is None else settle
     start_all = _now()
     for r in range(rounds):
         if r >= min_rounds and _now() - start_all > seconds:
             break
         shuffle(order)
         for name in order:
+            if pause > 0:
+                _sleep(pause)
             start = _now()
             jax.block_until_ready(runs[name](arrays[name], *data))
             times[name].append((_now() - start) * 1e6 / counts[name])
@@ -266,6 +282,7 @@ def in_program(
     rounds: int,
     seconds_per_run: float,
     same_chain: Mapping[str, str] | None = None,
+    settle: float | None = None,
 ) -> tuple[dict[str, list[float]], dict[str, int], dict[str, BaseException]]:
     """Microseconds per call of each of ``runs`` (programs made by
     :func:`chained`, called with ``data``) inside one compiled program: each
@@ -277,6 +294,7 @@ def in_program(
     others were measured. ``same_chain`` maps a run to another whose
     calibrated chain length it takes instead of its own (backend ``"auto"``
     to the backend it runs: the same program, timed the same way).
+    ``settle``: the untimed pause before each timed run (:func:`interleaved`).
 
     Returns:
         The times per name (the reference op's included), the calls chained
@@ -303,7 +321,7 @@ def in_program(
             run, args = chains[name]
             counts[name] = counts[other]
             timed[name] = lambda count, *_, run=run, args=args: run(count, *args)
-    times = interleaved(timed, counts, (), rounds=rounds)
+    times = interleaved(timed, counts, (), rounds=rounds, settle=settle)
     return times, counts, failed
 
 
