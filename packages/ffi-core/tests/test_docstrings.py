@@ -17,7 +17,9 @@ from ffi_core.testing import check_docstring_examples, package_modules, readme_p
 MODULES = [
     name
     for name in package_modules(ffi_core)
-    if not name.startswith("ffi_core.abi.native") or importlib.util.find_spec("numba")
+    # ffi_core.native is the deprecated path of ffi_core.abi.native: both need numba.
+    if not name.startswith(("ffi_core.abi.native", "ffi_core.native"))
+    or importlib.util.find_spec("numba")
 ]
 WITH_EXAMPLES = {
     "ffi_core.abi._api_version",
