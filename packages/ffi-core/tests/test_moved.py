@@ -10,7 +10,7 @@ import ffi_core
 import ffi_core.abi
 import ffi_core.bridge
 import pytest
-from ffi_core._moved import moved_message
+from ffi_core._moved import moved_message, renamed_message
 
 # The root's names in the last release (0.1.0), as its api.txt listed them.
 LAST_RELEASE = (
@@ -40,8 +40,11 @@ def test_the_root_exports_at_most_fifteen_names():
 
 
 def test_every_name_of_the_last_release_is_kept_or_moved():
-    assert set(LAST_RELEASE) == set(ffi_core.__all__) | set(ffi_core._MOVED)
+    assert set(LAST_RELEASE) == set(ffi_core.__all__) | set(ffi_core._MOVED) | set(
+        ffi_core._RENAMED
+    )
     assert not set(ffi_core.__all__) & set(ffi_core._MOVED)
+    assert not (set(ffi_core.__all__) | set(ffi_core._MOVED)) & set(ffi_core._RENAMED)
 
 
 @pytest.mark.parametrize("name", sorted(ffi_core._MOVED))
@@ -117,3 +120,23 @@ def test_layers_import_one_way():
                 ):
                     target = node.module.split(".")[1] if "." in node.module else ""
                     assert target in may, f"{path.relative_to(src)}: from {node.module}"
+
+
+@pytest.mark.parametrize(
+    ("module", "name"), [(ffi_core, "PLATFORMS"), (ffi_core.bridge, "PLATFORMS")]
+)
+def test_a_renamed_name_warns_with_its_new_name_and_is_that_object(module, name):
+    new_module, new_name = module._RENAMED[name]
+    expected = getattr(importlib.import_module(new_module), new_name)
+    with pytest.warns(DeprecationWarning) as caught:
+        value = getattr(module, name)
+    assert value is expected
+    assert new_name in importlib.import_module(new_module).__all__
+    assert str(caught[0].message) == renamed_message(module.__name__, name, new_module, new_name)
+    assert str(caught[0].message) == (
+        f"`{module.__name__}.PLATFORMS` is now `ffi_core.bridge.TARGET_PLATFORMS` "
+        "(`from ffi_core.bridge import TARGET_PLATFORMS`); the old name will be removed in "
+        "the next minor release"
+    )
+    assert caught[0].filename == __file__
+    assert ffi_core.bridge.TARGET_PLATFORMS == ("cpu", "cuda", "rocm")
