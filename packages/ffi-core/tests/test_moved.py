@@ -122,21 +122,52 @@ def test_layers_import_one_way():
                     assert target in may, f"{path.relative_to(src)}: from {node.module}"
 
 
+_RENAMED_IN = ("ffi_core", "ffi_core.bridge", "ffi_core.bridge.cpu", "ffi_core.bridge.cuda")
+
+
 @pytest.mark.parametrize(
-    ("module", "name"), [(ffi_core, "PLATFORMS"), (ffi_core.bridge, "PLATFORMS")]
+    ("module_name", "name"),
+    [
+        (module_name, name)
+        for module_name in _RENAMED_IN
+        for name in sorted(importlib.import_module(module_name)._RENAMED)
+    ],
 )
-def test_a_renamed_name_warns_with_its_new_name_and_is_that_object(module, name):
+def test_a_renamed_name_warns_with_its_new_name_and_is_that_object(module_name, name):
+    module = importlib.import_module(module_name)
     new_module, new_name = module._RENAMED[name]
     expected = getattr(importlib.import_module(new_module), new_name)
     with pytest.warns(DeprecationWarning) as caught:
         value = getattr(module, name)
     assert value is expected
     assert new_name in importlib.import_module(new_module).__all__
-    assert str(caught[0].message) == renamed_message(module.__name__, name, new_module, new_name)
+    assert name not in module.__all__
+    assert str(caught[0].message) == renamed_message(module_name, name, new_module, new_name)
+    assert caught[0].filename == __file__
+
+
+def test_the_renamed_kit_names():
+    renamed = {
+        f"{module_name}.{old}": ".".join(importlib.import_module(module_name)._RENAMED[old])
+        for module_name in _RENAMED_IN
+        for old in importlib.import_module(module_name)._RENAMED
+    }
+    assert renamed == {
+        "ffi_core.PLATFORMS": "ffi_core.bridge.TARGET_PLATFORMS",
+        "ffi_core.bridge.PLATFORMS": "ffi_core.bridge.TARGET_PLATFORMS",
+        "ffi_core.bridge.cpu.build_handler": "ffi_core.bridge.cpu.build_cpu_handler",
+        "ffi_core.bridge.cpu.handler_source": "ffi_core.bridge.cpu.cpu_handler_source",
+        "ffi_core.bridge.cuda.build_handler": "ffi_core.bridge.cuda.build_launch_handler",
+        "ffi_core.bridge.cuda.handler_source": "ffi_core.bridge.cuda.launch_handler_source",
+    }
+    assert ffi_core.bridge.TARGET_PLATFORMS == ("cpu", "cuda", "rocm")
+
+
+def test_the_rename_warning_says_the_new_name():
+    with pytest.warns(DeprecationWarning) as caught:
+        ffi_core.bridge.PLATFORMS  # noqa: B018
     assert str(caught[0].message) == (
-        f"`{module.__name__}.PLATFORMS` is now `ffi_core.bridge.TARGET_PLATFORMS` "
+        "`ffi_core.bridge.PLATFORMS` is now `ffi_core.bridge.TARGET_PLATFORMS` "
         "(`from ffi_core.bridge import TARGET_PLATFORMS`); the old name will be removed in "
         "the next minor release"
     )
-    assert caught[0].filename == __file__
-    assert ffi_core.bridge.TARGET_PLATFORMS == ("cpu", "cuda", "rocm")
