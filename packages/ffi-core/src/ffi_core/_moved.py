@@ -57,13 +57,13 @@ def moved_getattr(
 
     def __getattr__(name: str) -> Any:
         if name in renamed:
-            new_module, new_name = renamed[name]
+            renamed_module, new_name = renamed[name]
             warnings.warn(
-                renamed_message(module, name, new_module, new_name),
+                renamed_message(module, name, renamed_module, new_name),
                 DeprecationWarning,
                 stacklevel=2,
             )
-            return getattr(importlib.import_module(new_module), new_name)
+            return getattr(importlib.import_module(renamed_module), new_name)
         new_module = table.get(name)
         if new_module is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
