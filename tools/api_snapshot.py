@@ -8,7 +8,10 @@ signature and, indented below it, its public methods, properties and
 attributes; anything else with its type. A name that moved and still resolves
 at its old place with a DeprecationWarning (a module's `_MOVED` table: old name
 -> new module) is listed there too, described as at its new place and marked
-`    deprecated: moved to <new module>`. tests-integration/test_public_api.py
+`    deprecated: moved to <new module>`; a name with a new name (a module's
+`_RENAMED` table: old name -> (module, new name), or -> new name in the same
+module) likewise, marked
+`    deprecated: renamed to <module>.<new name>`. tests-integration/test_public_api.py
 compares the live API with the file and fails on any difference, and requires
 an entry in the package's CHANGELOG "Unreleased" section while the API differs
 from the one last released (the digest in the file's header, which
@@ -66,11 +69,25 @@ def moved(module: types.ModuleType) -> dict[str, str]:
     return dict(getattr(module, "_MOVED", {}))
 
 
+def renamed(module: types.ModuleType) -> dict[str, tuple[str, str]]:
+    """The module's renamed names (old name -> (module, new name); a table
+    giving only the new name keeps the module)."""
+    table = getattr(module, "_RENAMED", {})
+    return {
+        old: (module.__name__, new) if isinstance(new, str) else tuple(new)
+        for old, new in table.items()
+    }
+
+
 def _resolve(module: types.ModuleType, attr: str) -> object:
-    """The value of `module.attr`, taken from its new module when it moved (no warning)."""
+    """The value of `module.attr`, taken from its new place when it moved or
+    was renamed (no warning)."""
     new = moved(module).get(attr)
     if new is not None:
         return getattr(importlib.import_module(new), attr)
+    new_place = renamed(module).get(attr)
+    if new_place is not None:
+        return getattr(importlib.import_module(new_place[0]), new_place[1])
     return getattr(module, attr, None)
 
 
@@ -224,20 +241,24 @@ def api_sections(package: str) -> dict[str, list[str] | str]:
             continue
         moved_to = getattr(module, "__moved_to__", None)
         if moved_to is not None:
-            renamed = getattr(module, "_NAMES", {})
+            forwarded = getattr(module, "_NAMES", {})
             sections[name] = [
-                f"{name}.{attr} -> {moved_to}.{renamed.get(attr, attr)}  [deprecated]"
+                f"{name}.{attr} -> {moved_to}.{forwarded.get(attr, attr)}  [deprecated]"
                 for attr in _public_names(module)
             ]
             continue
         lines = []
         old = moved(module)
-        for attr in sorted({*_public_names(module), *old}):
+        old_names = renamed(module)
+        for attr in sorted({*_public_names(module), *old, *old_names}):
             if attr == "__version__":
                 continue  # the version is in the header; it changes with every release
             lines += describe(f"{name}.{attr}", _resolve(module, attr), top)
             if attr in old:
                 lines.append(f"    deprecated: moved to {old[attr]}")
+            if attr in old_names:
+                new_module, new_name = old_names[attr]
+                lines.append(f"    deprecated: renamed to {new_module}.{new_name}")
         sections[name] = lines
     return sections
 

@@ -23,9 +23,9 @@ from ffi_core.bridge.cpu import (
     CpuPlan,
     HandlerBody,
     HandlerSpec,
-    build_handler,
+    build_cpu_handler,
     cpu_call,
-    handler_source,
+    cpu_handler_source,
 )
 from ffi_core.testing import differentiation_refused_message, raises_exactly
 
@@ -47,7 +47,7 @@ class NegPlanner:
 
         def build():
             BUILDS.append(spec)
-            return build_handler(spec, NEG)
+            return build_cpu_handler(spec, NEG)
 
         return CpuPlan("test_cpu.neg", (repr(spec),), repr(spec), build)
 
@@ -89,7 +89,7 @@ def test_a_wrong_buffer_is_an_ffi_error_naming_the_kernel() -> None:
     spec = HandlerSpec("test kernel 'neg'", (F32,), (F32,))
     name = "test_cpu.neg_by_hand"
     ffi_core.bridge.register_target(
-        name, build_handler(spec, NEG), content=repr(spec), platform="cpu"
+        name, build_cpu_handler(spec, NEG), content=repr(spec), platform="cpu"
     )
     call = jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((3,), jnp.int32))
     message = "test kernel 'neg': buffer 0 is not float32 of rank 1"
@@ -104,7 +104,7 @@ def test_the_template_names_the_c_api_constants() -> None:
         (F32,),
         attrs=(AttrSig("alpha", "float32"), AttrSig("dims", "int64", 3)),
     )
-    source = handler_source(spec, NEG)
+    source = cpu_handler_source(spec, NEG)
     assert "ErrorCode.INVALID_ARGUMENT" in source
     assert "AttrType.SCALAR" in source and "AttrType.ARRAY" in source
     assert "DataType.F32" in source and "DataType.S64" in source

@@ -10,7 +10,7 @@ import ffi_core
 import ffi_core.abi
 import ffi_core.bridge
 import pytest
-from ffi_core._moved import moved_message
+from ffi_core._moved import moved_message, renamed_message
 
 # The root's names in the last release (0.1.0), as its api.txt listed them.
 LAST_RELEASE = (
@@ -40,8 +40,11 @@ def test_the_root_exports_at_most_fifteen_names():
 
 
 def test_every_name_of_the_last_release_is_kept_or_moved():
-    assert set(LAST_RELEASE) == set(ffi_core.__all__) | set(ffi_core._MOVED)
+    assert set(LAST_RELEASE) == set(ffi_core.__all__) | set(ffi_core._MOVED) | set(
+        ffi_core._RENAMED
+    )
     assert not set(ffi_core.__all__) & set(ffi_core._MOVED)
+    assert not (set(ffi_core.__all__) | set(ffi_core._MOVED)) & set(ffi_core._RENAMED)
 
 
 @pytest.mark.parametrize("name", sorted(ffi_core._MOVED))
@@ -117,3 +120,54 @@ def test_layers_import_one_way():
                 ):
                     target = node.module.split(".")[1] if "." in node.module else ""
                     assert target in may, f"{path.relative_to(src)}: from {node.module}"
+
+
+_RENAMED_IN = ("ffi_core", "ffi_core.bridge", "ffi_core.bridge.cpu", "ffi_core.bridge.cuda")
+
+
+@pytest.mark.parametrize(
+    ("module_name", "name"),
+    [
+        (module_name, name)
+        for module_name in _RENAMED_IN
+        for name in sorted(importlib.import_module(module_name)._RENAMED)
+    ],
+)
+def test_a_renamed_name_warns_with_its_new_name_and_is_that_object(module_name, name):
+    module = importlib.import_module(module_name)
+    new_module, new_name = module._RENAMED[name]
+    expected = getattr(importlib.import_module(new_module), new_name)
+    with pytest.warns(DeprecationWarning) as caught:
+        value = getattr(module, name)
+    assert value is expected
+    assert new_name in importlib.import_module(new_module).__all__
+    assert name not in module.__all__
+    assert str(caught[0].message) == renamed_message(module_name, name, new_module, new_name)
+    assert caught[0].filename == __file__
+
+
+def test_the_renamed_kit_names():
+    renamed = {
+        f"{module_name}.{old}": ".".join(importlib.import_module(module_name)._RENAMED[old])
+        for module_name in _RENAMED_IN
+        for old in importlib.import_module(module_name)._RENAMED
+    }
+    assert renamed == {
+        "ffi_core.PLATFORMS": "ffi_core.bridge.TARGET_PLATFORMS",
+        "ffi_core.bridge.PLATFORMS": "ffi_core.bridge.TARGET_PLATFORMS",
+        "ffi_core.bridge.cpu.build_handler": "ffi_core.bridge.cpu.build_cpu_handler",
+        "ffi_core.bridge.cpu.handler_source": "ffi_core.bridge.cpu.cpu_handler_source",
+        "ffi_core.bridge.cuda.build_handler": "ffi_core.bridge.cuda.build_launch_handler",
+        "ffi_core.bridge.cuda.handler_source": "ffi_core.bridge.cuda.launch_handler_source",
+    }
+    assert ffi_core.bridge.TARGET_PLATFORMS == ("cpu", "cuda", "rocm")
+
+
+def test_the_rename_warning_says_the_new_name():
+    with pytest.warns(DeprecationWarning) as caught:
+        ffi_core.bridge.PLATFORMS  # noqa: B018
+    assert str(caught[0].message) == (
+        "`ffi_core.bridge.PLATFORMS` is now `ffi_core.bridge.TARGET_PLATFORMS` "
+        "(`from ffi_core.bridge import TARGET_PLATFORMS`); the old name will be removed in "
+        "the next minor release"
+    )

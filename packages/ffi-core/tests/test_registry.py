@@ -158,7 +158,7 @@ def test_register_target_refuses_bad_platform(platform: str) -> None:
         ffi_core.bridge.register_target(
             "ffi_core_tests.bad_platform", _handler("x"), content="v1", platform=platform
         )
-    assert ffi_core.bridge.PLATFORMS == ("cpu", "cuda", "rocm")
+    assert ffi_core.bridge.TARGET_PLATFORMS == ("cpu", "cuda", "rocm")
 
 
 @pytest.mark.parametrize(

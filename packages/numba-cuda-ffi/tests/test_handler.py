@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from numba import cuda
 from numba_cuda_ffi._compile import compile_kernel, param_layout
-from numba_cuda_ffi._handler import MAX_DEVICES, build_handler
+from numba_cuda_ffi._handler import MAX_DEVICES, build_numba_launch_handler
 from numba_cuda_ffi._launch import launch_config
 from numba_cuda_ffi._spec import ArraySig, CallSig, KernelInfo
 
@@ -32,7 +32,7 @@ def _driver_class(fake_driver):
 def _handler(sig, launch=None, **driver):
     n_params = len(param_layout(sig.kernel_arrays))
     fake = FakeDriver(n_params, **driver)
-    h = build_handler(
+    h = build_numba_launch_handler(
         sig, launch or launch_config(grid=(2, 3), block=(32, 8), shared_mem=64), LABEL, fake.native
     )
     h.set_device(0, 99, 4242)

@@ -44,7 +44,7 @@ def test_def_jax_kernel_without_platform_registers_every_platform(name):
     assert k.defaults == {"cpu": "jax", "gpu": "jax", "tpu": "jax"}
 
 
-@pytest.mark.parametrize("platform", xck.PLATFORMS)
+@pytest.mark.parametrize("platform", xck.BACKEND_PLATFORMS)
 def test_def_jax_kernel_on_one_platform(name, platform):
     k = XLACustomKernel(name)
     (entry,) = k.def_jax_kernel(_kg, platform=platform)

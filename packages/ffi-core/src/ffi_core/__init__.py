@@ -64,7 +64,6 @@ _MOVED: dict[str, str] = {
     "error_message": "ffi_core.abi",
     "python_handler": "ffi_core.abi",
     "HINT_MIN_ELEMENTS": "ffi_core.bridge",
-    "PLATFORMS": "ffi_core.bridge",
     "VMAP_METHODS": "ffi_core.bridge",
     "XLA_PLATFORM_NAMES": "ffi_core.bridge",
     "ArraySig": "ffi_core.bridge",
@@ -114,4 +113,8 @@ _MOVED: dict[str, str] = {
     "register_rebuilder": "ffi_core.export",
 }
 
-__getattr__ = _moved_getattr(__name__, _MOVED)
+# The names of the last release that have a new name: old name -> (module, new name).
+_RENAMED: dict[str, tuple[str, str]] = {
+    "PLATFORMS": ("ffi_core.bridge", "TARGET_PLATFORMS"),
+}
+__getattr__ = _moved_getattr(__name__, _MOVED, _RENAMED)

@@ -4,6 +4,9 @@ release, each access warning with a DeprecationWarning naming the new place.
 - :func:`moved_getattr`: a module ``__getattr__`` made from a table of old
   name -> the module that holds it now (the module keeps the table as
   ``_MOVED``; tools/api_snapshot.py lists those names, marked deprecated).
+- :func:`renamed_message`: the warning of a name that has a new name (a
+  module keeps those as ``_RENAMED``: old name -> (module, new name), served by
+  :func:`moved_getattr` too and listed by tools/api_snapshot.py).
 - :func:`forward`: the ``__getattr__`` of a shim left at a moved module's old
   path (``__moved_to__`` on the shim names the new module).
 """
@@ -29,11 +32,38 @@ def moved_message(module: str, name: str, new_module: str) -> str:
     )
 
 
-def moved_getattr(module: str, table: Mapping[str, str]) -> Callable[[str], Any]:
+def renamed_message(module: str, name: str, new_module: str, new_name: str) -> str:
+    """The warning a renamed name gives.
+
+    >>> renamed_message("ffi_core.bridge", "PLATFORMS", "ffi_core.bridge", "TARGET_PLATFORMS")
+    '`ffi_core.bridge.PLATFORMS` is now `ffi_core.bridge.TARGET_PLATFORMS` (`from ffi_core.bridge import TARGET_PLATFORMS`); the old name will be removed in the next minor release'
+    """
+    return (
+        f"`{module}.{name}` is now `{new_module}.{new_name}` "
+        f"(`from {new_module} import {new_name}`); the old name will be removed in the next "
+        "minor release"
+    )
+
+
+def moved_getattr(
+    module: str,
+    table: Mapping[str, str],
+    renamed: Mapping[str, tuple[str, str]] | None = None,
+) -> Callable[[str], Any]:
     """A module ``__getattr__`` serving the names of ``table`` (old name -> the
-    module that holds it now) with a DeprecationWarning."""
+    module that holds it now) and of ``renamed`` (old name -> the module and the
+    name it has now) with a DeprecationWarning."""
+    renamed = dict(renamed or {})
 
     def __getattr__(name: str) -> Any:
+        if name in renamed:
+            renamed_module, new_name = renamed[name]
+            warnings.warn(
+                renamed_message(module, name, renamed_module, new_name),
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return getattr(importlib.import_module(renamed_module), new_name)
         new_module = table.get(name)
         if new_module is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")

@@ -21,7 +21,7 @@ import jax
 from .abi import HandlerTraits
 
 __all__ = [
-    "PLATFORMS",
+    "TARGET_PLATFORMS",
     "XLA_PLATFORM_NAMES",
     "TargetConflictError",
     "handler_address",
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: Platforms a target may be registered for, as JAX's lowering names them.
-PLATFORMS = ("cpu", "cuda", "rocm")
+TARGET_PLATFORMS = ("cpu", "cuda", "rocm")
 
 #: The name XLA's registry keys each platform by. JAX maps only "cpu" and "gpu"
 #: itself; the GPU plugins take registrations under "CUDA" and "ROCM", and a
@@ -122,8 +122,8 @@ def register_target(
     Returns:
         True when this call registered the target.
     """
-    if platform not in PLATFORMS:
-        raise ValueError(f"`platform` must be one of {PLATFORMS}, got {platform!r}")
+    if platform not in TARGET_PLATFORMS:
+        raise ValueError(f"`platform` must be one of {TARGET_PLATFORMS}, got {platform!r}")
     address = handler_address(handler)
     key = (name, platform)
     with _lock:

@@ -9,7 +9,7 @@ from typing import Any
 
 import jax
 from ffi_core.bridge import KernelCall, KernelDTypes, KernelInfo, kernel_op
-from ffi_core.bridge.cpu import CpuPlan, HandlerBody, HandlerSpec, build_handler, cpu_call
+from ffi_core.bridge.cpu import CpuPlan, HandlerBody, HandlerSpec, build_cpu_handler, cpu_call
 
 from ._compile import CFunction
 
@@ -68,7 +68,7 @@ class CPlanner:
             f"toy_ctypes.{self.info.name}",
             (self.info.digest, repr(spec)),
             content=f"{self.info.qualname}:{self.info.digest}:{spec!r}",
-            build=lambda: build_handler(spec, body),
+            build=lambda: build_cpu_handler(spec, body),
         )
 
 

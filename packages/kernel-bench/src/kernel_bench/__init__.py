@@ -1,10 +1,11 @@
 """kernel-bench: time every backend of a kernel, see which wins, keep the numbers."""
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from ._compare import compare as compare
-from ._config import PLATFORMS as PLATFORMS
+from ._config import BACKEND_PLATFORMS as BACKEND_PLATFORMS
 from ._config import BenchmarkConfig as BenchmarkConfig
 from ._console import ProgressBar as ProgressBar
 from ._record import BenchmarkRecord as BenchmarkRecord
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from ._timing import benchmark_function as benchmark_function
 
 __all__ = [
-    "PLATFORMS",
+    "BACKEND_PLATFORMS",
     "BenchmarkConfig",
     "BenchmarkRecord",
     "BenchmarkResult",
@@ -48,7 +49,23 @@ _NEED_JAX = {
 }
 
 
+# The names of the last release that have a new name: old name -> new name.
+_RENAMED: dict[str, tuple[str, str]] = {
+    "PLATFORMS": ("kernel_bench", "BACKEND_PLATFORMS"),
+}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _RENAMED:
+        new_module, new_name = _RENAMED[name]
+        warnings.warn(
+            f"`{__name__}.{name}` is now `{new_module}.{new_name}` "
+            f"(`from {new_module} import {new_name}`); the old name will be removed in the "
+            "next minor release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[new_name]
     module = _NEED_JAX.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from ._autotune_cli import add_autotune_command, run_autotune
 from ._check_cli import add_check_command, run_check
 from ._cli_common import SUITE_MODULE, LazyHelpParser, add_scale_and_platform, import_module
-from ._config import PLATFORMS
+from ._config import BACKEND_PLATFORMS
 from ._result import FILE_FORMATS
 
 __all__ = ["main"]
@@ -235,14 +235,14 @@ def _list(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     rows = []
     for name, k in sorted(kernels.items()):
         row = [name, ", ".join(k.tags) or "-"]
-        for p in PLATFORMS:
+        for p in BACKEND_PLATFORMS:
             default = k.get_default(p)
             row.append(
                 ", ".join(b + ("*" if b == default else "") for b in k.available_backends(p)) or "-"
             )
         row.append("yes" if k.has_benchmark_data else "no")
         rows.append(row)
-    header = ["kernel", "tags", *PLATFORMS, "benchmark data"]
+    header = ["kernel", "tags", *BACKEND_PLATFORMS, "benchmark data"]
     print_table(header, rows, [False] * len(header))
     print("\n* default backend of the platform")
     return 0

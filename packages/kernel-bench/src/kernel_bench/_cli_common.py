@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Sequence
 from typing import Any
 
-from ._config import PLATFORMS
+from ._config import BACKEND_PLATFORMS
 
 __all__ = ["SUITE_MODULE", "LazyHelpParser", "add_scale_and_platform", "import_module", "resolve"]
 
@@ -53,7 +53,7 @@ def add_scale_and_platform(
     size.add_argument("--quick", dest="scale", action="store_const", const="quick", help=quick)
     size.add_argument("--full", dest="scale", action="store_const", const="full", help=full)
     parser.set_defaults(scale="default")
-    parser.add_argument("--platform", choices=PLATFORMS, default=None, help=platform)
+    parser.add_argument("--platform", choices=BACKEND_PLATFORMS, default=None, help=platform)
 
 
 def import_module(parser: argparse.ArgumentParser, module: str) -> Any:

@@ -6,10 +6,10 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["PLATFORMS", "BenchmarkConfig"]
+__all__ = ["BACKEND_PLATFORMS", "BenchmarkConfig"]
 
-#: Platform names of kernel backends.
-PLATFORMS: tuple[str, ...] = ("cpu", "gpu", "tpu")
+#: JAX backend names a kernel backend runs on (``jax.default_backend()``).
+BACKEND_PLATFORMS: tuple[str, ...] = ("cpu", "gpu", "tpu")
 
 
 @dataclasses.dataclass(frozen=True)

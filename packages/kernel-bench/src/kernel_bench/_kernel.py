@@ -14,7 +14,7 @@ import jax
 import numpy as np
 from kernel_check import first_difference
 
-from ._config import PLATFORMS, BenchmarkConfig
+from ._config import BACKEND_PLATFORMS, BenchmarkConfig
 from ._observed import decision_data, recording
 from ._program import dispatch_times, with_program_times
 from ._record import BenchmarkRecord
@@ -22,7 +22,13 @@ from ._result import BenchmarkResult
 from ._timing import SECONDS_PER_RUN, Timing, chained, check_count
 from ._version import __version__
 
-__all__ = ["AUTO", "PLATFORMS", "ResultMismatchError", "benchmark_kernel", "default_platform"]
+__all__ = [
+    "AUTO",
+    "BACKEND_PLATFORMS",
+    "ResultMismatchError",
+    "benchmark_kernel",
+    "default_platform",
+]
 
 #: The backend name that lets the autotuner choose (``kernel_bench.autotune``).
 AUTO = "auto"
@@ -186,9 +192,9 @@ def benchmark_kernel(
     """
     if platform is None:
         platform = default_platform()
-    if platform not in PLATFORMS:
+    if platform not in BACKEND_PLATFORMS:
         raise ValueError(
-            f"`platform` must be None or one of {', '.join(map(repr, PLATFORMS))}, got {platform!r}"
+            f"`platform` must be None or one of {', '.join(map(repr, BACKEND_PLATFORMS))}, got {platform!r}"
         )
     check_count("n_warmup", n_warmup, 0)
     check_count("n_runs", n_runs, 1)

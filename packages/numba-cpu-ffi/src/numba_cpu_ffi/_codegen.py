@@ -38,8 +38,8 @@ from ffi_core.bridge.cpu import (
     HandlerRecord,
     HandlerSpec,
     bind_record,
+    cpu_handler_source,
     handler_globals,
-    handler_source,
 )
 from ffi_core.export import Unexportable
 from numba.np.ufunc.parallel import _launch_threads
@@ -200,7 +200,7 @@ def shared_handler(
         record_words=2,
         extra_optional=True,
     )
-    source = handler_source(spec, handler_body(sig, parallel))
+    source = cpu_handler_source(spec, handler_body(sig, parallel))
     h = hashlib.sha256(source.encode())
     for part in (*versions(), repr(api_version())):
         h.update(part.encode())

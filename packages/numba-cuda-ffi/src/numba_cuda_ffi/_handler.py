@@ -18,14 +18,14 @@ from ffi_core.bridge.cuda import (
     LayoutBuilder,
     NativeDriver,
     ParamLayout,
+    build_launch_handler,
 )
-from ffi_core.bridge.cuda import build_handler as build_launch_handler
 
 from ._compile import param_layout
 from ._launch import LaunchConfig
 from ._spec import CallSig
 
-__all__ = ["MAX_DEVICES", "Handler", "build_handler", "launch_spec", "numba_layout"]
+__all__ = ["MAX_DEVICES", "Handler", "build_numba_launch_handler", "launch_spec", "numba_layout"]
 
 
 def numba_layout(sig: CallSig) -> ParamLayout:
@@ -60,6 +60,8 @@ def launch_spec(sig: CallSig, launch: LaunchConfig) -> LaunchSpec:
     return LaunchSpec(sig.inputs + sig.outputs, n_in, numba_layout(sig), launch, lead)
 
 
-def build_handler(sig: CallSig, launch: LaunchConfig, label: str, native: NativeDriver) -> Handler:
+def build_numba_launch_handler(
+    sig: CallSig, launch: LaunchConfig, label: str, native: NativeDriver
+) -> Handler:
     """Compile the handler of ``sig`` and ``launch`` against ``native``'s entry points."""
     return build_launch_handler(launch_spec(sig, launch), label, native)

@@ -24,7 +24,7 @@ from typing import Any, cast
 import ffi_core.bridge.cpu
 import numpy as np
 from ffi_core import KernelCompileError as _KernelCompileError
-from ffi_core.bridge.cpu import AttrSig, CpuPlan, HandlerBody, HandlerSpec, build_handler
+from ffi_core.bridge.cpu import AttrSig, CpuPlan, HandlerBody, HandlerSpec, build_cpu_handler
 from ffi_core.export import Unexportable
 
 from ._checked import MESSAGE_BYTES, checked_copy
@@ -283,7 +283,7 @@ def _take_block_error() -> int:
 def compiled_handler(info: KernelInfo, sig: CallSig, loaded: Loaded) -> Any:
     """The handler (a Numba ``cfunc``) of one signature, compiled once per process."""
     spec = handler_spec(info, sig, loaded)
-    return build_handler(spec, handler_body(info, sig, loaded))
+    return build_cpu_handler(spec, handler_body(info, sig, loaded))
 
 
 def plan(info: KernelInfo, sig: CallSig, loaded: Loaded) -> CpuPlan:

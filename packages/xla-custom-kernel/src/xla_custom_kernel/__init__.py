@@ -1,5 +1,8 @@
 """One JAX primitive, many kernel backends: dispatch, defaults, batching and autodiff."""
 
+import warnings as _warnings
+from typing import Any as _Any
+
 from ._adapters import BackendAdapter as BackendAdapter
 from ._adapters import backend_adapters as backend_adapters
 from ._adapters import register_backend_adapter as register_backend_adapter
@@ -8,7 +11,7 @@ from ._autodiff import defjvp as defjvp
 from ._call_site import CallSite as CallSite
 from ._chooser import CHOOSER_ENTRY_POINTS as CHOOSER_ENTRY_POINTS
 from ._chooser import Chooser as Chooser
-from ._chooser import get_chooser as get_chooser
+from ._chooser import find_chooser as find_chooser
 from ._chooser import register_chooser as register_chooser
 from ._chooser import registered_chooser as registered_chooser
 from ._entry import BATCHING_MODES as BATCHING_MODES
@@ -21,7 +24,7 @@ from ._errors import NoKernelError as NoKernelError
 from ._errors import ReplacedKernelError as ReplacedKernelError
 from ._errors import UnknownBackendError as UnknownBackendError
 from ._kernel import XLACustomKernel as XLACustomKernel
-from ._platforms import PLATFORMS as PLATFORMS
+from ._platforms import BACKEND_PLATFORMS as BACKEND_PLATFORMS
 from ._registry import get_all_primitive_names as get_all_primitive_names
 from ._registry import get_kernel as get_kernel
 from ._registry import get_primitives_by_tags as get_primitives_by_tags
@@ -34,10 +37,10 @@ from ._selection import set_backend as set_backend
 from ._version import __version__ as __version__
 
 __all__ = [
+    "BACKEND_PLATFORMS",
     "BATCHING_MODES",
     "CHOOSER_ENTRY_POINTS",
     "NOT_DIFFERENTIABLE",
-    "PLATFORMS",
     "BackendAdapter",
     "BackendError",
     "BackendPreferenceWarning",
@@ -54,10 +57,10 @@ __all__ = [
     "backend_adapters",
     "clear_backends",
     "defjvp",
+    "find_chooser",
     "general_batching_rule",
     "get_all_primitive_names",
     "get_backend",
-    "get_chooser",
     "get_kernel",
     "get_primitives_by_tags",
     "get_registry",
@@ -67,3 +70,23 @@ __all__ = [
     "registered_kernels",
     "set_backend",
 ]
+
+# The names of the last release that have a new name: old name -> new name.
+_RENAMED: dict[str, tuple[str, str]] = {
+    "PLATFORMS": ("xla_custom_kernel", "BACKEND_PLATFORMS"),
+    "get_chooser": ("xla_custom_kernel", "find_chooser"),
+}
+
+
+def __getattr__(name: str) -> _Any:
+    if name not in _RENAMED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    new_module, new_name = _RENAMED[name]
+    _warnings.warn(
+        f"`{__name__}.{name}` is now `{new_module}.{new_name}` "
+        f"(`from {new_module} import {new_name}`); the old name will be removed in the next "
+        "minor release",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[new_name]

@@ -21,7 +21,7 @@ from typing import Any
 from ffi_core.bridge import install_hint as requirement_hint
 
 from ._entry import BATCHING_MODES
-from ._platforms import PLATFORMS, check_platform
+from ._platforms import BACKEND_PLATFORMS, check_platform
 
 __all__ = [
     "BackendAdapter",
@@ -68,7 +68,7 @@ class BackendAdapter:
             )
         if not isinstance(self.platforms, tuple) or not self.platforms:
             raise TypeError(
-                f"`platforms` must be a non-empty tuple of {', '.join(map(repr, PLATFORMS))}, "
+                f"`platforms` must be a non-empty tuple of {', '.join(map(repr, BACKEND_PLATFORMS))}, "
                 f"got {self.platforms!r}"
             )
         for platform in self.platforms:

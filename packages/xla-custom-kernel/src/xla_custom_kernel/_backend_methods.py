@@ -17,7 +17,7 @@ from typing import Any
 
 from ._adapters import backend_adapter
 from ._entry import KernelEntry
-from ._platforms import PLATFORMS, check_platform
+from ._platforms import BACKEND_PLATFORMS, check_platform
 from ._table import BackendTable
 
 __all__ = ["BackendMethods"]
@@ -109,7 +109,7 @@ class BackendMethods:
         ``kg`` returns a function of jnp/lax code. With ``platform=None`` it is
         registered on every platform (default only where none exists yet).
         """
-        platforms = PLATFORMS if platform is None else (check_platform(platform),)
+        platforms = BACKEND_PLATFORMS if platform is None else (check_platform(platform),)
         return tuple(
             self._register(KernelEntry("jax", p, kg, "vmap"), asdefault) for p in platforms
         )

@@ -23,7 +23,7 @@ import jax
 import numpy as np
 from jax import core as jax_core
 
-from ._platforms import PLATFORMS, platform_of_backend
+from ._platforms import BACKEND_PLATFORMS, platform_of_backend
 
 __all__ = ["CallSite"]
 
@@ -88,7 +88,7 @@ class CallSite:
         """
         if platform is None:
             platform = platform_of_backend(jax.default_backend())
-        if platform not in PLATFORMS:
+        if platform not in BACKEND_PLATFORMS:
             raise ValueError(f"`platform` must be None, 'cpu', 'gpu' or 'tpu', got {platform!r}")
         for i, x in enumerate(inputs):
             if not (hasattr(x, "shape") and hasattr(x, "dtype")):

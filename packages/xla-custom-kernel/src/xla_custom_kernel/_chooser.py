@@ -23,7 +23,7 @@ from ._call_site import CallSite
 __all__ = [
     "CHOOSER_ENTRY_POINTS",
     "Chooser",
-    "get_chooser",
+    "find_chooser",
     "register_chooser",
     "registered_chooser",
 ]
@@ -33,7 +33,7 @@ __all__ = [
 #: each entry names a :class:`Chooser` object.
 CHOOSER_ENTRY_POINTS = "xla_custom_kernel.choosers"
 
-#: What :func:`get_chooser` says where no chooser is installed.
+#: What :func:`find_chooser` says where no chooser is installed.
 NO_CHOOSER = (
     "backend 'auto' needs a chooser that measures the registered backends, and none is "
     f"registered; kernel-bench provides one: {install_hint('xla-custom-kernel[bench]')}, "
@@ -115,7 +115,8 @@ def register_chooser(chooser: Chooser | None, *, replace: bool = False) -> None:
 
 
 def registered_chooser() -> Chooser | None:
-    """The chooser registered, or None (entry points are not loaded here)."""
+    """The chooser registered, or None: entry points are not loaded here
+    (:func:`find_chooser` loads them where none is registered)."""
     return _chooser
 
 
@@ -140,9 +141,10 @@ def _from_entry_points() -> tuple[Chooser | None, BaseException | None]:
     return None, problem
 
 
-def get_chooser() -> Chooser:
+def find_chooser() -> Chooser:
     """The registered chooser; where there is none, the first one an installed
-    package declares under :data:`CHOOSER_ENTRY_POINTS`, registered.
+    package declares under :data:`CHOOSER_ENTRY_POINTS`, registered
+    (:func:`registered_chooser` only looks, and may answer None).
 
     Raises:
         ImportError: no chooser is registered or installed; the message says

@@ -54,7 +54,7 @@ def _rebuild(step: Mapping[str, Any]) -> None:
         raise ffi_core.MissingKernelError(str(exc)) from None
     kernel._table.require(entry, "recorded in the exported program")
     outs = tuple(jax_core.ShapedArray(tuple(shape), jnp.dtype(dt)) for shape, dt in step["outs"])
-    kernel._generated.get(entry, outs, step["multiple"], step["static"])
+    kernel._generator_cache.get(entry, outs, step["multiple"], step["static"])
 
 
 def _accept(obj: object) -> bool:

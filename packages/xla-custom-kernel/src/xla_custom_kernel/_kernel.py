@@ -28,10 +28,11 @@ from . import _autodiff
 from ._adapters import backend_adapter
 from ._backend_methods import BackendMethods
 from ._call_site import CallSite
+from ._chooser import find_chooser
 from ._data_methods import DataMethods
 from ._entry import KernelEntry
 from ._errors import ReplacedKernelError
-from ._primitive import Generated, new_primitive, out_structs
+from ._primitive import GeneratorCache, new_primitive, out_structs
 from ._registry import register_kernel
 from ._rule_methods import RuleMethods
 from ._rules import Rules
@@ -39,7 +40,6 @@ from ._selection import (
     current_forced,
     forced_backend,
     get_backend,
-    require_chooser,
     set_backend,
 )
 from ._table import BackendTable
@@ -100,7 +100,7 @@ class XLACustomKernel(BackendMethods, RuleMethods, DataMethods):
         self.doc = doc
         self.__doc__ = doc
         self._table = BackendTable(name)
-        self._generated = Generated(self)
+        self._generator_cache = GeneratorCache(self)
         self._rules = Rules(self)
         self._call_fn: Callable[..., Any] | None = None
         self._benchmark_data_fn: Callable[..., Any] | None = None
@@ -114,7 +114,7 @@ class XLACustomKernel(BackendMethods, RuleMethods, DataMethods):
         self.primitive = new_primitive(
             name,
             table=self._table,
-            generated=self._generated,
+            generator_cache=self._generator_cache,
             batching_rule=self._rules.batching_rule,
             jvp_rule=self._rules.jvp_rule,
             transpose_rule=self._rules.transpose_rule,
@@ -343,7 +343,7 @@ class XLACustomKernel(BackendMethods, RuleMethods, DataMethods):
                 install kernel-bench).
         """
         site = CallSite.from_call(self, *inputs, outs=outs, platform=platform, **static)
-        decision = require_chooser().explain(site)
+        decision = find_chooser().explain(site)
         print(decision.describe())
         return decision
 
@@ -358,4 +358,4 @@ class XLACustomKernel(BackendMethods, RuleMethods, DataMethods):
             ImportError: no chooser is installed (the message says how to
                 install kernel-bench).
         """
-        return require_chooser().benchmark(self, **kwargs)
+        return find_chooser().benchmark(self, **kwargs)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["LOWERING_PLATFORMS", "PLATFORMS", "check_platform", "platform_of_backend"]
+__all__ = ["BACKEND_PLATFORMS", "LOWERING_PLATFORMS", "check_platform", "platform_of_backend"]
 
-#: Platforms a kernel can be registered for.
-PLATFORMS = ("cpu", "gpu", "tpu")
+#: JAX backend names (``jax.default_backend()``) a kernel can be registered for.
+BACKEND_PLATFORMS = ("cpu", "gpu", "tpu")
 
 #: JAX's lowering platform -> ours. NVIDIA and AMD GPUs are both "gpu".
 LOWERING_PLATFORMS = {"cpu": "cpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
@@ -16,10 +16,12 @@ LOWERING_PLATFORMS = {"cpu": "cpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
 def check_platform(value: Any, what: str = "`platform`") -> str:
     if not isinstance(value, str):
         raise TypeError(
-            f"{what} must be a str, one of {', '.join(map(repr, PLATFORMS))}, got {type(value)!r}"
+            f"{what} must be a str, one of {', '.join(map(repr, BACKEND_PLATFORMS))}, got {type(value)!r}"
         )
-    if value not in PLATFORMS:
-        raise ValueError(f"{what} must be one of {', '.join(map(repr, PLATFORMS))}, got {value!r}")
+    if value not in BACKEND_PLATFORMS:
+        raise ValueError(
+            f"{what} must be one of {', '.join(map(repr, BACKEND_PLATFORMS))}, got {value!r}"
+        )
     return value
 
 

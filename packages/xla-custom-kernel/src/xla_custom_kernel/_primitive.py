@@ -33,15 +33,16 @@ from jax.interpreters import ad, batching, mlir
 from ._adapters import install_hint
 from ._autodiff import as_outputs
 from ._call_site import CallSite
+from ._chooser import find_chooser
 from ._entry import KernelEntry
 from ._errors import BackendError, NoKernelError, UnknownBackendError
 from ._export import recipe_step
 from ._platforms import LOWERING_PLATFORMS
-from ._selection import AUTO, require_chooser
+from ._selection import AUTO
 from ._table import BackendTable
 from ._transforms import apply_levels
 
-__all__ = ["Generated", "abstract_eval", "new_primitive", "out_structs", "user_outs"]
+__all__ = ["GeneratorCache", "abstract_eval", "new_primitive", "out_structs", "user_outs"]
 
 
 def out_structs(
@@ -79,7 +80,7 @@ def _describe(aval: Any) -> str:
     return f"{np.dtype(aval.dtype).name}{list(aval.shape)}"
 
 
-class Generated:
+class GeneratorCache:
     """The callables kernel generators returned, once per (platform, backend,
     outputs, static keywords), each checked against the declared outputs."""
 
@@ -144,7 +145,7 @@ def _lowering(
     *args,
     name: str,
     table: BackendTable,
-    generated: Generated,
+    generator_cache: GeneratorCache,
     lowering_platform: str,
     outs,
     multiple,
@@ -153,14 +154,14 @@ def _lowering(
     batch,
     sharding=None,
 ):
-    generated.kernel.check_current()
+    generator_cache.kernel.check_current()
     platform = LOWERING_PLATFORMS[lowering_platform]
     chosen = table.select(platform, backend)
     if chosen == AUTO:
         site = CallSite(
-            generated.kernel, platform, tuple(ctx.avals_in), outs, multiple, static, batch
+            generator_cache.kernel, platform, tuple(ctx.avals_in), outs, multiple, static, batch
         )
-        chosen = require_chooser().choose(site)
+        chosen = find_chooser().choose(site)
         if chosen not in site.backends:
             raise ValueError(
                 f"the chooser of backend 'auto' picked {chosen!r} for {name!r} on {platform}; "
@@ -168,14 +169,14 @@ def _lowering(
             )
     entry = table.check_backend(platform, chosen)
     try:
-        fn = generated.get(entry, outs, multiple, static)
+        fn = generator_cache.get(entry, outs, multiple, static)
         mode = entry.batching
         if batch and mode == "auto":
             mode = _batching_mode(fn, batch, ctx.avals_in)
         f = apply_levels(fn, batch, mode) if batch else fn
         if sharding is not None:
             f = _partitioned(
-                _LocalCall(generated, entry, multiple, static, batch, mode),
+                _LocalCall(generator_cache, entry, multiple, static, batch, mode),
                 sharding,
                 batch,
                 ctx.avals_out,
@@ -201,13 +202,15 @@ class _LocalCall:
     # The backend's callable for the outputs of one shard (under a sharded jit
     # with a sharding rule): generated for the shard's output shapes, lifted
     # over the same batch levels.
-    def __init__(self, generated: Generated, entry: KernelEntry, multiple, static, batch, mode):
-        self._args = (generated, entry, multiple, static, batch, mode)
+    def __init__(
+        self, generator_cache: GeneratorCache, entry: KernelEntry, multiple, static, batch, mode
+    ):
+        self._args = (generator_cache, entry, multiple, static, batch, mode)
 
     def __call__(self, out_avals: Sequence[Any], *args: Any) -> list[Any]:
-        generated, entry, multiple, static, batch, mode = self._args
+        generator_cache, entry, multiple, static, batch, mode = self._args
         outs = tuple(a.update(shape=a.shape[len(batch) :]) for a in out_avals)
-        fn = generated.get(entry, outs, multiple, static)
+        fn = generator_cache.get(entry, outs, multiple, static)
         return list((apply_levels(fn, batch, mode) if batch else fn)(*args))
 
 
@@ -226,7 +229,7 @@ def new_primitive(
     name: str,
     *,
     table: BackendTable,
-    generated: Generated,
+    generator_cache: GeneratorCache,
     batching_rule: Callable[..., Any],
     jvp_rule: Callable[..., Any],
     transpose_rule: Callable[..., Any],
@@ -244,7 +247,7 @@ def new_primitive(
                 _lowering,
                 name=name,
                 table=table,
-                generated=generated,
+                generator_cache=generator_cache,
                 lowering_platform=lowering_platform,
             ),
             platform=lowering_platform,

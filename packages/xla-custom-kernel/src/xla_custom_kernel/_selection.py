@@ -7,11 +7,12 @@ import contextlib
 import contextvars
 import threading
 from collections.abc import Iterator
-from typing import Any, overload
+from typing import overload
 
 import jax
 
-from ._platforms import PLATFORMS, check_platform
+from ._chooser import find_chooser
+from ._platforms import BACKEND_PLATFORMS, check_platform
 
 __all__ = [
     "AUTO",
@@ -20,7 +21,6 @@ __all__ = [
     "get_backend",
     "invalidate_caches",
     "platform_preference",
-    "require_chooser",
     "set_backend",
 ]
 
@@ -99,13 +99,13 @@ def set_backend(*args: str | None) -> None:
         raise TypeError(f"`backend` must be a str or None, got {type(backend)!r}")
     if backend == "":
         raise ValueError("`backend` must be a backend's name or None, got ''")
-    if platform is None and backend in PLATFORMS:
+    if platform is None and backend in BACKEND_PLATFORMS:
         raise ValueError(
             f"`backend` {backend!r} is a platform name; set a platform's backend with "
             f"set_backend({backend!r}, backend)"
         )
     if backend == AUTO:
-        require_chooser()
+        find_chooser()
     with _lock:
         if platform is None:
             changed = backend != _preferred
@@ -158,13 +158,3 @@ def forced_backend(backend: str | None) -> Iterator[None]:
         yield
     finally:
         _forced.reset(token)
-
-
-def require_chooser() -> Any:
-    """The chooser of backend ``"auto"`` (see ``_chooser``), or the ImportError
-    saying how to install one."""
-    # Imported here: _chooser loads entry points, which need not happen before
-    # "auto" is asked for.
-    from ._chooser import get_chooser
-
-    return get_chooser()

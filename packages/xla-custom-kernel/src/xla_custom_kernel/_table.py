@@ -10,15 +10,15 @@ from types import MappingProxyType
 from typing import Any
 
 from ._adapters import missing_bridge
+from ._chooser import find_chooser
 from ._entry import BATCHING_MODES, KernelEntry
 from ._errors import BackendPreferenceWarning, NoKernelError, UnknownBackendError
-from ._platforms import PLATFORMS, check_platform
+from ._platforms import BACKEND_PLATFORMS, check_platform
 from ._selection import (
     AUTO,
     get_backend,
     invalidate_caches,
     platform_preference,
-    require_chooser,
 )
 
 __all__ = ["BackendTable"]
@@ -70,7 +70,7 @@ class BackendTable:
 
     def summary(self) -> str:
         """The backends of every platform that has one, for messages."""
-        parts = [f"{p}: {self._names(p)}" for p in PLATFORMS if self._entries.get(p)]
+        parts = [f"{p}: {self._names(p)}" for p in BACKEND_PLATFORMS if self._entries.get(p)]
         return "; ".join(parts) or "none"
 
     @property
@@ -120,7 +120,7 @@ class BackendTable:
                         f"no kernel registered for platform {platform!r} in {self.kernel_name!r} "
                         f"to choose from; registered: {self.summary()}"
                     )
-                require_chooser()
+                find_chooser()
                 if platform not in self._auto:
                     self._auto.add(platform)
                     invalidate_caches()
@@ -202,7 +202,7 @@ class BackendTable:
         if not isinstance(backend, str):
             raise TypeError(f"`backend` must be a str or None, got {type(backend)!r}")
         if backend == AUTO:
-            require_chooser()
+            find_chooser()
             return
         found = [e[backend] for e in self._entries.values() if backend in e]
         if not found:

@@ -43,10 +43,11 @@ from .._install import install_hint as install_hint
 from .._jax_compat import def_eager_impl as def_eager_impl
 from .._jax_compat import distributed_client as distributed_client
 from .._jax_compat import require_devices_at_lowering as require_devices_at_lowering
+from .._moved import moved_getattr as _moved_getattr
 from .._outs import is_output_spec as is_output_spec
 from .._outs import normalize_outs as normalize_outs
 from .._outs import output_avals as output_avals
-from .._registry import PLATFORMS as PLATFORMS
+from .._registry import TARGET_PLATFORMS as TARGET_PLATFORMS
 from .._registry import XLA_PLATFORM_NAMES as XLA_PLATFORM_NAMES
 from .._registry import handler_address as handler_address
 from .._registry import register_target as register_target
@@ -90,7 +91,7 @@ __all__ = [
     "BOUNDSCHECK_ENV",
     "COMPLEX_DTYPES",
     "HINT_MIN_ELEMENTS",
-    "PLATFORMS",
+    "TARGET_PLATFORMS",
     "VMAP_METHODS",
     "XLA_PLATFORM_NAMES",
     "ArraySig",
@@ -151,3 +152,9 @@ __all__ = [
     "target_name",
     "unsafe_reason",
 ]
+
+# The kit's names that have a new name: old name -> (module, new name).
+_RENAMED: dict[str, tuple[str, str]] = {
+    "PLATFORMS": ("ffi_core.bridge", "TARGET_PLATFORMS"),
+}
+__getattr__ = _moved_getattr(__name__, {}, _RENAMED)

@@ -12,12 +12,12 @@ _NAMES = {
     "HandlerRecord": "HandlerRecord",
     "HandlerSpec": "HandlerSpec",
     "bind_record": "bind_record",
-    "build_handler": "build_handler",
+    "build_handler": "build_cpu_handler",
     "cpu_call": "cpu_call",
     "cpu_call_p": "cpu_call_p",
     "ensure_target": "ensure_target",
     "handler_globals": "handler_globals",
-    "handler_source": "handler_source",
+    "handler_source": "cpu_handler_source",
     "lower_cpu_call": "lower_cpu_call",
 }
 __all__ = sorted(_NAMES)

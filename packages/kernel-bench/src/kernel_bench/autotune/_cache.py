@@ -34,7 +34,7 @@ from typing import Any
 import jax
 
 from ._decision import (
-    PLATFORMS,
+    BACKEND_PLATFORMS,
     AutotuneWarning,
     Decision,
     InvalidDecision,
@@ -124,7 +124,7 @@ def fingerprint(platform: str) -> dict[str, Any]:
 def _check_fingerprint(record: Any) -> dict[str, Any]:
     f = _fields(record, _FINGERPRINT_FIELDS, "its fingerprint")
     ok = (
-        f["platform"] in PLATFORMS
+        f["platform"] in BACKEND_PLATFORMS
         and all(isinstance(f[n], str) and len(f[n]) <= _MAX_TEXT for n in ("device", "cpu"))
         and isinstance(f["python"], str)
         and (f["cpu_count"] is None or type(f["cpu_count"]) is int)

@@ -16,10 +16,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .._config import BACKEND_PLATFORMS
 from .._console import render
 from ._location import cache_dir
 
-PLATFORMS = ("cpu", "gpu", "tpu")
 #: A decision whose winner's rounds spread more than this (interquartile range
 #: over median) was measured while the machine was busy (``Decision.busy``).
 BUSY_NOISE = 0.2
@@ -284,9 +284,9 @@ def parse_decision(
         record = {**_LATER_FIELDS, **record}
     d = _fields(record, _DECISION_FIELDS, "a decision")
     name = _text(d["op"], "the operation", _MAX_NAME * 5, empty=False)
-    if d["platform"] not in PLATFORMS:
+    if d["platform"] not in BACKEND_PLATFORMS:
         raise InvalidDecision(
-            f"the platform must be one of {', '.join(map(repr, PLATFORMS))}, "
+            f"the platform must be one of {', '.join(map(repr, BACKEND_PLATFORMS))}, "
             f"got {_short(d['platform'])}"
         )
     if not isinstance(d["key"], str) or not _KEY.fullmatch(d["key"]):

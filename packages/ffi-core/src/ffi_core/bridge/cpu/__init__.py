@@ -3,7 +3,7 @@ one handler template.
 
 The CPU twin of :mod:`ffi_core.bridge.cuda`. A bridge describes its kernel with a
 :class:`CpuPlanner` (the target's name, and how to build its handler), the
-handler comes from one template (:func:`handler_source`: the metadata
+handler comes from one template (:func:`cpu_handler_source`: the metadata
 handshake, buffer and attribute checks, FFI errors naming the kernel, the
 batch loop) into which the bridge writes only how to call its kernel
 (:class:`HandlerBody`), and :data:`cpu_call_p` does the JAX side (abstract
@@ -12,12 +12,13 @@ transpose rules that name the fix). Needs numba (``ffi-core[native]``) to
 build handlers; the rest is plain Python.
 """
 
+from ..._moved import moved_getattr as _moved_getattr
 from ._handler import AttrSig as AttrSig
 from ._handler import HandlerBody as HandlerBody
 from ._handler import HandlerSpec as HandlerSpec
-from ._handler import build_handler as build_handler
+from ._handler import build_cpu_handler as build_cpu_handler
+from ._handler import cpu_handler_source as cpu_handler_source
 from ._handler import handler_globals as handler_globals
-from ._handler import handler_source as handler_source
 from ._op import CpuPlan as CpuPlan
 from ._op import CpuPlanner as CpuPlanner
 from ._op import cpu_call as cpu_call
@@ -38,12 +39,19 @@ __all__ = [
     "HandlerRecord",
     "HandlerSpec",
     "bind_record",
-    "build_handler",
+    "build_cpu_handler",
     "cpu_call",
     "cpu_call_bind",
     "cpu_call_p",
+    "cpu_handler_source",
     "ensure_target",
     "handler_globals",
-    "handler_source",
     "lower_cpu_call",
 ]
+
+# The kit's names that have a new name: old name -> (module, new name).
+_RENAMED: dict[str, tuple[str, str]] = {
+    "build_handler": ("ffi_core.bridge.cpu", "build_cpu_handler"),
+    "handler_source": ("ffi_core.bridge.cpu", "cpu_handler_source"),
+}
+__getattr__ = _moved_getattr(__name__, {}, _RENAMED)

@@ -33,9 +33,9 @@ __all__ = [
     "AttrSig",
     "HandlerBody",
     "HandlerSpec",
-    "build_handler",
+    "build_cpu_handler",
+    "cpu_handler_source",
     "handler_globals",
-    "handler_source",
 ]
 
 
@@ -211,7 +211,7 @@ def _args_check(n_in: int, spec: HandlerSpec) -> str:
     return f"num_args(frame) != {expected}"
 
 
-def handler_source(spec: HandlerSpec, body: HandlerBody) -> str:
+def cpu_handler_source(spec: HandlerSpec, body: HandlerBody) -> str:
     """Python source of the handler of ``spec`` running ``body``.
 
     The module defines ``handler``, decorated with ``compile_handler`` (and
@@ -221,7 +221,7 @@ def handler_source(spec: HandlerSpec, body: HandlerBody) -> str:
     Example:
         >>> f32 = ArraySig("float32", 1)
         >>> spec = HandlerSpec("toy kernel 'neg'", (f32,), (f32,))
-        >>> source = handler_source(spec, HandlerBody(call=("return 0",)))
+        >>> source = cpu_handler_source(spec, HandlerBody(call=("return 0",)))
         >>> print(next(line for line in source.splitlines() if "buffer_dtype(b_0)" in line))
             if buffer_dtype(b_0) != DataType.F32 or buffer_rank(b_0) != 1:
     """
@@ -306,12 +306,12 @@ def handler_globals(spec: HandlerSpec) -> dict[str, Any]:
     return namespace
 
 
-def build_handler(
+def build_cpu_handler(
     spec: HandlerSpec, body: HandlerBody, namespace: Mapping[str, Any] | None = None
 ) -> Any:
     """Compile the handler of ``spec`` running ``body`` (a Numba ``cfunc``;
     its ``address`` is what XLA calls), with ``namespace`` as more globals."""
-    source = handler_source(spec, body)
+    source = cpu_handler_source(spec, body)
     scope = handler_globals(spec) | dict(namespace or {})
     exec(compile(source, f"<ffi_core.bridge.cpu handler of {spec.label}>", "exec"), scope)
     return scope["handler"]

@@ -3,7 +3,7 @@
 The CPU twin of ``ffi_core.bridge.cuda.cuda_launch_p``. A bridge describes a kernel
 with a :class:`CpuPlanner`: given the call frame's buffers it names the
 target and says how to build its handler (from the one template,
-``ffi_core.bridge.cpu.handler_source``) and how an exported call makes it again.
+``ffi_core.bridge.cpu.cpu_handler_source``) and how an exported call makes it again.
 The primitive does the rest the same way for every bridge: abstract
 evaluation, lowering to an FFI call of the handler (with the cost hint of
 large calls, and scalar parameters as the call's attributes), ``vmap`` (one

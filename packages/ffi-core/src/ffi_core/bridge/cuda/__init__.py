@@ -16,6 +16,7 @@ limits of every CUDA GPU (``MAX_GRID``, ``MAX_BLOCK``, ...) are public here for
 bridges that check a launch before it is planned.
 """
 
+from ..._moved import moved_getattr as _moved_getattr
 from ..._spec import attribute_value as attribute_value
 from ._artifact_cache import ArtifactCache as ArtifactCache
 from ._artifact_cache import ArtifactCacheWarning as ArtifactCacheWarning
@@ -30,8 +31,8 @@ from ._driver import driver as driver
 from ._handler import MAX_DEVICES as MAX_DEVICES
 from ._handler import Handler as Handler
 from ._handler import LaunchSpec as LaunchSpec
-from ._handler import build_handler as build_handler
-from ._handler import handler_source as handler_source
+from ._handler import build_launch_handler as build_launch_handler
+from ._handler import launch_handler_source as launch_handler_source
 from ._launch import MAX_BLOCK as MAX_BLOCK
 from ._launch import MAX_GRID as MAX_GRID
 from ._launch import MAX_SHARED_MEM as MAX_SHARED_MEM
@@ -91,7 +92,7 @@ __all__ = [
     "ParamLayout",
     "PtxError",
     "attribute_value",
-    "build_handler",
+    "build_launch_handler",
     "cuda_devices",
     "cuda_launch",
     "cuda_launch_bind",
@@ -101,11 +102,18 @@ __all__ = [
     "device_ordinal",
     "driver",
     "ensure_target",
-    "handler_source",
     "launch_config",
+    "launch_handler_source",
     "local_capabilities",
     "lower_launch",
     "ptx_entries",
     "ptx_entry",
     "ptx_params",
 ]
+
+# The kit's names that have a new name: old name -> (module, new name).
+_RENAMED: dict[str, tuple[str, str]] = {
+    "build_handler": ("ffi_core.bridge.cuda", "build_launch_handler"),
+    "handler_source": ("ffi_core.bridge.cuda", "launch_handler_source"),
+}
+__getattr__ = _moved_getattr(__name__, {}, _RENAMED)

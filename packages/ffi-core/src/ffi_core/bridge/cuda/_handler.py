@@ -28,7 +28,14 @@ from ._driver import NativeDriver
 from ._launch import LaunchConfig
 from ._layout import Field, ParamLayout
 
-__all__ = ["MAX_DEVICES", "REPORT_FN", "Handler", "LaunchSpec", "build_handler", "handler_source"]
+__all__ = [
+    "MAX_DEVICES",
+    "REPORT_FN",
+    "Handler",
+    "LaunchSpec",
+    "build_launch_handler",
+    "launch_handler_source",
+]
 
 #: Device ordinals a handler has a function table for.
 MAX_DEVICES = 64
@@ -104,7 +111,7 @@ def _const(field: Field) -> str:
     return repr(value)
 
 
-def handler_source(spec: LaunchSpec, label: str) -> str:
+def launch_handler_source(spec: LaunchSpec, label: str) -> str:
     """Python source of the handler for ``spec``."""
     arrays, n_in, layout, launch = spec.arrays, spec.n_in, spec.layout, spec.launch
     n_out = len(arrays) - n_in
@@ -271,7 +278,7 @@ _NATIVE_NAMES = (
 ).split()
 
 
-def build_handler(spec: LaunchSpec, label: str, native: NativeDriver) -> Handler:
+def build_launch_handler(spec: LaunchSpec, label: str, native: NativeDriver) -> Handler:
     """Compile the handler of ``spec`` against ``native``'s driver entry points."""
     from numba import cfunc, types
 
@@ -280,7 +287,7 @@ def build_handler(spec: LaunchSpec, label: str, native: NativeDriver) -> Handler
     functions = (ctypes.c_size_t * MAX_DEVICES)()
     contexts = (ctypes.c_size_t * MAX_DEVICES)()
     report = _reporter(label, native.error_name)
-    source = handler_source(spec, label)
+    source = launch_handler_source(spec, label)
     source = source.replace("{FUNCS}", str(ctypes.addressof(functions)))
     source = source.replace("{CTXS}", str(ctypes.addressof(contexts)))
     module = pytypes.ModuleType(f"ffi_core_cuda_handler_{abs(hash(source)):x}")

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from ..._registry import register_target, target_name
 from ...abi import HandlerTraits
 from ._driver import driver
-from ._handler import Handler, LaunchSpec, build_handler
+from ._handler import Handler, LaunchSpec, build_launch_handler
 from ._launch import LaunchConfig
 from ._layout import ParamLayout
 
@@ -112,7 +112,7 @@ def ensure_target(plan: LaunchPlan) -> str:
         entry = _handlers.get(key)
         if entry is None:
             name = target_name(prefix, *parts)
-            entry = (name, build_handler(spec, label, drv.native))
+            entry = (name, build_launch_handler(spec, label, drv.native))
             _handlers[key] = entry
         name, handler = entry
         for device in devices:

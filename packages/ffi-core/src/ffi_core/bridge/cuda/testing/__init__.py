@@ -1,7 +1,7 @@
 """The launcher's test harness: a fake XLA call frame and a fake CUDA driver,
 and the emulated GPU.
 
-A handler made by :func:`ffi_core.bridge.cuda.build_handler` is real compiled code.
+A handler made by :func:`ffi_core.bridge.cuda.build_launch_handler` is real compiled code.
 On a machine without a GPU it runs here against a call frame built with ctypes
 (host arrays stand in for device buffers) and driver entry points that record
 each launch instead of performing it, so every bridge can check its parameter
