@@ -18,7 +18,7 @@ from ffi_core.bridge import BoundCall, KernelCall, bounds_checked, kernel_op
 
 from ._catalog import kernel_info
 from ._inout import check_in_out
-from ._launch import check_launch_dims
+from ._launch import check_block_dim, check_launch_dims
 from ._primitive import backward_unavailable, warp_kernel_call_p
 from ._spec import DTYPES, KernelInfo
 
@@ -232,7 +232,7 @@ def warp_kernel(
     launch = check_launch_dims(launch_dims)
     if boundscheck is not None and not isinstance(boundscheck, bool):
         raise TypeError(f"`boundscheck` must be a bool or None, got {type(boundscheck)!r}")
-    block = _check_block_dim(block_dim)
+    block = check_block_dim(block_dim)
     options = _Options(launch, vmap_method, sharding_rule, block, launch_dims, boundscheck)
     if in_out_argnames is None:
         op = _wrap(info, outs, options, input_output_aliases, ())
@@ -253,22 +253,6 @@ class _Options:
     block_dim: int | None
     launch_dims: Any  # as given, for messages
     boundscheck: bool | None
-
-
-def _check_block_dim(block_dim: Any) -> int | None:
-    if block_dim is None:
-        return None
-    if isinstance(block_dim, bool) or not isinstance(block_dim, int | np.integer):
-        raise TypeError(f"`block_dim` must be an int or None, got {block_dim!r}")
-    if not 1 <= block_dim <= _MAX_BLOCK_DIM:
-        raise ValueError(
-            f"`block_dim` must be in 1..{_MAX_BLOCK_DIM} (threads per block), got {block_dim!r}"
-        )
-    return int(block_dim)
-
-
-#: CUDA's most threads per block, Warp's limit on the CPU too.
-_MAX_BLOCK_DIM = 1024
 
 
 def _check_outs(

@@ -7,10 +7,12 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ._spec import MAX_DIMS, KernelInfo
 from ._warp import wp_context
 
-__all__ = ["bounds", "check_launch", "check_launch_dims", "launch_shape"]
+__all__ = ["bounds", "check_block_dim", "check_launch", "check_launch_dims", "launch_shape"]
 
 
 def check_launch_dims(launch_dims: Any) -> Any:
@@ -86,3 +88,20 @@ def bounds(shape: tuple[int, ...], kernel_dim: int) -> tuple[tuple[int, ...], in
     for d in padded[kernel_dim:]:
         mult *= d
     return padded[:kernel_dim], mult
+
+
+def check_block_dim(block_dim: Any) -> int | None:
+    """``warp_kernel``'s ``block_dim``: None (Warp's default) or threads per block."""
+    if block_dim is None:
+        return None
+    if isinstance(block_dim, bool) or not isinstance(block_dim, int | np.integer):
+        raise TypeError(f"`block_dim` must be an int or None, got {block_dim!r}")
+    if not 1 <= block_dim <= _MAX_BLOCK_DIM:
+        raise ValueError(
+            f"`block_dim` must be in 1..{_MAX_BLOCK_DIM} (threads per block), got {block_dim!r}"
+        )
+    return int(block_dim)
+
+
+#: CUDA's most threads per block, Warp's limit on the CPU too.
+_MAX_BLOCK_DIM = 1024
