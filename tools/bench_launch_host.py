@@ -194,9 +194,9 @@ def _numba_cuda() -> Op:
 
 
 def _lower_launch_p_on_cpu() -> None:
-    from ffi_core.bridge.cuda import _op, cuda_launch_p
+    from ffi_core.bridge.cuda import cuda_launch_lowering, cuda_launch_p
 
-    lower_on_cpu(cuda_launch_p, _op._lowering)
+    lower_on_cpu(cuda_launch_p, cuda_launch_lowering)
 
 
 def _triton() -> Op:

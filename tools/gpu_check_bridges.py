@@ -380,11 +380,11 @@ def _placement(emulated: bool):
     if not emulated:
         yield None
         return
-    from ffi_core.bridge.cuda import _op, cuda_launch_p
+    from ffi_core.bridge.cuda import cuda_launch_cpu_lowering, cuda_launch_lowering, cuda_launch_p
     from ffi_core.bridge.cuda.testing import emulate
     from warp_ffi.testing import LOWERING as WARP_LOWERING
 
-    launcher = (cuda_launch_p, _op._lowering, _op._cpu_lowering)
+    launcher = (cuda_launch_p, cuda_launch_lowering, cuda_launch_cpu_lowering)
     with emulate(_emulated_gpu(), [launcher, WARP_LOWERING]) as gpu:
         yield gpu
 

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 from cuda_source_ffi import compile_source, load_cuda_file, load_cuda_inline
 from cuda_source_ffi._nvrtc import _library
-from ffi_core.bridge.cuda import _op as op_module
-from ffi_core.bridge.cuda import cuda_launch_p
+from ffi_core.bridge.cuda import cuda_launch_cpu_lowering, cuda_launch_lowering, cuda_launch_p
 from ffi_core.bridge.cuda.testing import EmulatedGPU, emulated_gpu_fixture
 from ffi_core.testing import raises_exactly
 
@@ -30,7 +29,7 @@ extern "C" __global__ void axpy(const float* x, const float* y, float* out, floa
     if (i < n) out[i] = a * x[i] + y[i];
 }
 """
-LOWERING = (cuda_launch_p, op_module._lowering, op_module._cpu_lowering)
+LOWERING = (cuda_launch_p, cuda_launch_lowering, cuda_launch_cpu_lowering)
 
 
 def _axpy_stand_in(launch):
