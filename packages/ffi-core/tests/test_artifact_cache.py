@@ -94,6 +94,25 @@ def test_versions_are_in_the_key() -> None:
     assert len({plain, versioned.key("d"), absent.key("d")}) == 3
 
 
+def test_a_package_cache_is_named_after_its_package(tmp_path, monkeypatch) -> None:
+    cache = ArtifactCache.for_package(
+        "toy-ffi", "toy PTX", env=ENV, fields=FIELDS, compilers=("numpy",), what="PTX cache"
+    )
+    same = ArtifactCache(
+        "toy PTX", env=ENV, folder="toy-ffi", purpose="toy-ffi's PTX cache", fields=FIELDS,
+        distributions=("numpy", "toy-ffi"),
+    )  # fmt: skip
+    assert cache.key("d") == same.key("d")
+    assert (cache.purpose, cache.warning, cache.subject) == (
+        "toy-ffi's PTX cache",
+        ArtifactCacheWarning,
+        "the kernel",
+    )
+    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.setattr("ffi_core.bridge.cuda._artifact_cache.cache_root", lambda: tmp_path)
+    assert cache.directory() == tmp_path / "toy-ffi"
+
+
 def _rewritten(path: Path, *, drop: str = "", **payload: Any) -> str:
     data = json.loads(path.read_text())
     fields = data["payload"]["fields"]

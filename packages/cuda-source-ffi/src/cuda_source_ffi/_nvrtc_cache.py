@@ -32,11 +32,11 @@ class NvrtcCacheWarning(ArtifactCacheWarning):
     name promises; the source was compiled again and the file rewritten."""
 
 
-_CACHE = ArtifactCache(
+_CACHE = ArtifactCache.for_package(
+    "cuda-source-ffi",
     "NVRTC compile",
     env=CACHE_ENV,
-    folder="cuda-source-ffi",
-    purpose="cuda-source-ffi's NVRTC cache",
+    what="NVRTC cache",
     fields={
         "name": ArtifactField("str"),
         "ptx": ArtifactField("str"),
@@ -44,7 +44,6 @@ _CACHE = ArtifactCache(
         "lowered": ArtifactField("strs"),
         "log": ArtifactField("str"),
     },
-    distributions=("cuda-source-ffi",),
     warning=NvrtcCacheWarning,
     subject="the source",
 )

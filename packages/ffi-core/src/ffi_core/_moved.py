@@ -7,16 +7,50 @@ release, each access warning with a DeprecationWarning naming the new place.
 - :func:`renamed_message`: the warning of a name that has a new name (a
   module keeps those as ``_RENAMED``: old name -> (module, new name), served by
   :func:`moved_getattr` too and listed by tools/api_snapshot.py).
-- :func:`forward`: the ``__getattr__`` of a shim left at a moved module's old
-  path (``__moved_to__`` on the shim names the new module).
+- :func:`moved_module`: what a shim left at a moved module's old path
+  defines, from :data:`MOVED_MODULES` (old path -> the new module, the names
+  added to it since the move, and the names renamed since): ``__moved_to__``
+  (the new module), ``_NAMES`` (old name -> new name), ``__all__``, and a
+  ``__getattr__`` (made by :func:`forward`) and ``__dir__`` serving those names.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+
+#: The modules that moved: old path -> (the new module, the names added to
+#: it since, the names renamed since: old -> new). The old path forwards every
+#: other name of the new module's ``__all__``, the names it had, and each
+#: renamed one under its old name.
+MOVED_MODULES: dict[str, tuple[str, frozenset[str], dict[str, str]]] = {
+    "ffi_core.cpu": (
+        "ffi_core.bridge.cpu",
+        frozenset({"cpu_call_bind"}),
+        {"build_handler": "build_cpu_handler", "handler_source": "cpu_handler_source"},
+    ),
+    "ffi_core.cuda": (
+        "ffi_core.bridge.cuda",
+        frozenset(
+            {
+                "MAX_BLOCK",
+                "MAX_GRID",
+                "MAX_SHARED_MEM",
+                "MAX_THREADS_PER_BLOCK",
+                "STATIC_SHARED_MEM",
+                "cuda_launch_bind",
+                "cuda_launch_cpu_lowering",
+                "cuda_launch_lowering",
+            }
+        ),
+        {"build_handler": "build_launch_handler", "handler_source": "launch_handler_source"},
+    ),
+    "ffi_core.cuda.testing": ("ffi_core.bridge.cuda.testing", frozenset(), {}),
+}
 
 
 def moved_message(module: str, name: str, new_module: str) -> str:
@@ -92,3 +126,26 @@ def forward(old: str, new: str, names: Iterable[str] | Mapping[str, str]) -> Cal
         return getattr(importlib.import_module(new), target)
 
     return __getattr__
+
+
+def moved_module(
+    old: str,
+) -> tuple[str, dict[str, str], list[str], Callable[[str], Any], Callable[[], list[str]]]:
+    """What the shim at ``old`` (a key of ``MOVED_MODULES``) defines:
+    ``__moved_to__, _NAMES, __all__, __getattr__, __dir__``.
+
+    Example:
+        >>> new, names, all_, getattr_, dir_ = moved_module("ffi_core.cpu")
+        >>> new, names["cpu_call"], "cpu_call" in all_
+        ('ffi_core.bridge.cpu', 'cpu_call', True)
+    """
+    new, added, renames = MOVED_MODULES[old]
+    new_names = importlib.import_module(new).__all__
+    kept = {*added, *renames.values()}
+    renamed = {name: name for name in new_names if name not in kept}
+    renamed.update(renames)
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[old]), *renamed})
+
+    return new, renamed, sorted(renamed), forward(old, new, renamed), __dir__

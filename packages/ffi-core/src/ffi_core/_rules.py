@@ -22,14 +22,19 @@ from jax.interpreters import batching
 
 from ._autodiff import raise_on_differentiation
 from ._batching import batch_call
+from ._errors import WrongPlatformError
 from ._jax_compat import def_eager_impl, with_varying_axes
+from ._spec import attribute_value
 
 __all__ = [
     "Bind",
+    "bind_call",
     "bridge_primitive",
     "bridge_primitive_abstract_eval",
     "bridge_primitive_batching",
     "planned_bind",
+    "planned_lowering_args",
+    "wrong_platform_lowering",
 ]
 
 
@@ -139,3 +144,50 @@ def planned_bind(
             ("attrs", tuple(sorted(attrs))),
         ),
     )
+
+
+def bind_call(bind: Bind, args: Sequence[Any], out_avals: Sequence[Any]) -> list[Any]:
+    """Bind ``args`` as ``bind`` says: the outputs of ``out_avals``."""
+    return list(bind.primitive.bind(*args, out_avals=tuple(out_avals), **dict(bind.params)))
+
+
+def planned_lowering_args(
+    aliases: Sequence[tuple[int, int]], attrs: Sequence[tuple[str, str, Any]]
+) -> dict[str, Any]:
+    """The ``aliases`` and ``attrs`` keywords of a planner-driven lowering
+    (``lower_cpu_call``, ``lower_launch``) from the primitive's parameters:
+    aliases as a dict, each ``(name, dtype, value)`` attribute as its value
+    as XLA takes it (``attribute_value``)."""
+    return {
+        "aliases": dict(aliases),
+        "attrs": {n: attribute_value(dtype, v) for n, dtype, v in attrs},
+    }
+
+
+def wrong_platform_lowering(
+    runs_on: str, placed_on: str, put_on: str, device: str
+) -> Callable[..., Any]:
+    """A lowering of a planner-driven primitive for a platform its kernels do
+    not run on: it raises ``WrongPlatformError`` naming the kernel (the
+    planner's ``label``), where it runs and how to place its inputs (on a
+    ``jax.devices(device)`` device).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> lower = wrong_platform_lowering("the CPU only", "an accelerator", "the CPU", "cpu")
+        >>> try:
+        ...     lower(None, planner=SimpleNamespace(label="kernel 'k'"))
+        ... except WrongPlatformError as exc:
+        ...     print(str(exc).split(";")[0])
+        kernel 'k' runs on the CPU only, but this computation is placed on an accelerator
+    """
+
+    def lowering(ctx, *operands, planner, **params):
+        del ctx, operands, params
+        raise WrongPlatformError(
+            f"{planner.label} runs on {runs_on}, but this computation is placed on "
+            f"{placed_on}; put its inputs on {put_on} "
+            f"(jax.device_put(x, jax.devices('{device}')[0]))"
+        )
+
+    return lowering

@@ -125,17 +125,16 @@ CACHE_ENV = "NUMBA_CUDA_FFI_CACHE_DIR"
 
 _ELF_MAGIC = b"\x7fELF"
 
-_CACHE = ArtifactCache(
+_CACHE = ArtifactCache.for_package(
+    "numba-cuda-ffi",
     "numba-cuda kernel",
     env=CACHE_ENV,
-    folder="numba-cuda-ffi",
-    purpose="numba-cuda-ffi's kernel cache",
+    compilers=("numba", "numba-cuda", "cuda-core", "nvidia-nvjitlink"),
     fields={
         "ptx": ArtifactField("str"),
         "entry": ArtifactField("str"),
         "image": ArtifactField("bytes"),
     },
-    distributions=("numba", "numba-cuda", "numba-cuda-ffi", "cuda-core", "nvidia-nvjitlink"),
 )
 
 

@@ -1,21 +1,9 @@
-"""Launch configuration, from ffi-core's shared launcher (for code that imports it from numba-cuda-ffi)."""
+"""Launch configuration, from ffi-core's shared launcher (for code that imports it from numba-cuda-ffi).
 
-from ffi_core.bridge.cuda import (
-    MAX_BLOCK,
-    MAX_GRID,
-    MAX_SHARED_MEM,
-    MAX_THREADS_PER_BLOCK,
-    STATIC_SHARED_MEM,
-    LaunchConfig,
-    launch_config,
-)
+The limits it checks against (``MAX_BLOCK``, ``MAX_GRID``, ...) are
+``ffi_core.bridge.cuda``'s.
+"""
 
-__all__ = [
-    "MAX_BLOCK",
-    "MAX_GRID",
-    "MAX_SHARED_MEM",
-    "MAX_THREADS_PER_BLOCK",
-    "STATIC_SHARED_MEM",
-    "LaunchConfig",
-    "launch_config",
-]
+from ffi_core.bridge.cuda import LaunchConfig, launch_config
+
+__all__ = ["LaunchConfig", "launch_config"]

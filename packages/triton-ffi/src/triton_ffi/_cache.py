@@ -31,11 +31,11 @@ CACHE_ENV = "TRITON_FFI_CACHE_DIR"
 _SIZE = ArtifactField("int", 0, 2**31 - 1)
 _ALIGN = ArtifactField("int", 1, 2**16)
 
-_CACHE = ArtifactCache(
+_CACHE = ArtifactCache.for_package(
+    "triton-ffi",
     "Triton kernel",
     env=CACHE_ENV,
-    folder="triton-ffi",
-    purpose="triton-ffi's kernel cache",
+    compilers=("triton",),
     fields={
         "entry": ArtifactField("str"),
         "ptx": ArtifactField("str"),
@@ -49,7 +49,6 @@ _CACHE = ArtifactCache(
         "profile_scratch_size": _SIZE,
         "profile_scratch_align": _ALIGN,
     },
-    distributions=("triton", "triton-ffi"),
 )
 
 #: The launch metadata of an entry, as ``CompiledTriton`` fields.

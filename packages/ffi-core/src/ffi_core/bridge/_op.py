@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from .._checks import check_aliases, check_arity, check_inputs
 from .._outs import output_avals
-from .._rules import Bind
+from .._rules import Bind, bind_call
 from .._spec import VMAP_METHODS, KernelDTypes, check_vmap_method
 from ..sharding._partition import partitioned_call, shaped_values
 from ..sharding._rule import ShardingRule, check_sharding_rule, resolve_sharding_rule
@@ -120,7 +120,7 @@ class BoundCall:
             scalars = shaped_values(scalars, args)
         bind = self.launch(self.call, avals, args, scalars)
         if isinstance(bind, Bind):
-            return list(bind.primitive.bind(*args, out_avals=avals, **dict(bind.params)))
+            return bind_call(bind, args, avals)
         return list(bind)
 
 

@@ -23,10 +23,16 @@ import numpy as np
 from jax.interpreters import mlir
 
 from ..._cost_hint import hint_source, lower_with_hint
-from ..._errors import WrongPlatformError
 from ..._registry import register_target, target_name
-from ..._rules import Bind, bridge_primitive, planned_bind
-from ..._spec import ArraySig, array_sig, attribute_value, check_vmap_method
+from ..._rules import (
+    Bind,
+    bind_call,
+    bridge_primitive,
+    planned_bind,
+    planned_lowering_args,
+    wrong_platform_lowering,
+)
+from ..._spec import ArraySig, array_sig, check_vmap_method
 from ...export import Unexportable, record_recipe
 
 __all__ = [
@@ -179,21 +185,11 @@ cpu_call_p = bridge_primitive("cpu_call", describe=lambda params: params["planne
 def _cpu_call_lowering(ctx, *operands, planner, out_avals, aliases, vmap_method, batched, attrs):
     del out_avals, vmap_method
     return lower_cpu_call(
-        ctx,
-        operands,
-        planner,
-        batched=batched,
-        aliases=dict(aliases),
-        attrs={n: attribute_value(dtype, v) for n, dtype, v in attrs},
+        ctx, operands, planner, batched=batched, **planned_lowering_args(aliases, attrs)
     )
 
 
-def _accelerator_lowering(ctx, *operands, planner, **params):
-    del ctx, operands, params
-    raise WrongPlatformError(
-        f"{planner.label} runs on the CPU only, but this computation is placed on an "
-        "accelerator; put its inputs on the CPU (jax.device_put(x, jax.devices('cpu')[0]))"
-    )
+_accelerator_lowering = wrong_platform_lowering("the CPU only", "an accelerator", "the CPU", "cpu")
 
 
 def cpu_call_bind(
@@ -228,7 +224,7 @@ def cpu_call(
     arguments are the caller's job (the bridge knows its kernel's rules).
     """
     bind = cpu_call_bind(planner, aliases=aliases, vmap_method=vmap_method, attrs=attrs)
-    return list(cpu_call_p.bind(*args, out_avals=tuple(out_avals), **dict(bind.params)))
+    return bind_call(bind, args, out_avals)
 
 
 # The lowerings of cpu_call_p (its other rules: bridge_primitive above).

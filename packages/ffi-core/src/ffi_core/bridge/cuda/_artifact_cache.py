@@ -179,6 +179,43 @@ class ArtifactCache:
         self.warning = warning
         self.subject = subject
 
+    @classmethod
+    def for_package(
+        cls,
+        package: str,
+        kind: str,
+        *,
+        env: str,
+        fields: Mapping[str, ArtifactField],
+        compilers: tuple[str, ...] = (),
+        what: str = "kernel cache",
+        warning: type[ArtifactCacheWarning] = ArtifactCacheWarning,
+        subject: str = "the kernel",
+    ) -> ArtifactCache:
+        """The cache of the bridge distribution ``package``: its directory is
+        ``package`` under :func:`ffi_core.cache_root` (or ``$env``), its
+        messages call it "``package``'s ``what``", and the installed versions
+        of ``compilers`` and then ``package`` are part of every key.
+
+        Example:
+            >>> cache = ArtifactCache.for_package(
+            ...     "toy-ffi", "toy PTX", env="TOY_FFI_CACHE_DIR",
+            ...     fields={"ptx": ArtifactField("str")}, compilers=("numpy",),
+            ... )
+            >>> cache.folder, cache.purpose, cache.distributions
+            ('toy-ffi', "toy-ffi's kernel cache", ('numpy', 'toy-ffi'))
+        """
+        return cls(
+            kind,
+            env=env,
+            folder=package,
+            purpose=f"{package}'s {what}",
+            fields=fields,
+            distributions=(*compilers, package),
+            warning=warning,
+            subject=subject,
+        )
+
     def directory(self) -> Path | None:
         """The checked directory, or None when there is no disk cache."""
         configured = os.environ.get(self.env)

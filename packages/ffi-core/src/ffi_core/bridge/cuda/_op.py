@@ -19,9 +19,15 @@ from typing import Any, Protocol
 import jax
 from jax.interpreters import mlir
 
-from ..._errors import WrongPlatformError
-from ..._rules import Bind, bridge_primitive, planned_bind
-from ..._spec import VMAP_METHODS, ArraySig, array_sig, attribute_value, check_vmap_method
+from ..._rules import (
+    Bind,
+    bind_call,
+    bridge_primitive,
+    planned_bind,
+    planned_lowering_args,
+    wrong_platform_lowering,
+)
+from ..._spec import VMAP_METHODS, ArraySig, array_sig, check_vmap_method
 from ._handler import LaunchSpec
 from ._target import LaunchPlan, cuda_devices, ensure_target
 
@@ -116,17 +122,11 @@ def cuda_launch_lowering(ctx, *operands, planner, out_avals, aliases, vmap_metho
         plan,
         label=planner.label,
         lead=(*lead_in, *lead_out) if batched is not None else None,
-        aliases=dict(aliases),
-        attrs={n: attribute_value(dtype, v) for n, dtype, v in attrs},
+        **planned_lowering_args(aliases, attrs),
     )
 
 
-def cuda_launch_cpu_lowering(ctx, *operands, planner, **params):
-    del ctx, operands, params
-    raise WrongPlatformError(
-        f"{planner.label} runs on NVIDIA GPUs only, but this computation is placed on the CPU; "
-        "put its inputs on a GPU (jax.device_put(x, jax.devices('cuda')[0]))"
-    )
+cuda_launch_cpu_lowering = wrong_platform_lowering("NVIDIA GPUs only", "the CPU", "a GPU", "cuda")
 
 
 def cuda_launch(
@@ -144,7 +144,7 @@ def cuda_launch(
     arguments are the caller's job (the bridge knows its kernel's rules).
     """
     bind = cuda_launch_bind(planner, aliases=aliases, vmap_method=vmap_method, attrs=attrs)
-    return list(cuda_launch_p.bind(*args, out_avals=tuple(out_avals), **dict(bind.params)))
+    return bind_call(bind, args, out_avals)
 
 
 def cuda_launch_bind(
