@@ -22,7 +22,6 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-
 #: The modules that moved: old path -> (the new module, the names added to
 #: it since, the names renamed since: old -> new). The old path forwards every
 #: other name of the new module's ``__all__``, the names it had, and each
