@@ -67,13 +67,15 @@ PAGES = [
 _NAME = re.compile(r"^(?:def |class |module )?([A-Za-z_][\w.]*)")
 
 
-_DEPRECATED = "    deprecated: moved to "
+_DEPRECATED_MARKS = ("    deprecated: moved to ", "    deprecated: renamed to ")
+# A moved module's names: "old.name -> new.name  [deprecated]".
+_FORWARDED = "  [deprecated]"
 
 
 def public_names(snapshot: pathlib.Path) -> list[str]:
     """The qualified public names an api.txt lists (not their members), less those
-    marked deprecated (kept at an old place, documented at their new one) and
-    the names of a deprecated module's section."""
+    marked deprecated (kept at an old place, documented at their new one), the
+    names a moved module forwards, and the names of a deprecated module's section."""
     names: list[str] = []
     deprecated: set[str] = set()
     section = ""
@@ -81,10 +83,10 @@ def public_names(snapshot: pathlib.Path) -> list[str]:
         if line.startswith("[") and line.endswith("]"):
             section = line[1:-1]
             continue
-        if line.startswith(_DEPRECATED) and names:
+        if line.startswith(_DEPRECATED_MARKS) and names:
             deprecated.add(names[-1])
             continue
-        if not line or line[0] in "#[ ":
+        if not line or line[0] in "#[ " or line.endswith(_FORWARDED):
             continue
         match = _NAME.match(line)
         if match:

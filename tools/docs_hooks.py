@@ -220,13 +220,14 @@ def public_modules(package: str) -> list[str]:
             parts.pop()
         if any(part.startswith("_") for part in parts):
             continue
-        if "__all__ = sorted(_MOVED)" in path.read_text():
+        text = path.read_text()
+        if "__all__ = sorted(_MOVED)" in text or "moved_module(__name__)" in text:
             continue  # a module kept only as a deprecation shim: documented where it moved
         found.append(".".join(parts))
         if path.name == "__init__.py":
             found += [
                 ".".join([*parts, public])
-                for _, public in _SUBMODULE_ALIAS.findall(path.read_text())
+                for _, public in _SUBMODULE_ALIAS.findall(text)
             ]
     return sorted(set(found), key=lambda name: (name.count("."), name))
 
