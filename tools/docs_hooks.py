@@ -225,10 +225,7 @@ def public_modules(package: str) -> list[str]:
             continue  # a module kept only as a deprecation shim: documented where it moved
         found.append(".".join(parts))
         if path.name == "__init__.py":
-            found += [
-                ".".join([*parts, public])
-                for _, public in _SUBMODULE_ALIAS.findall(text)
-            ]
+            found += [".".join([*parts, public]) for _, public in _SUBMODULE_ALIAS.findall(text)]
     return sorted(set(found), key=lambda name: (name.count("."), name))
 
 
