@@ -6,7 +6,7 @@ without the untimed pause before each timed run (``SETTLE_SECONDS``).
     uv run python tools/bench_instrument.py --processes 4 --quick
 
 Each process runs ``kernel-bench`` (``--quick`` passed on) with the pause set
-to one of the values of ``--settle-ms`` (default: 0 and kernel-bench's own),
+to one of the values of ``--settle-ms`` (default: kernel-bench's own, none, and 2 ms),
 the values alternating process by process, forward then reversed; each prints
 the "machine noise" line the main job prints, which this script collects. Run
 it on an idle machine: the point is what the instrument adds, not what other
@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         "--settle-ms",
         type=float,
         nargs="+",
-        default=[0.0, SETTLE_SECONDS * 1000],
-        help="pauses to compare, in milliseconds",
+        default=[SETTLE_SECONDS * 1000, 2.0],
+        help="pauses to compare, in milliseconds (default: kernel-bench's own and 2)",
     )
     parser.add_argument("--quick", action="store_true", help="kernel-bench --quick")
     args = parser.parse_args(argv)

@@ -47,12 +47,12 @@ REFERENCE_SIZE = 1024
 # The clock every measurement here reads. Tests replace it with a fake one
 # that only the operations being timed move, so that timings are exact.
 _clock: Callable[[], float] = time.perf_counter
-#: The pause before each timed run of :func:`interleaved`, in seconds, not
-#: timed: long enough for the worker threads the previous run woke (XLA's
-#: pool, an OpenMP team of a parallel kernel, which spin for a while before
-#: they sleep) to go back to sleep, so that they do not compete for the cores
-#: with the run being timed.
-SETTLE_SECONDS = 0.002
+#: The untimed pause before each timed run of :func:`interleaved`, in
+#: seconds: none by default. A pause lets the worker threads the previous run
+#: woke (XLA's pool, a parallel kernel's OpenMP team) go back to sleep; on a
+#: 2-core machine 2 ms did not make the reference op quieter
+#: (tools/bench_instrument.py), so the rounds run back to back.
+SETTLE_SECONDS = 0.0
 # How the pause is taken (tests replace it).
 _sleep: Callable[[float], None] = time.sleep
 
