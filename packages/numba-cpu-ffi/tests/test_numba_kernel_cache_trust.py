@@ -234,10 +234,13 @@ def test_a_corrupt_cache_file_is_healed(tmp_path, filled, suffix, corrupt, reaso
     for path in corrupted:
         assert f"numba-cpu-ffi's handler cache file {str(path)!r} {reason}" in err, err
     assert err.count("HandlerCacheWarning") == len(corrupted), err
-    healed = _files(tmp_path)
-    # The next process loads everything, warns about nothing, writes nothing.
-    _run(tmp_path)
-    assert _files(tmp_path) == healed
+    if corrupt in (_garbage, _valid_checksum_bad_content):
+        # For a healed index and a healed code file (one kind each: the healing
+        # is the same for every kind of damage), the next process loads
+        # everything, warns about nothing, writes nothing.
+        healed = _files(tmp_path)
+        _run(tmp_path)
+        assert _files(tmp_path) == healed
 
 
 def test_two_processes_fill_one_cache_at_once(tmp_path):
