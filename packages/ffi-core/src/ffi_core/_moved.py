@@ -8,8 +8,9 @@ release, each access warning with a DeprecationWarning naming the new place.
   module keeps those as ``_RENAMED``: old name -> (module, new name), served by
   :func:`moved_getattr` too and listed by tools/api_snapshot.py).
 - :func:`moved_module`: what a shim left at a moved module's old path
-  defines, from :data:`MOVED_MODULES` (old path -> the new module, the names
-  added to it since the move, and the names renamed since): ``__moved_to__``
+  defines, from :data:`MOVED_MODULES` (old path -> the new module and the
+  names added to it since the move) and the new module's ``_RENAMED`` table
+  (the names renamed since): ``__moved_to__``
   (the new module), ``_NAMES`` (old name -> new name), ``__all__``, and a
   ``__getattr__`` (made by :func:`forward`) and ``__dir__`` serving those names.
 """
@@ -23,15 +24,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 #: The modules that moved: old path -> (the new module, the names added to
-#: it since, the names renamed since: old -> new). The old path forwards every
-#: other name of the new module's ``__all__``, the names it had, and each
-#: renamed one under its old name.
-MOVED_MODULES: dict[str, tuple[str, frozenset[str], dict[str, str]]] = {
-    "ffi_core.cpu": (
-        "ffi_core.bridge.cpu",
-        frozenset({"cpu_call_bind"}),
-        {"build_handler": "build_cpu_handler", "handler_source": "cpu_handler_source"},
-    ),
+#: it since). The old path forwards every other name of the new module's
+#: ``__all__``, the names it had, and each name the new module renamed since
+#: (its ``_RENAMED`` table) under its old name.
+MOVED_MODULES: dict[str, tuple[str, frozenset[str]]] = {
+    "ffi_core.cpu": ("ffi_core.bridge.cpu", frozenset({"cpu_call_bind"})),
     "ffi_core.cuda": (
         "ffi_core.bridge.cuda",
         frozenset(
@@ -46,9 +43,8 @@ MOVED_MODULES: dict[str, tuple[str, frozenset[str], dict[str, str]]] = {
                 "cuda_launch_lowering",
             }
         ),
-        {"build_handler": "build_launch_handler", "handler_source": "launch_handler_source"},
     ),
-    "ffi_core.cuda.testing": ("ffi_core.bridge.cuda.testing", frozenset(), {}),
+    "ffi_core.cuda.testing": ("ffi_core.bridge.cuda.testing", frozenset()),
 }
 
 
@@ -138,10 +134,11 @@ def moved_module(
         >>> new, names["cpu_call"], "cpu_call" in all_
         ('ffi_core.bridge.cpu', 'cpu_call', True)
     """
-    new, added, renames = MOVED_MODULES[old]
-    new_names = importlib.import_module(new).__all__
+    new, added = MOVED_MODULES[old]
+    module = importlib.import_module(new)
+    renames = {name: to for name, (_, to) in getattr(module, "_RENAMED", {}).items()}
     kept = {*added, *renames.values()}
-    renamed = {name: name for name in new_names if name not in kept}
+    renamed = {name: name for name in module.__all__ if name not in kept}
     renamed.update(renames)
 
     def __dir__() -> list[str]:
