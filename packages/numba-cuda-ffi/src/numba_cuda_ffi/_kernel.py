@@ -45,22 +45,24 @@ def cuda_kernel_op(
 
 @dataclasses.dataclass(frozen=True)
 class _Launch:
-    """Binds ``numba_cuda_call_p`` with the launch the kernel was wrapped with."""
+    """What to bind for a call: ``numba_cuda_call_p`` with the launch the
+    kernel was wrapped with."""
 
     config: LaunchConfig
 
-    def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Any:
+    def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> bridge.Bind:
         from ._primitive import numba_cuda_call_p
 
-        del scalars  # a numba CUDA kernel takes arrays only
-        return numba_cuda_call_p.bind(
-            *args,
-            info=call.info,
-            out_avals=out_avals,
-            aliases=call.aliases,
-            vmap_method=call.vmap_method,
-            batched=None,
-            launch=self.config,
+        del out_avals, args, scalars  # a numba CUDA kernel takes arrays only
+        return bridge.Bind(
+            numba_cuda_call_p,
+            (
+                ("info", call.info),
+                ("aliases", call.aliases),
+                ("vmap_method", call.vmap_method),
+                ("batched", None),
+                ("launch", self.config),
+            ),
         )
 
 

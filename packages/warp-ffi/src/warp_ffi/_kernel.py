@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from ffi_core import ShardingRule
-from ffi_core.bridge import BoundCall, KernelCall, bounds_checked, kernel_op
+from ffi_core.bridge import Bind, BoundCall, KernelCall, bounds_checked, kernel_op
 
 from ._catalog import kernel_info
 from ._inout import check_in_out
@@ -43,21 +43,23 @@ class _Launch:
     #: ``warp_kernel``'s ``boundscheck``, resolved at each bind (``bounds_checked``).
     boundscheck: bool | None = None
 
-    def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Any:
+    def __call__(self, call: KernelCall, out_avals: Any, args: Any, scalars: Any) -> Bind:
+        del out_avals, args
         info: KernelInfo = call.info
-        return warp_kernel_call_p.bind(
-            *args,
-            info=info,
-            out_avals=tuple(out_avals),
-            aliases=() if self.backward else call.aliases,
-            scalars=tuple((p.name, scalars[p.name]) for p in info.scalars),
-            launch=self.launch_dims,
-            vmap_method=call.vmap_method,
-            batched=None,
-            backward=self.backward,
-            in_out=self.in_out,
-            block_dim=self.block_dim,
-            boundscheck=bounds_checked(self.boundscheck, in_blocks=False),
+        return Bind(
+            warp_kernel_call_p,
+            (
+                ("info", info),
+                ("aliases", () if self.backward else call.aliases),
+                ("scalars", tuple((p.name, scalars[p.name]) for p in info.scalars)),
+                ("launch", self.launch_dims),
+                ("vmap_method", call.vmap_method),
+                ("batched", None),
+                ("backward", self.backward),
+                ("in_out", self.in_out),
+                ("block_dim", self.block_dim),
+                ("boundscheck", bounds_checked(self.boundscheck, in_blocks=False)),
+            ),
         )
 
 
