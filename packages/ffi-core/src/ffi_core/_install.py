@@ -3,7 +3,7 @@ for every package, right before and after the packages are on PyPI."""
 
 from __future__ import annotations
 
-__all__ = ["install_hint"]
+__all__ = ["install_hint", "missing"]
 
 
 def install_hint(requirement: str) -> str:
@@ -19,3 +19,14 @@ def install_hint(requirement: str) -> str:
         f"install it with `pip install {quoted}` (from wheels built from the repository: "
         f"`pip install --find-links DIR {quoted}`; in a uv project: `uv add {quoted}`)"
     )
+
+
+def missing(module: str, *, needed_by: str, requirement: str) -> ImportError:
+    """The ImportError to raise (``from`` the original) where ``module`` is
+    not installed: ``needed_by`` needs it, and how to install ``requirement``.
+
+    Example:
+        >>> print(missing("numba", needed_by="ffi_core.abi.native", requirement="ffi-core[native]"))  # doctest: +ELLIPSIS
+        ffi_core.abi.native needs numba: install it with `pip install "ffi-core[native]"` ...
+    """
+    return ImportError(f"{needed_by} needs {module}: {install_hint(requirement)}")

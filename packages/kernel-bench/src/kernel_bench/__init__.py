@@ -50,17 +50,15 @@ _NEED_JAX = {
 
 
 # The names of the last release that have a new name: old name -> new name.
-_RENAMED: dict[str, tuple[str, str]] = {
-    "PLATFORMS": ("kernel_bench", "BACKEND_PLATFORMS"),
-}
+_RENAMED: dict[str, str] = {"PLATFORMS": "BACKEND_PLATFORMS"}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _RENAMED:
-        new_module, new_name = _RENAMED[name]
+    new_name = _RENAMED.get(name)
+    if new_name is not None:
         warnings.warn(
-            f"`{__name__}.{name}` is now `{new_module}.{new_name}` "
-            f"(`from {new_module} import {new_name}`); the old name will be removed in the "
+            f"`{__name__}.{name}` is now `{__name__}.{new_name}` "
+            f"(`from {__name__} import {new_name}`); the old name will be removed in the "
             "next minor release",
             DeprecationWarning,
             stacklevel=2,

@@ -11,6 +11,7 @@ from ffi-core's one template, for the exact dtypes and ranks it sees.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from typing import Any
 
@@ -136,6 +137,7 @@ class WarpCpuPlanner:
 def _lowering(
     ctx,
     *operands,
+    platform,
     info,
     out_avals,
     aliases,
@@ -148,52 +150,29 @@ def _lowering(
     block_dim,
     boundscheck,
 ):
-    del out_avals, vmap_method
-    n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward, in_out)
-    block = resolve_block_dim(block_dim, cpu=True, module_default=1)
-    loaded = load_kernel(info, dtypes, block, boundscheck)
-    shape = launch_shape(launch, in_rows, out_rows)
-    check_launch(info, loaded.kernel, shape, block_dim=block)
-    grid, mult = bounds(shape, loaded.kernel_dim)
-    attrs = {} if launch is None else {DIMS_ATTR: np.array([*grid, mult], np.int64)}
-    attrs.update((name, attribute_value(v)) for name, v in scalars)
-    return lower_cpu_call(
-        ctx,
-        operands,
-        WarpCpuPlanner(info, backward, launch is None, in_out, block, boundscheck),
-        batched=batched,
-        aliases=_backward_aliases(info, n_in, aliases, backward),
-        attrs=attrs,
-    )
-
-
-def _cuda_lowering(
-    ctx,
-    *operands,
-    info,
-    out_avals,
-    aliases,
-    scalars,
-    launch,
-    vmap_method,
-    batched,
-    backward,
-    in_out,
-    block_dim,
-    boundscheck,
-):
-    """The GPU path: Warp's CUDA build launched by ffi-core's launcher.
+    """One call on ``platform``: on the CPU, a plan for ffi-core's CPU call;
+    on a GPU, Warp's CUDA build launched by ffi-core's launcher.
     ``boundscheck`` is the CPU's (on a GPU, compute-sanitizer checks bounds):
-    a call that asks for it runs unchecked, with a warning saying so."""
+    a GPU call that asks for it runs unchecked, with a warning saying so."""
     del out_avals, vmap_method
     n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward, in_out)
+    shape = launch_shape(launch, in_rows, out_rows)
+    aliases = _backward_aliases(info, n_in, aliases, backward)
+    if platform == "cpu":
+        block = resolve_block_dim(block_dim, cpu=True, module_default=1)
+        loaded = load_kernel(info, dtypes, block, boundscheck)
+        check_launch(info, loaded.kernel, shape, block_dim=block)
+        grid, mult = bounds(shape, loaded.kernel_dim)
+        attrs = {} if launch is None else {DIMS_ATTR: np.array([*grid, mult], np.int64)}
+        attrs.update((name, attribute_value(v)) for name, v in scalars)
+        planner = WarpCpuPlanner(info, backward, launch is None, in_out, block, boundscheck)
+        return lower_cpu_call(ctx, operands, planner, batched=batched, aliases=aliases, attrs=attrs)
     if boundscheck:
         warnings.warn(_gpu_unchecked(info), UserWarning, stacklevel=2)
     kernel = info.specialized(dtypes)
     options = kernel.module.options | kernel.options
     if backward and not options.get("enable_backward", True):
         raise NotImplementedError(backward_unavailable(info))
-    shape = launch_shape(launch, in_rows, out_rows)
     block = resolve_block_dim(
         block_dim, cpu=False, module_default=int(options.get("block_dim", 256))
     )
@@ -206,11 +185,15 @@ def _cuda_lowering(
         n_in=n_in,
         batched=batched,
         backward=backward,
-        aliases=_backward_aliases(info, n_in, aliases, backward),
+        aliases=aliases,
         scalars=scalars,
         in_out=in_out,
         block_dim=block,
     )
+
+
+_cpu_lowering = functools.partial(_lowering, platform="cpu")
+_cuda_lowering = functools.partial(_lowering, platform="cuda")
 
 
 def make_target(info, sig):
@@ -259,7 +242,7 @@ def _batching(args, dims, *, out_avals, **params):
 
 def_eager_impl(warp_kernel_call_p)
 warp_kernel_call_p.def_abstract_eval(bridge_primitive_abstract_eval)
-mlir.register_lowering(warp_kernel_call_p, _lowering, platform="cpu")
+mlir.register_lowering(warp_kernel_call_p, _cpu_lowering, platform="cpu")
 mlir.register_lowering(warp_kernel_call_p, _cuda_lowering, platform="cuda")
 mlir.register_lowering(warp_kernel_call_p, _rocm_lowering, platform="rocm")
 batching.primitive_batchers[warp_kernel_call_p] = _batching

@@ -31,7 +31,7 @@ from ._warp import wp, wp_types
 __all__ = ["LOWERING", "on_cpu"]
 
 #: warp-ffi's CUDA lowering, registered on the CPU by ``emulate``.
-LOWERING = (_primitive.warp_kernel_call_p, _primitive._cuda_lowering, _primitive._lowering)
+LOWERING = (_primitive.warp_kernel_call_p, _primitive._cuda_lowering, _primitive._cpu_lowering)
 
 
 def _stand_in(entry: str) -> Any:

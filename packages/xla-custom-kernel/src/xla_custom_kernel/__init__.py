@@ -72,19 +72,16 @@ __all__ = [
 ]
 
 # The names of the last release that have a new name: old name -> new name.
-_RENAMED: dict[str, tuple[str, str]] = {
-    "PLATFORMS": ("xla_custom_kernel", "BACKEND_PLATFORMS"),
-    "get_chooser": ("xla_custom_kernel", "find_chooser"),
-}
+_RENAMED: dict[str, str] = {"PLATFORMS": "BACKEND_PLATFORMS", "get_chooser": "find_chooser"}
 
 
 def __getattr__(name: str) -> _Any:
-    if name not in _RENAMED:
+    new_name = _RENAMED.get(name)
+    if new_name is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    new_module, new_name = _RENAMED[name]
     _warnings.warn(
-        f"`{__name__}.{name}` is now `{new_module}.{new_name}` "
-        f"(`from {new_module} import {new_name}`); the old name will be removed in the next "
+        f"`{__name__}.{name}` is now `{__name__}.{new_name}` "
+        f"(`from {__name__} import {new_name}`); the old name will be removed in the next "
         "minor release",
         DeprecationWarning,
         stacklevel=2,

@@ -153,8 +153,5 @@ __all__ = [
     "unsafe_reason",
 ]
 
-# The kit's names that have a new name: old name -> (module, new name).
-_RENAMED: dict[str, tuple[str, str]] = {
-    "PLATFORMS": ("ffi_core.bridge", "TARGET_PLATFORMS"),
-}
-__getattr__ = _moved_getattr(__name__, {}, _RENAMED)
+# The names of the last release that moved or have a new name: ffi_core._moved's tables.
+__getattr__ = _moved_getattr(__name__)

@@ -1,13 +1,13 @@
 """Moved to :mod:`ffi_core.abi.native`: each name of it still resolves here, with
 a DeprecationWarning naming the new place."""
 
-from .._install import install_hint as _install_hint
+from .._install import missing as _missing
 from .._moved import moved_getattr as _moved_getattr
 
 try:
     import numba as _numba  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(f"ffi_core.native needs numba: {_install_hint('ffi-core[native]')}") from exc
+    raise _missing("numba", needed_by=__name__, requirement="ffi-core[native]") from exc
 
 from ..abi import native as _native
 

@@ -6,14 +6,12 @@ a kernel so that an exception it raises becomes an ``XLA_FFI_Error*``. Needs
 the ``native`` extra (``pip install "ffi-core[native]"``).
 """
 
-from ..._install import install_hint as _install_hint
+from ..._install import missing as _missing
 
 try:
     import numba as _numba  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        f"ffi_core.abi.native needs numba: {_install_hint('ffi-core[native]')}"
-    ) from exc
+    raise _missing("numba", needed_by=__name__, requirement="ffi-core[native]") from exc
 
 from ._frame import answer_metadata as answer_metadata
 from ._frame import arg_buffer as arg_buffer

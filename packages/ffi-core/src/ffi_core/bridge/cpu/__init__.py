@@ -49,9 +49,5 @@ __all__ = [
     "lower_cpu_call",
 ]
 
-# The kit's names that have a new name: old name -> (module, new name).
-_RENAMED: dict[str, tuple[str, str]] = {
-    "build_handler": ("ffi_core.bridge.cpu", "build_cpu_handler"),
-    "handler_source": ("ffi_core.bridge.cpu", "cpu_handler_source"),
-}
-__getattr__ = _moved_getattr(__name__, {}, _RENAMED)
+# The names of the last release that moved or have a new name: ffi_core._moved's tables.
+__getattr__ = _moved_getattr(__name__)
