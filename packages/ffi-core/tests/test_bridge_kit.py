@@ -16,10 +16,11 @@ from ffi_core.bridge import (
     check_dtype,
     check_inputs,
     check_vmap_method,
+    derivative_fix,
     output_avals,
     raise_on_differentiation,
 )
-from ffi_core.testing import differentiation_refused_message
+from ffi_core.testing import differentiation_refused_message, raises_exactly
 from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
@@ -148,3 +149,80 @@ def test_linear_transpose_names_the_fix():
 def test_zero_tangent_is_not_differentiated():
     # grad with respect to another argument: the call runs as usual.
     assert jax.grad(lambda y, x: (y * toy(x)).sum())(1.0, jnp.ones(3)) == 6.0
+
+
+# -- the fix the refusal names: ffi-core's (JAX's way), or the bridge's, per call
+
+JAX_FIX = "define the derivative by wrapping the operation in `jax.custom_vjp`/`jax.custom_jvp`"
+
+
+def test_the_default_fix_names_only_jax():
+    assert derivative_fix() == JAX_FIX
+    assert jvp_message("toy kernel 'double'") == (
+        f"toy kernel 'double' has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot "
+        f"differentiate it; {JAX_FIX}"
+    )
+    with raises_exactly(NotImplementedError, jvp_message("toy kernel 'double'")):
+        jax.grad(lambda x: toy(x).sum())(jnp.ones(3))
+
+
+def test_a_bridge_s_fix_names_its_route_then_jax():
+    assert derivative_fix("`toy.def_jvp`") == (
+        "define the derivative with `toy.def_jvp` or wrap the operation in "
+        "`jax.custom_vjp`/`jax.custom_jvp`"
+    )
+
+
+@pytest.mark.parametrize("route", ["", 3])
+def test_a_route_must_be_text(route):
+    with raises_exactly(TypeError, f"`route` must be None or a non-empty str, got {route!r}"):
+        derivative_fix(route)
+
+
+# One primitive that two bridges share: each call's fix comes from its
+# parameters (None: ffi-core's default).
+shared_p = Primitive("ffi_core_test_shared")
+shared_p.def_abstract_eval(lambda x, *, name, fix: x)
+mlir.register_lowering(shared_p, mlir.lower_fun(lambda x, *, name, fix: x * 2, False))
+raise_on_differentiation(
+    shared_p, describe=lambda params: params["name"], fix=lambda params: params["fix"]
+)
+
+
+@pytest.mark.parametrize(
+    ("fix", "said"),
+    [
+        (None, JAX_FIX),
+        ("register it in the toy library", "register it in the toy library"),
+        (derivative_fix("`toy.def_jvp`"), derivative_fix("`toy.def_jvp`")),
+    ],
+)
+def test_each_call_names_its_bridge_s_fix(fix, said):
+    def op(x):
+        return shared_p.bind(x, name="kernel 'k'", fix=fix)
+
+    with raises_exactly(
+        NotImplementedError,
+        f"kernel 'k' has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot differentiate "
+        f"it; {said}",
+    ):
+        jax.jvp(op, (jnp.ones(3),), (jnp.ones(3),))
+    with raises_exactly(
+        NotImplementedError,
+        f"kernel 'k' has no transpose rule, so jax.linear_transpose cannot transpose it; {said}",
+    ):
+        jax.linear_transpose(op, jnp.ones(3))(jnp.ones(3))
+
+
+def test_kernel_info_carries_its_bridge_s_fix():
+    from ffi_core.bridge import KernelInfo
+
+    fields = {"name": "k", "label": "toy kernel 'k'", "qualname": "m.k", "digest": "ab"}
+    assert KernelInfo(**fields).derivative_fix is None
+
+    class ToyInfo(KernelInfo):
+        derivative_fix = "define the derivative with `toy.def_jvp`"
+
+    assert ToyInfo(**fields).derivative_fix == "define the derivative with `toy.def_jvp`"
+    assert ToyInfo(**fields, derivative_fix="other").derivative_fix == "other"
+    assert KernelInfo(**fields, derivative_fix="other").derivative_fix == "other"

@@ -269,6 +269,26 @@ def test_nondifferentiable_call_names_the_kernel(transform):
     )
 
 
+def test_nondifferentiable_call_names_the_bridge_s_fix():
+    def op(x):
+        return nondifferentiable_call(
+            _ffi_like,
+            [x],
+            [jax.core.ShapedArray(x.shape, x.dtype)],
+            label="callable 'f'",
+            fix="define the derivative with `toy.def_jvp`",
+        )[0]
+
+    for transform in ffi_core.testing.DIFFERENTIATION_TRANSFORMS:
+        check_differentiation_refused(
+            jax.vmap(op),
+            jnp.ones((2, 3), jnp.float32),
+            kernel="callable 'f'",
+            transform=transform,
+            fix="define the derivative with `toy.def_jvp`",
+        )
+
+
 def test_nondifferentiable_call_under_vmap_still_names_the_kernel():
     check_differentiation_refused(
         jax.vmap(_through_foreign_primitive),

@@ -84,6 +84,29 @@ def test_differentiation_names_the_kernel(transform: str) -> None:
             jax.jvp(neg, (x,), (x,))
 
 
+@dataclasses.dataclass(frozen=True)
+class FixedNegPlanner(NegPlanner):
+    # A bridge's planner that names its own way to a derivative.
+    label: str = "fixed kernel 'neg'"
+    derivative_fix: str = "define the derivative with `fixed.def_jvp`"
+
+
+@pytest.mark.parametrize("transform", ["grad", "linear_transpose"])
+def test_differentiation_names_the_planner_s_fix(transform: str) -> None:
+    def fixed_neg(x):
+        return cpu_call(FixedNegPlanner(), [x], (jax.core.ShapedArray(x.shape, x.dtype),))[0]
+
+    x = jnp.arange(3, dtype=jnp.float32)
+    message = differentiation_refused_message(
+        "fixed kernel 'neg'", transform, "define the derivative with `fixed.def_jvp`"
+    )
+    with raises_exactly(NotImplementedError, message):
+        if transform == "grad":
+            jax.grad(lambda x: fixed_neg(x).sum())(x)
+        else:
+            jax.linear_transpose(fixed_neg, x)(x)
+
+
 def test_a_wrong_buffer_is_an_ffi_error_naming_the_kernel() -> None:
     # The handler of float32 vectors, called by hand with an int32 vector.
     spec = HandlerSpec("test kernel 'neg'", (F32,), (F32,))

@@ -24,9 +24,11 @@ from ffi_core.export import (
     custom_call_targets,
     recipe_context,
     record_recipe,
+    register_kernel_acceptor,
     register_rebuilder,
 )
 from ffi_core.export._export import MAGIC, from_json, to_json
+from ffi_core.testing import whole_message
 
 X = np.arange(4, dtype=np.float32)
 KEY = b"ffi-core tests: a key of 32 byte"
@@ -192,33 +194,64 @@ def test_an_unknown_kind_is_refused_and_names_how_to_declare_one(request):
     message = str(info.value)
     assert message.startswith(
         f"the exported function calls FFI target {target!r}, which this process cannot make: "
-        "no rebuilder for recipe steps of kind 'ffi_core_tests.absent': this process knows ["
+        "no rebuilder for recipe steps of kind 'ffi_core_tests.absent': install the package "
+        "that provides kind 'ffi_core_tests.absent' (this process knows ["
     )
     assert message.endswith(
-        "]; a package adds one with ffi_core.export.register_rebuilder, or declares it as an entry "
-        "point named 'ffi_core_tests.absent' in the group 'ffi_core.rebuilders'"
+        "]); a package adds one with ffi_core.export.register_rebuilder, or declares it as an "
+        "entry point named 'ffi_core_tests.absent' in the group 'ffi_core.rebuilders'"
     )
     assert "'numba_cpu', " in message and "'xla_custom_kernel'" in message
 
 
-def test_a_workspace_kind_whose_bridge_is_absent_is_named(request, monkeypatch):
+def test_a_step_carries_its_rebuilder_s_distribution(request):
+    from ffi_core.export import _blob
+
+    target = _fresh_target(request)
+    made: list[dict] = []
+    register_rebuilder("ffi_core_tests.made_by", _rebuilder(made), distribution="toy-ffi")
+    record_recipe(target, {"kind": "ffi_core_tests.made_by", "target": target})
+    blob = ffi_core.serialize(ffi_core.export(_calls(target))(X), key=KEY)
+    steps = _blob.unpack(blob, KEY).targets[target]
+    assert steps == [
+        [{"kind": "ffi_core_tests.made_by", "target": target, "distribution": "toy-ffi"}]
+    ]
+    np.testing.assert_array_equal(ffi_core.deserialize(blob, key=KEY).call(X), 2 * X)
+    assert made == [steps[0][0]]
+
+
+def test_a_kind_whose_distribution_is_absent_says_to_install_it(request, monkeypatch):
     from ffi_core.export import _rebuilders
 
     target = _fresh_target(request)
-    record_recipe(target, {"kind": "ffi_core_tests.bridge"})
+    register_rebuilder("ffi_core_tests.gone", _rebuilder([]), distribution="toy-ffi")
+    record_recipe(target, {"kind": "ffi_core_tests.gone", "target": target})
     blob = ffi_core.serialize(ffi_core.export(_calls(target))(X), key=KEY)
-    monkeypatch.setitem(
-        _rebuilders.WORKSPACE_REBUILDERS, "ffi_core_tests.bridge", "ffi_core_tests_no_such_bridge"
-    )
+    # A process without the distribution: nothing registers or declares the kind.
+    monkeypatch.delitem(_rebuilders._rebuilders, "ffi_core_tests.gone")
     with pytest.raises(
         MissingKernelError,
-        match=re.escape(
-            "cannot make: its kernel was made by 'ffi_core_tests_no_such_bridge', which is not "
-            "installed (no entry point 'ffi_core_tests.bridge' of the group "
-            "'ffi_core.rebuilders' is declared)"
+        match=whole_message(
+            f"the exported function calls FFI target {target!r}, which this process cannot "
+            "make: its kernel was made by the distribution 'toy-ffi', which provides no "
+            "rebuilder here (no entry point 'ffi_core_tests.gone' of the group "
+            "'ffi_core.rebuilders' is declared); install it with `pip install \"toy-ffi\"` "
+            "(from wheels built from the repository: `pip install --find-links DIR "
+            '"toy-ffi"`; in a uv project: `uv add "toy-ffi"`)'
         ),
     ):
         ffi_core.deserialize(blob, key=KEY)
+
+
+def test_a_bad_distribution_is_refused():
+    with pytest.raises(
+        ValueError,
+        match=whole_message(
+            "`distribution` must be None or a distribution name (ASCII letters and digits, "
+            "with '.', '_' or '-' inside; at most 100), got 'toy ffi; rm -rf'"
+        ),
+    ):
+        register_rebuilder("ffi_core_tests.x", print, distribution="toy ffi; rm -rf")
 
 
 def test_a_declared_entry_point_is_loaded_by_kind(request, monkeypatch):
@@ -296,28 +329,81 @@ def test_plain_jax_bytes_are_refused_and_say_what_reads_them():
         ffi_core.deserialize(data)
 
 
+class _Toy:
+    pass
+
+
+def _toy_acceptor(obj: object) -> bool:
+    return isinstance(obj, _Toy)
+
+
+def test_bad_kernels_name_what_the_bridges_take(monkeypatch):
+    from ffi_core.export import _export
+
+    monkeypatch.setattr(
+        _export,
+        "_acceptors",
+        [(_toy_acceptor, "the toy function"), (lambda obj: False, None)],
+    )
+    accepted = (
+        "each one an imported bridge takes: the toy function; import the bridge of any other "
+        "kernel first"
+    )
+    with pytest.raises(
+        TypeError,
+        match=whole_message(
+            f"`kernels[1]` is not a kernel any imported bridge knows: got <class 'int'> "
+            f"({accepted})"
+        ),
+    ):
+        ffi_core.deserialize(b"", kernels=[_Toy(), 3])
+    with pytest.raises(
+        TypeError,
+        match=whole_message(
+            f"`kernels` must be an iterable of kernel objects ({accepted}), got <class 'int'>"
+        ),
+    ):
+        ffi_core.deserialize(b"", kernels=5)
+    register_kernel_acceptor(lambda obj: False, what="an other kernel")
+    register_kernel_acceptor(lambda obj: False, what="the toy function")  # said once
+    assert _export.kernels_accepted() == (
+        "each one an imported bridge takes: the toy function, an other kernel; import the "
+        "bridge of any other kernel first"
+    )
+
+
+def test_without_a_described_bridge_kernels_get_neutral_advice(monkeypatch):
+    from ffi_core.export import _export
+
+    monkeypatch.setattr(_export, "_acceptors", [(lambda obj: False, None)])
+    with pytest.raises(
+        TypeError,
+        match=whole_message(
+            "`kernels[0]` is not a kernel any imported bridge knows: got <class 'int'> "
+            "(import the bridge of the kernel first)"
+        ),
+    ):
+        ffi_core.deserialize(b"", kernels=[3])
+
+
+def test_bad_kernel_acceptors():
+    with pytest.raises(
+        TypeError, match=whole_message("`accept` must be callable, got <class 'int'>")
+    ):
+        register_kernel_acceptor(3)
+    for what in ("", 3):
+        with pytest.raises(
+            TypeError, match=whole_message(f"`what` must be None or a non-empty str, got {what!r}")
+        ):
+            register_kernel_acceptor(_toy_acceptor, what=what)
+
+
 def test_bad_arguments():
     with pytest.raises(
         TypeError,
         match=re.escape("`blob` must be bytes from ffi_core.serialize, got <class 'str'>"),
     ):
         ffi_core.deserialize("x")
-    with pytest.raises(
-        TypeError,
-        match=re.escape(
-            "`kernels[0]` is not a kernel any imported bridge knows: got <class 'int'> (pass "
-            "@numba.njit functions, or import the bridge of the kernel first)"
-        ),
-    ):
-        ffi_core.deserialize(b"", kernels=[3])
-    with pytest.raises(
-        TypeError,
-        match=re.escape(
-            "`kernels` must be an iterable of kernel objects (pass @numba.njit functions, or "
-            "import the bridge of the kernel first), got <class 'int'>"
-        ),
-    ):
-        ffi_core.deserialize(b"", kernels=5)
     with pytest.raises(
         ValueError,
         match=re.escape(

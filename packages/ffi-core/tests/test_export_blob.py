@@ -102,6 +102,10 @@ SIG = (
     + " and the rank an int in 0..64"
 )
 
+DISTRIBUTION = (
+    "must be a distribution name (ASCII letters and digits, with '.', '_' or '-' inside; at "
+    "most 100)"
+)
 CASES = {
     # the container: truncations and a flipped byte in each region
     "empty": (b"", f"{CORRUPT}, or not one ffi_core.serialize wrote: its `magic` is not"),
@@ -214,6 +218,17 @@ CASES = {
         f"`{WHERE}.digest` is missing",
     ),
     "extra_field": (_with(module="evil"), None),  # 'module' is tolerated, never read
+    # the distribution that made the step: quoted in messages only, so checked
+    "distribution": (_with(distribution="toy-ffi"), None),
+    "distribution_type": (_with(distribution=5), f"`{WHERE}.distribution` {DISTRIBUTION}, got 5"),
+    "distribution_command": (
+        _with(distribution='x"; import os'),
+        f"`{WHERE}.distribution` {DISTRIBUTION}, got 'x\"; import os'",
+    ),
+    "distribution_long": (
+        _with(distribution="a" * 101),
+        f"`{WHERE}.distribution` {DISTRIBUTION}, got '{'a' * 79}",
+    ),
     "unknown_field": (
         _with(code="x"),
         f"`{WHERE}` has fields its kind '{KIND}' does not: ['code']",

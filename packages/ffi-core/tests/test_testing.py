@@ -216,10 +216,7 @@ def test_emulated_gpu_fixture(gpu):
 
 
 def test_differentiation_refused_message():
-    fix = (
-        "define the derivative with `XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` "
-        "for reverse mode) or wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`"
-    )
+    fix = "define the derivative by wrapping the operation in `jax.custom_vjp`/`jax.custom_jvp`"
     jvp = f"k has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot differentiate it; {fix}"
     for transform in ("grad", "jvp", "vjp"):
         assert differentiation_refused_message("k", transform) == jvp
@@ -230,6 +227,16 @@ def test_differentiation_refused_message():
         ValueError, "`transform` must be one of grad, jvp, vjp, linear_transpose, got 'jacfwd'"
     ):
         differentiation_refused_message("k", "jacfwd")
+
+
+def test_differentiation_refused_message_with_a_bridge_s_fix():
+    fix = "define the derivative with `toy.def_jvp` or wrap the operation in `jax.custom_vjp`"
+    assert differentiation_refused_message("k", "vjp", fix) == (
+        f"k has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot differentiate it; {fix}"
+    )
+    assert differentiation_refused_message("k", "linear_transpose", fix) == (
+        f"k has no transpose rule, so jax.linear_transpose cannot transpose it; {fix}"
+    )
 
 
 def test_emulated_gpu_fixture_shares_a_given_gpu(shared_gpu):

@@ -18,7 +18,12 @@ from jax.sharding import PartitionSpec as P
 from numba_cpu_ffi import numba_kernel
 
 KERNEL = "numba kernel 'scale'"
-JVP = differentiation_refused_message(KERNEL, "jvp")
+# numba-cpu-ffi's fix, stated whole.
+FIX = (
+    "define the derivative with `XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` for "
+    "reverse mode) or wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`"
+)
+JVP = differentiation_refused_message(KERNEL, "jvp", FIX)
 
 
 @numba.njit

@@ -20,6 +20,13 @@ def scale(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + i, 2.0 * tl.load(x_ptr + i, mask=i < n), mask=i < n)
 
 
+# The fix triton-ffi's refusal to differentiate names, stated whole.
+FIX = (
+    "define the derivative with `XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` for "
+    "reverse mode) or wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`"
+)
+
+
 TRITON = BridgeUnderTest(
     kernel="triton kernel 'scale'",
     make=lambda outs, **options: triton_kernel(scale, outs, grid=1, BLOCK=8, **options),
@@ -29,6 +36,7 @@ TRITON = BridgeUnderTest(
     dtypes_kernels="Triton kernels",
     supported_dtypes=SUPPORTED_DTYPES,
     cache_env=CACHE_ENV,
+    derivative_fix=FIX,
 )
 
 TestConformance = conformance_tests(TRITON)

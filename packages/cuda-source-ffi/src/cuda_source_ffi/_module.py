@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from ffi_core.bridge import KernelDTypes, KernelInfo, kernel_op
+from ffi_core.bridge import KernelDTypes, KernelInfo, derivative_fix, kernel_op
 from ffi_core.bridge.cuda import launch_config
 
 from ._nvrtc import compile_source, headers, include_dirs_of
@@ -32,6 +32,11 @@ __all__ = ["CudaModule", "load_cuda_file", "load_cuda_inline"]
 
 #: The dtype table: what the checks accept and how their messages name the kernels.
 _DTYPES = KernelDTypes(ARRAY_DTYPES, "CUDA kernels")
+# What the refusal to differentiate a kernel says to do: a kernel of an
+# XLACustomKernel takes its derivative from there.
+_DERIVATIVE_FIX = derivative_fix(
+    "`XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` for reverse mode)"
+)
 
 
 class CudaModule:
@@ -171,7 +176,11 @@ class CudaModule:
                     )
 
         info = KernelInfo(
-            name=c_name(kernel), label=label, qualname=f"{self.name}:{kernel}", digest=self.digest
+            name=c_name(kernel),
+            label=label,
+            qualname=f"{self.name}:{kernel}",
+            digest=self.digest,
+            derivative_fix=_DERIVATIVE_FIX,
         )
         launch = SourceLaunch(
             self.source, self.digest, self.name, kernel, params, self.options,

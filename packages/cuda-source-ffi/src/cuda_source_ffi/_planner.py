@@ -37,6 +37,7 @@ class SourceKernel:
     threads_per_block: int
     shared_mem: int
     label: str
+    derivative_fix: str | None = None
 
     def plan(self, inputs, outputs, batched: bool) -> LaunchPlan:
         del outputs, batched
@@ -128,6 +129,7 @@ class SourceLaunch:
             self.threads_per_block,
             self.shared_mem,
             label,
+            call.info.derivative_fix,
         )
         attrs = tuple((n, declared[n], checked[n]) for n in declared)
         return cuda_launch_bind(planner, attrs=attrs, **call.options)

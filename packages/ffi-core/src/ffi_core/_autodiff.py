@@ -3,7 +3,8 @@
 Without them ``jax.grad`` of a kernel call stops at JAX's generic
 "Differentiation rule for '...' not implemented", which names the primitive
 rather than the kernel and says nothing of what to do. These rules name the
-kernel and the two ways to give it a derivative.
+kernel and how to give it a derivative: with JAX's ``jax.custom_jvp`` or
+``jax.custom_vjp``, and any other way its bridge names (``derivative_fix``).
 """
 
 from __future__ import annotations
@@ -18,17 +19,53 @@ from jax.interpreters import ad, batching, mlir
 from ._jax_compat import def_eager_impl, with_varying_axes
 from .sharding._partition import VmappedCall
 
-__all__ = ["nondifferentiable_call", "nondifferentiable_call_p", "raise_on_differentiation"]
+__all__ = [
+    "derivative_fix",
+    "nondifferentiable_call",
+    "nondifferentiable_call_p",
+    "raise_on_differentiation",
+]
 
-# What a kernel without a derivative needs; the end of both rules' messages.
-_FIX = (
-    "define the derivative with `XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` "
-    "for reverse mode) or wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`"
-)
+# JAX's own way to give any function a derivative: the whole of the default
+# fix, and the last way of a bridge's.
+_JAX_FIX = "wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`"
+
+
+def derivative_fix(route: str | None = None) -> str:
+    """What a kernel without a derivative needs, as the end of the messages
+    of ``raise_on_differentiation``: ``route`` (a bridge's own way to define
+    a derivative, said after "define the derivative with"), or else JAX's
+    ``jax.custom_vjp``/``jax.custom_jvp``.
+
+    A bridge gives its kernels' text as ``KernelInfo(derivative_fix=...)``.
+
+    Example:
+        >>> print(derivative_fix())
+        define the derivative by wrapping the operation in `jax.custom_vjp`/`jax.custom_jvp`
+        >>> print(derivative_fix("`toy.def_jvp`"))
+        define the derivative with `toy.def_jvp` or wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`
+
+    Raises:
+        TypeError: ``route`` is not None or a non-empty str.
+    """
+    if route is None:
+        return (
+            "define the derivative by wrapping the operation in `jax.custom_vjp`/`jax.custom_jvp`"
+        )
+    if not isinstance(route, str) or not route:
+        raise TypeError(f"`route` must be None or a non-empty str, got {route!r}")
+    return f"define the derivative with {route} or {_JAX_FIX}"
+
+
+# The fix of a kernel whose bridge names no other way.
+_DEFAULT_FIX = derivative_fix()
 
 
 def raise_on_differentiation(
-    primitive: Primitive, *, describe: Callable[[Mapping[str, Any]], str]
+    primitive: Primitive,
+    *,
+    describe: Callable[[Mapping[str, Any]], str],
+    fix: Callable[[Mapping[str, Any]], str | None] | None = None,
 ) -> None:
     """Give ``primitive`` a JVP and a transpose rule that raise
     NotImplementedError naming the kernel and how to give it a derivative.
@@ -42,6 +79,10 @@ def raise_on_differentiation(
         primitive: the bridge's primitive.
         describe: the kernel of one call in words (``"numba kernel 'add'"``),
             from that call's parameters.
+        fix: what that kernel needs, from the call's parameters (its bridge's
+            text, ``derivative_fix(route)``: one primitive may serve several
+            bridges); None, or a call for which it returns None: JAX's way
+            alone (``derivative_fix()``).
 
     Example:
         >>> import jax, jax.numpy as jnp
@@ -53,21 +94,25 @@ def raise_on_differentiation(
         ...     jax.jvp(lambda x: double_p.bind(x, name="double"), (1.0,), (1.0,))
         ... except NotImplementedError as exc:
         ...     print(exc)
-        kernel 'double' has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot differentiate it; define the derivative with `XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` for reverse mode) or wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`
+        kernel 'double' has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot differentiate it; define the derivative by wrapping the operation in `jax.custom_vjp`/`jax.custom_jvp`
     """
+
+    def fix_of(params: Mapping[str, Any]) -> str:
+        text = None if fix is None else fix(params)
+        return _DEFAULT_FIX if text is None else text
 
     def jvp(primals, tangents, **params):
         del primals, tangents
         raise NotImplementedError(
             f"{describe(params)} has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot "
-            f"differentiate it; {_FIX}"
+            f"differentiate it; {fix_of(params)}"
         )
 
     def transpose(cotangents, *args, **params):
         del cotangents, args
         raise NotImplementedError(
             f"{describe(params)} has no transpose rule, so jax.linear_transpose cannot "
-            f"transpose it; {_FIX}"
+            f"transpose it; {fix_of(params)}"
         )
 
     ad.primitive_jvps[primitive] = jvp
@@ -91,9 +136,10 @@ def nondifferentiable_call(
     out_avals: Sequence[Any],
     *,
     label: str,
+    fix: str | None = None,
 ) -> list[Any]:
     """``call(out_avals, *args)``, under a primitive whose JVP and transpose
-    rules raise NotImplementedError naming ``label`` and the fix.
+    rules raise NotImplementedError naming ``label`` and ``fix``.
 
     For a bridge whose call binds a primitive that is not its own (a
     ``jax.ffi.ffi_call``), which would stop ``jax.grad`` with JAX's generic
@@ -106,6 +152,8 @@ def nondifferentiable_call(
         args: the inputs.
         out_avals: the outputs' avals.
         label: the kernel in words (``"numba cuda callable 'f'"``).
+        fix: what the kernel needs to be differentiated (its bridge's
+            ``derivative_fix(route)``); None: JAX's way alone.
 
     Example:
         >>> import jax, jax.numpy as jnp
@@ -120,22 +168,24 @@ def nondifferentiable_call(
         ...     print(str(exc).split(";")[0])
         kernel 'twice' has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot differentiate it
     """
-    return nondifferentiable_call_p.bind(*args, call=call, out_avals=tuple(out_avals), label=label)
+    return nondifferentiable_call_p.bind(
+        *args, call=call, out_avals=tuple(out_avals), label=label, fix=fix
+    )
 
 
-def _nondifferentiable_call_abstract_eval(*avals, call, out_avals, label):
-    del call, label
+def _nondifferentiable_call_abstract_eval(*avals, call, out_avals, label, fix):
+    del call, label, fix
     return with_varying_axes(out_avals, avals)
 
 
-def _nondifferentiable_call_lowering(ctx, *operands, call, out_avals, label):
-    del label
+def _nondifferentiable_call_lowering(ctx, *operands, call, out_avals, label, fix):
+    del label, fix
     return mlir.lower_fun(lambda *a: tuple(call(out_avals, *a)), multiple_results=True)(
         ctx, *operands
     )
 
 
-def _nondifferentiable_call_batching(args, dims, *, call, out_avals, label):
+def _nondifferentiable_call_batching(args, dims, *, call, out_avals, label, fix):
     size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
     moved = [x if d is None else jnp.moveaxis(x, d, 0) for x, d in zip(args, dims, strict=True)]
     outs = nondifferentiable_call_p.bind(
@@ -143,6 +193,7 @@ def _nondifferentiable_call_batching(args, dims, *, call, out_avals, label):
         call=VmappedCall(call, tuple(d is not None for d in dims)),
         out_avals=tuple(a.update(shape=(size, *a.shape)) for a in out_avals),
         label=label,
+        fix=fix,
     )
     return outs, [0] * len(outs)
 
@@ -152,4 +203,8 @@ def_eager_impl(nondifferentiable_call_p)
 nondifferentiable_call_p.def_abstract_eval(_nondifferentiable_call_abstract_eval)
 mlir.register_lowering(nondifferentiable_call_p, _nondifferentiable_call_lowering)
 batching.primitive_batchers[nondifferentiable_call_p] = _nondifferentiable_call_batching
-raise_on_differentiation(nondifferentiable_call_p, describe=lambda params: params["label"])
+raise_on_differentiation(
+    nondifferentiable_call_p,
+    describe=lambda params: params["label"],
+    fix=lambda params: params["fix"],
+)

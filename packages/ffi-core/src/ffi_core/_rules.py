@@ -81,14 +81,16 @@ def bridge_primitive(
     name: str,
     *,
     describe: Callable[[Mapping[str, Any]], str],
+    fix: Callable[[Mapping[str, Any]], str | None] | None = None,
     batching_rule: Callable[..., Any] | None = None,
 ) -> Primitive:
     """A bridge primitive with its shared rules: several results, abstract
     evaluation from ``out_avals``, eager calls compiled once per parameters
     (``def_eager_impl``), ``vmap`` (``batching_rule``, default
     ``bridge_primitive_batching``), and JVP and transpose rules raising
-    NotImplementedError naming the kernel (``describe(params)``) and the fix.
-    The bridge registers its lowerings.
+    NotImplementedError naming the kernel (``describe(params)``) and the fix
+    (``fix(params)``, a ``derivative_fix`` text; None: JAX's way alone; see
+    ``raise_on_differentiation``). The bridge registers its lowerings.
 
     Example:
         >>> p = bridge_primitive("ffi_core_doc_kernel", describe=lambda params: "kernel 'k'")
@@ -102,7 +104,7 @@ def bridge_primitive(
     batching.primitive_batchers[primitive] = batching_rule or functools.partial(
         bridge_primitive_batching, primitive
     )
-    raise_on_differentiation(primitive, describe=describe)
+    raise_on_differentiation(primitive, describe=describe, fix=fix)
     return primitive
 
 

@@ -55,4 +55,5 @@ _catalog.register(
         "hint": StepField.flag(),
         "boundscheck": StepField.added(StepField.flag()),
     },
+    distribution="numba-cpu-ffi",
 )

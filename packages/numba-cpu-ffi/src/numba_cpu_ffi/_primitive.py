@@ -35,6 +35,10 @@ class NumbaPlanner:
     def label(self) -> str:
         return self.info.label
 
+    @property
+    def derivative_fix(self) -> str | None:
+        return self.info.derivative_fix
+
     def plan(self, inputs: Any, outputs: Any, batched: Any, hint: bool) -> CpuPlan:
         sig = CallSig(inputs, outputs, batched, self.context, hint, self.boundscheck)
         return target_plan(self, self.info, sig)

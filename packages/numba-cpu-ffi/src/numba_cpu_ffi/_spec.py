@@ -102,6 +102,11 @@ class KernelInfo(KernelInfoBase):
     the same in every process.
     """
 
+    # A kernel of an XLACustomKernel takes its derivative from there.
+    derivative_fix = ffi_core.bridge.derivative_fix(
+        "`XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` for reverse mode)"
+    )
+
     def __init__(self, kernel: object) -> None:
         kernel = check_kernel_type(
             kernel,

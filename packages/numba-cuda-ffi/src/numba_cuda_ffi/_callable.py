@@ -35,7 +35,7 @@ from ffi_core.bridge import (
 from ._driver import driver
 from ._kernel import cuda_kernel_op
 from ._runtime import numba_cuda
-from ._spec import CALLABLE_VMAP_METHODS, DTYPES
+from ._spec import CALLABLE_VMAP_METHODS, DERIVATIVE_FIX, DTYPES
 
 __all__ = ["numba_cuda_callable", "temporary"]
 
@@ -184,7 +184,9 @@ class _Launch:
         ffi = _FfiCall(
             _target(self.func, call.info.name), call.vmap_method or "sequential", call.aliases
         )
-        return nondifferentiable_call(ffi, args, out_avals, label=call.info.label)
+        return nondifferentiable_call(
+            ffi, args, out_avals, label=call.info.label, fix=call.info.derivative_fix
+        )
 
 
 def numba_cuda_callable(
@@ -248,6 +250,7 @@ def numba_cuda_callable(
         qualname=f"{getattr(func, '__module__', None)}.{getattr(func, '__qualname__', name)}",
         digest=_digest(func),
         called=f"callable '{name}'",
+        derivative_fix=DERIVATIVE_FIX,
     )
 
     def arity(n_in: int, n_out: int) -> None:

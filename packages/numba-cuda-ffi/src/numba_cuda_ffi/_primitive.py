@@ -34,6 +34,7 @@ def _numba_cuda_call_batching(args, dims, **params):
 numba_cuda_call_p = bridge_primitive(
     "numba_cuda_call",
     describe=lambda params: params["info"].label,
+    fix=lambda params: params["info"].derivative_fix,
     batching_rule=_numba_cuda_call_batching,
 )
 

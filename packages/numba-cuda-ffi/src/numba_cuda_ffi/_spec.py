@@ -27,6 +27,7 @@ from ._runtime import numba_cuda
 
 __all__ = [
     "CALLABLE_VMAP_METHODS",
+    "DERIVATIVE_FIX",
     "DTYPES",
     "KIND",
     "SUPPORTED_DTYPES",
@@ -59,6 +60,13 @@ VMAP_METHODS: tuple[str | None, ...] = (*ffi_core.bridge.VMAP_METHODS, "fold")
 CALLABLE_VMAP_METHODS: tuple[str | None, ...] = ffi_core.bridge.VMAP_METHODS
 
 
+#: What the refusal to differentiate a kernel or callable says to do: a kernel
+#: of an XLACustomKernel takes its derivative from there.
+DERIVATIVE_FIX = ffi_core.bridge.derivative_fix(
+    "`XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` for reverse mode)"
+)
+
+
 # Target options that change the generated code; others (extensions) do not.
 _CODE_OPTIONS = ("debug", "lineinfo", "fastmath", "opt", "launch_bounds", "max_registers")
 
@@ -66,6 +74,8 @@ _CODE_OPTIONS = ("debug", "lineinfo", "fastmath", "opt", "launch_bounds", "max_r
 class KernelInfo(_KernelInfo):
     """A validated ``@cuda.jit`` kernel and a digest of its code, which names
     its FFI targets so they are the same in every process."""
+
+    derivative_fix = DERIVATIVE_FIX
 
     def __init__(self, kernel: object) -> None:
         numba_cuda()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ffi_core.bridge import KernelDTypes, KernelInfo, kernel_op, normalize_outs
+from ffi_core.bridge import KernelDTypes, KernelInfo, derivative_fix, kernel_op, normalize_outs
 
 from ._compile import DTYPES, constexpr_mismatch
 from ._digest import kernel_digest
@@ -25,6 +25,11 @@ __all__ = ["SUPPORTED_DTYPES", "triton_kernel"]
 SUPPORTED_DTYPES = tuple(DTYPES)
 #: The dtype table: what the checks accept and how their messages name the kernels.
 _DTYPES = KernelDTypes(SUPPORTED_DTYPES, "Triton kernels")
+# What the refusal to differentiate a kernel says to do: a kernel of an
+# XLACustomKernel takes its derivative from there.
+_DERIVATIVE_FIX = derivative_fix(
+    "`XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` for reverse mode)"
+)
 
 
 def triton_kernel(
@@ -124,6 +129,7 @@ def triton_kernel(
         label=label,
         qualname=f"{kernel.fn.__module__}.{kernel.fn.__qualname__}",
         digest=kernel_digest(kernel, label),
+        derivative_fix=_DERIVATIVE_FIX,
     )
     # The outputs' pointers follow the inputs'; the scalars follow both.
     n_out = len(normalize_outs(outs)[0])

@@ -95,6 +95,7 @@ class TritonPlanner:
     scalars: tuple[tuple[str, str], ...]  # (name, dtype) of the scalar parameters
     grid: tuple[int, int, int]
     label: str
+    derivative_fix: str | None = None
 
     def _key(self) -> tuple[Any, ...]:
         return (
@@ -210,6 +211,7 @@ class _PlannedLaunch:
             typed,
             (*launch_grid, *(1,) * (3 - len(launch_grid))),  # type: ignore[arg-type]
             info.label,
+            info.derivative_fix,
         )
         attrs = tuple((s, d, scalars[s]) for s, d in typed)
         return cuda_launch_bind(planner, attrs=attrs, **call.options)

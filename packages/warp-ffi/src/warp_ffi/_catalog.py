@@ -69,4 +69,5 @@ _catalog.register(
         "boundscheck": StepField.added(StepField.flag()),
     },
     fields={"code": StepField.digest()},
+    distribution="warp-ffi",
 )

@@ -78,5 +78,5 @@ _FIELDS = {
     "static": _StepField.sequence(_StepField.items(_StepField.text(), _StepField.value())),
 }
 
-register_rebuilder("xla_custom_kernel", _rebuild, fields=_FIELDS)
-register_kernel_acceptor(_accept)
+register_rebuilder("xla_custom_kernel", _rebuild, fields=_FIELDS, distribution="xla-custom-kernel")
+register_kernel_acceptor(_accept, what="an XLACustomKernel")

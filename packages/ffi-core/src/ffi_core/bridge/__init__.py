@@ -20,6 +20,7 @@ the "Writing a bridge" section of ffi-core's README.
 Changed only in minor releases, each change listed in the CHANGELOG.
 """
 
+from .._autodiff import derivative_fix as derivative_fix
 from .._autodiff import nondifferentiable_call as nondifferentiable_call
 from .._autodiff import raise_on_differentiation as raise_on_differentiation
 from .._batching import batch_call as batch_call
@@ -125,6 +126,7 @@ __all__ = [
     "check_sharding_rule",
     "check_vmap_method",
     "def_eager_impl",
+    "derivative_fix",
     "distributed_client",
     "expand_batch",
     "function_digest",

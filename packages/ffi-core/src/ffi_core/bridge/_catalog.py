@@ -70,6 +70,7 @@ class BridgeCatalog:
         self._make_info = make_info
         self._kernel_type = kernel_type
         self._known = KernelCatalog(language, wrapper, passed, captured)
+        self._passed = passed
         self._lock = threading.Lock()
         # Kernel object -> its info, by identity: weak keys where the object
         # allows (no id reused by another object), else kept with its info.
@@ -120,15 +121,20 @@ class BridgeCatalog:
         *,
         extras: Mapping[str, StepField] = {},
         fields: Mapping[str, StepField] = {},
+        distribution: str | None = None,
     ) -> None:
         """Register how a ``kind`` recipe step (see ``recipe_step``) is made
-        again, and accept this bridge's kernels in ``deserialize``.
+        again, and accept this bridge's kernels in ``deserialize`` (whose
+        messages name them as ``passed``).
 
         Args:
             kind: the step kind, as ``recipe_step`` writes it.
             rebuild: ``rebuild(info, sig, step)`` makes the target again.
             extras: the ``CallSig`` extras the step holds, in their order.
             fields: the step's other fields of the bridge's own.
+            distribution: the bridge's distribution (``"numba-cpu-ffi"``),
+                which exported steps carry so that a process without it is
+                told what to install (see ``register_rebuilder``).
         """
         checked = {
             "kernel": StepField.text(),
@@ -145,8 +151,8 @@ class BridgeCatalog:
             present = tuple(name for name in names if name in step)
             rebuild(self.find(step), CallSig.from_step(step, present), step)
 
-        register_rebuilder(kind, rebuild_step, fields=checked)
-        register_kernel_acceptor(self.accept)
+        register_rebuilder(kind, rebuild_step, fields=checked, distribution=distribution)
+        register_kernel_acceptor(self.accept, what=self._passed)
 
     @staticmethod
     def recipe_step(

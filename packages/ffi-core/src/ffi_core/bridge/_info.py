@@ -36,12 +36,20 @@ class KernelInfo:
             check; None: not checked (any number, or the bridge checks).
         called: the kernel as argument checks name it (``"kernel 'add'"`` in
             "input 0 of kernel 'add'"); default ``label``.
+        derivative_fix: what the refusal to differentiate the kernel says to
+            do (``ffi_core.bridge.derivative_fix(route)``, naming the
+            bridge's own way); None: the class's ``derivative_fix`` (a
+            bridge's subclass may set it once for all its kernels), which is
+            None here: JAX's way alone.
 
     Example:
         >>> info = KernelInfo(name="add", label="toy kernel 'add'", qualname="m.add", digest="ab")
-        >>> info.called, info.n_params
-        ("toy kernel 'add'", None)
+        >>> info.called, info.n_params, info.derivative_fix
+        ("toy kernel 'add'", None, None)
     """
+
+    #: The fix text of the kernels of this class (see ``derivative_fix`` above).
+    derivative_fix: str | None = None
 
     def __init__(
         self,
@@ -52,6 +60,7 @@ class KernelInfo:
         digest: str,
         n_params: int | None = None,
         called: str | None = None,
+        derivative_fix: str | None = None,
     ) -> None:
         self.name = name
         self.label = label
@@ -59,6 +68,8 @@ class KernelInfo:
         self.digest = digest
         self.n_params = n_params
         self.called = label if called is None else called
+        if derivative_fix is not None:
+            self.derivative_fix = derivative_fix
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.qualname})"

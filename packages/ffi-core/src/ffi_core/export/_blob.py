@@ -13,7 +13,8 @@ version, the lengths against the blob's size, the checksum, the signature
 against the reader's key where one is given (an unsigned blob is then
 refused), then the manifest against its schema (JSON of bounded nesting;
 targets, chains and steps of the right types and counts; step values as
-:func:`to_json` writes them). Every failure is an :class:`ExportError`
+:func:`to_json` writes them; a step's ``distribution``, where it has one, a
+distribution name). Every failure is an :class:`ExportError`
 naming the field or the reason. Format 2 (the same without a signature) is
 read as an unsigned blob; format 1 (no checksum) is refused.
 """
@@ -27,7 +28,7 @@ import json
 import re
 from typing import Any
 
-from ._recipe import ExportError, from_json
+from ._recipe import MAX_DISTRIBUTION, ExportError, check_distribution, from_json
 
 __all__ = ["MAGIC", "MIN_KEY_BYTES", "Unpacked", "check_key", "pack", "unpack"]
 
@@ -221,6 +222,12 @@ def _step(data: Any, where: str) -> dict[str, Any]:
     for key in data:
         if not _NAME.fullmatch(key):
             raise ExportError(f"`{where}` has a field name that is not an identifier: {key!r:.80}")
+    if "distribution" in data and not check_distribution(data["distribution"]):
+        raise ExportError(
+            f"`{where}.distribution` must be a distribution name (ASCII letters and digits, "
+            f"with '.', '_' or '-' inside; at most {MAX_DISTRIBUTION}), "
+            f"got {data['distribution']!r:.80}"
+        )
     return {key: from_json(value, f"{where}.{key}") for key, value in data.items()}
 
 

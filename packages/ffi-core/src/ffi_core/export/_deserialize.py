@@ -14,7 +14,7 @@ import jax
 
 from .._registry import registered_targets
 from ._blob import check_key, unpack
-from ._export import _acceptors, _lock, custom_call_targets
+from ._export import _lock, accept_kernel, custom_call_targets, kernels_accepted
 from ._payload import check_bytecode, parse_isolated
 from ._rebuilders import rebuilder
 from ._recipe import ExportError, MissingKernelError, check_step
@@ -58,15 +58,16 @@ def deserialize(
     ``ffi_core.rebuilders`` (where this workspace's bridges declare theirs);
     nothing in the blob names a module to import. Each kernel is then found by
     the digest of its code among those this process knows: wrapped
-    (``numba_kernel(...)``, an ``XLACustomKernel``) in a module it imported,
+    by its bridge in a module it imported,
     or passed in ``kernels``.
 
     Args:
         blob: what :func:`serialize` returned (``jax.export``'s own bytes are
             read by ``jax.export.deserialize``). Blobs of the previous format
             (2, unsigned) are read too.
-        kernels: kernels to make known first: ``@numba.njit`` functions and any
-            other kernel objects the installed bridges accept.
+        kernels: kernels to make known first: kernel objects the imported
+            bridges accept (each bridge says which, when it registers with
+            ``register_kernel_acceptor``).
         key: the key the blob was signed with; None reads it without
             verifying who wrote it.
         isolate: parse the payload in a child process first (a second or so),
@@ -85,19 +86,17 @@ def deserialize(
         raise TypeError(f"`blob` must be bytes from ffi_core.serialize, got {type(blob)!r}")
     if isinstance(kernels, str | bytes | bytearray) or not isinstance(kernels, Iterable):
         raise TypeError(
-            f"`kernels` must be an iterable of kernel objects ({_KERNELS_ACCEPTED}), "
+            f"`kernels` must be an iterable of kernel objects ({kernels_accepted()}), "
             f"got {type(kernels)!r}"
         )
     key = check_key(key)
     if not isinstance(isolate, bool):
         raise TypeError(f"`isolate` must be a bool, got {type(isolate)!r}")
-    with _lock:
-        acceptors = list(_acceptors)
     for k, obj in enumerate(kernels):
-        if not any(accept(obj) for accept in acceptors):
+        if not accept_kernel(obj):
             raise TypeError(
                 f"`kernels[{k}]` is not a kernel any imported bridge knows: got {type(obj)!r} "
-                f"({_KERNELS_ACCEPTED})"
+                f"({kernels_accepted()})"
             )
     unpacked = unpack(blob, key)
     if key is None and not unpacked.signed:
@@ -133,15 +132,12 @@ def _warn_unsigned() -> None:
     )
 
 
-_KERNELS_ACCEPTED = "pass @numba.njit functions, or import the bridge of the kernel first"
-
-
 def _registered(target: str) -> bool:
     return any(name == target for name, _ in registered_targets())
 
 
 def _run(step: dict[str, Any], where: str) -> None:
-    found = rebuilder(step["kind"])
+    found = rebuilder(step["kind"], step.get("distribution"))
     check_step(step, found.fields, where)
     try:
         found.rebuild(step)

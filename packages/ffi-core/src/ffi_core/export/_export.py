@@ -27,7 +27,7 @@ import jax
 
 from ._blob import MAGIC, check_key, pack
 from ._kernel_catalog import KernelCatalog as KernelCatalog
-from ._rebuilders import register_rebuilder
+from ._rebuilders import distribution_of, register_rebuilder
 from ._recipe import (
     ExportError,
     MissingKernelError,
@@ -44,9 +44,11 @@ __all__ = [
     "MissingKernelError",
     "StepField",
     "Unexportable",
+    "accept_kernel",
     "custom_call_targets",
     "export",
     "from_json",
+    "kernels_accepted",
     "recipe_context",
     "record_recipe",
     "register_kernel_acceptor",
@@ -61,7 +63,8 @@ _steps: contextvars.ContextVar[tuple[str | Unexportable, ...]] = contextvars.Con
 )
 # target name -> the chains of steps seen to produce it, each step JSON text
 _recipes: dict[str, dict[tuple[str | Unexportable, ...], None]] = {}
-_acceptors: list[Callable[[object], bool]] = []
+# (accept, what it accepts in words or None), in the order they were registered
+_acceptors: list[tuple[Callable[[object], bool], str | None]] = []
 
 
 # -- recording ----------------------------------------------------------------------
@@ -106,12 +109,49 @@ def record_recipe(target: str, step: Mapping[str, Any] | Unexportable) -> None:
         _recipes.setdefault(target, {})[chain] = None
 
 
-def register_kernel_acceptor(accept: Callable[[object], bool]) -> None:
+def register_kernel_acceptor(accept: Callable[[object], bool], *, what: str | None = None) -> None:
     """``accept(obj)`` makes ``obj`` known to a bridge (a kernel passed in
     :func:`deserialize`'s ``kernels``) and returns True, or returns False when
-    the object is not the bridge's."""
+    the object is not the bridge's.
+
+    Args:
+        accept: the bridge's test and registration of one object.
+        what: the objects it accepts, in words (``"the @numba.njit
+            function"``), which ``deserialize``'s messages list for a
+            ``kernels`` entry no bridge accepts; None: not listed.
+
+    Raises:
+        TypeError: ``accept`` is not callable, or ``what`` not None or a
+            non-empty str.
+    """
+    if not callable(accept):
+        raise TypeError(f"`accept` must be callable, got {type(accept)!r}")
+    if what is not None and not (isinstance(what, str) and what):
+        raise TypeError(f"`what` must be None or a non-empty str, got {what!r}")
     with _lock:
-        _acceptors.append(accept)
+        _acceptors.append((accept, what))
+
+
+def accept_kernel(obj: object) -> bool:
+    """Make ``obj`` known to the bridge whose kernel it is; False when no
+    registered acceptor takes it."""
+    with _lock:
+        acceptors = [accept for accept, _ in _acceptors]
+    return any(accept(obj) for accept in acceptors)
+
+
+def kernels_accepted() -> str:
+    """What ``deserialize``'s ``kernels`` may hold, in words: the objects the
+    registered acceptors say they accept, or only the advice to import the
+    kernel's bridge where none says."""
+    with _lock:
+        said = list(dict.fromkeys(what for _, what in _acceptors if what is not None))
+    if not said:
+        return "import the bridge of the kernel first"
+    return (
+        f"each one an imported bridge takes: {', '.join(said)}; import the bridge of any "
+        "other kernel first"
+    )
 
 
 # -- export -------------------------------------------------------------------------
@@ -207,6 +247,15 @@ def export(
     return do
 
 
+def _with_distribution(step: dict[str, Any]) -> dict[str, Any]:
+    # The distribution that registered the kind's rebuilder, for the message
+    # of a process that lacks it (see register_rebuilder).
+    distribution = distribution_of(step["kind"])
+    if distribution is None or "distribution" in step:
+        return step
+    return {**step, "distribution": distribution}
+
+
 def _manifest(exported: jax.export.Exported) -> dict[str, list[list[dict[str, Any]]]]:
     manifest: dict[str, list[list[dict[str, Any]]]] = {}
     for target in custom_call_targets(exported):
@@ -222,7 +271,7 @@ def _manifest(exported: jax.export.Exported) -> dict[str, list[list[dict[str, An
             start = max(
                 (k + 1 for k, s in enumerate(chain) if isinstance(s, Unexportable)), default=0
             )
-            steps = [json.loads(s) for s in chain[start:]]  # type: ignore[arg-type]
+            steps = [_with_distribution(json.loads(s)) for s in chain[start:]]  # type: ignore[arg-type]
             if steps not in written:
                 written.append(steps)
         if not written:

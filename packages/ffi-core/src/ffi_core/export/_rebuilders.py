@@ -7,6 +7,11 @@ entry-point group :data:`REBUILDER_ENTRY_POINTS` under the kind's name (this
 workspace's bridges declare theirs there too: ffi-core imports no package
 that depends on it). Any other kind is refused before anything is imported;
 nothing the blob holds names a module.
+
+A step may also carry the ``distribution`` that made it (written at export
+from what its bridge declared with :func:`register_rebuilder`): read back,
+it is checked to be a distribution name (``check_distribution``) and only
+ever quoted in a message, saying what to install.
 """
 
 from __future__ import annotations
@@ -18,12 +23,13 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._recipe import MissingKernelError, StepField
+from .._install import install_hint
+from ._recipe import MAX_DISTRIBUTION, MissingKernelError, StepField, check_distribution
 
 __all__ = [
     "REBUILDER_ENTRY_POINTS",
-    "WORKSPACE_REBUILDERS",
     "Rebuilder",
+    "distribution_of",
     "rebuilder",
     "register_rebuilder",
 ]
@@ -32,15 +38,6 @@ __all__ = [
 #: point's name is the step kind, its value the module that calls
 #: :func:`register_rebuilder` for that kind when imported.
 REBUILDER_ENTRY_POINTS = "ffi_core.rebuilders"
-
-#: The step kinds of this workspace's bridges and the package that declares
-#: each one's rebuilder (as an entry point): only to name the package to
-#: install when a blob's kind is one of these and nothing declares it.
-WORKSPACE_REBUILDERS: Mapping[str, str] = {
-    "numba_cpu": "numba_cpu_ffi",
-    "warp_cpu": "warp_ffi",
-    "xla_custom_kernel": "xla_custom_kernel",
-}
 
 _KIND = re.compile(r"[A-Za-z_][\w.]{0,127}", re.ASCII)
 
@@ -51,6 +48,7 @@ class Rebuilder:
 
     rebuild: Callable[[Mapping[str, Any]], None]
     fields: Mapping[str, StepField] | None
+    distribution: str | None = None
 
 
 _lock = threading.Lock()
@@ -62,6 +60,7 @@ def register_rebuilder(
     rebuild: Callable[[Mapping[str, Any]], None],
     *,
     fields: Mapping[str, StepField] | None = None,
+    distribution: str | None = None,
 ) -> None:
     """``rebuild(step)`` makes again what a recipe step of ``kind`` made, in a
     new process; it raises :class:`MissingKernelError` when the kernel is not
@@ -79,6 +78,10 @@ def register_rebuilder(
             ``ExportError`` naming it before ``rebuild`` sees it. None: the
             fields are only checked to be recipe data, and ``rebuild`` checks
             their types and ranges itself.
+        distribution: the distribution that provides the rebuilder
+            (``"numba-cpu-ffi"``): ``serialize`` writes it into each step of
+            ``kind``, so that a process without it is told what to install.
+            None: not written.
 
     Example:
         >>> register_rebuilder(
@@ -99,8 +102,21 @@ def register_rebuilder(
         raise TypeError(
             f"`fields` must be None or a mapping of str to ffi_core.export.StepField, got {fields!r}"
         )
+    if distribution is not None and not check_distribution(distribution):
+        raise ValueError(
+            "`distribution` must be None or a distribution name (ASCII letters and digits, "
+            f"with '.', '_' or '-' inside; at most {MAX_DISTRIBUTION}), got {distribution!r}"
+        )
     with _lock:
-        _rebuilders[kind] = Rebuilder(rebuild, None if fields is None else dict(fields))
+        _rebuilders[kind] = Rebuilder(
+            rebuild, None if fields is None else dict(fields), distribution
+        )
+
+
+def distribution_of(kind: str) -> str | None:
+    """The distribution the rebuilder of ``kind`` registered with, if any."""
+    found = _registered(kind)
+    return None if found is None else found.distribution
 
 
 def _registered(kind: str) -> Rebuilder | None:
@@ -112,25 +128,34 @@ def _declared(kind: str) -> list[importlib.metadata.EntryPoint]:
     return list(importlib.metadata.entry_points(group=REBUILDER_ENTRY_POINTS, name=kind))
 
 
-def rebuilder(kind: str) -> Rebuilder:
+def _known_kinds() -> list[str]:
+    declared = {
+        point.name for point in importlib.metadata.entry_points(group=REBUILDER_ENTRY_POINTS)
+    }
+    with _lock:
+        return sorted({*declared, *_rebuilders})
+
+
+def rebuilder(kind: str, distribution: str | None = None) -> Rebuilder:
     """The rebuilder of ``kind`` (a key only), loading the entry point that
-    declares it; MissingKernelError when there is none."""
+    declares it; MissingKernelError when there is none, saying to install
+    ``distribution`` (the step's, checked: only quoted) where it is given."""
     found = _registered(kind)
     if found is not None:
         return found
     points = _declared(kind)
     if not points:
-        package = WORKSPACE_REBUILDERS.get(kind)
-        if package is not None:
+        if distribution is not None:
             raise MissingKernelError(
-                f"its kernel was made by {package!r}, which is not installed (no entry point "
-                f"{kind!r} of the group {REBUILDER_ENTRY_POINTS!r} is declared)"
+                f"its kernel was made by the distribution {distribution!r}, which provides no "
+                f"rebuilder here (no entry point {kind!r} of the group "
+                f"{REBUILDER_ENTRY_POINTS!r} is declared); {install_hint(distribution)}"
             )
         raise MissingKernelError(
-            f"no rebuilder for recipe steps of kind {kind!r}: this process knows "
-            f"{sorted({*WORKSPACE_REBUILDERS, *_rebuilders})}; a package adds one with "
-            f"ffi_core.export.register_rebuilder, or declares it as an entry point named {kind!r} "
-            f"in the group {REBUILDER_ENTRY_POINTS!r}"
+            f"no rebuilder for recipe steps of kind {kind!r}: install the package that "
+            f"provides kind {kind!r} (this process knows {_known_kinds()}); a package adds one "
+            f"with ffi_core.export.register_rebuilder, or declares it as an entry point named "
+            f"{kind!r} in the group {REBUILDER_ENTRY_POINTS!r}"
         )
     for point in points:
         try:

@@ -24,11 +24,13 @@ __all__ = [
     "CALL_SIG_FIELDS",
     "MAX_BUFFERS",
     "MAX_DEPTH",
+    "MAX_DISTRIBUTION",
     "MAX_RANK",
     "ExportError",
     "MissingKernelError",
     "StepField",
     "Unexportable",
+    "check_distribution",
     "check_step",
     "from_json",
     "to_json",
@@ -155,6 +157,27 @@ def from_json(data: Any, where: str = "value", depth: int = 0) -> Any:
 
 
 # -- the fields of a step -----------------------------------------------------------
+
+#: The longest distribution name a step may carry.
+MAX_DISTRIBUTION = 100
+# A distribution's name as packaging's core metadata defines it (PEP 508):
+# ASCII letters and digits, with '.', '_' or '-' inside.
+_DISTRIBUTION = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?", re.ASCII)
+
+
+def check_distribution(name: object) -> bool:
+    """Whether ``name`` is a distribution name (``"numba-cpu-ffi"``) of at
+    most :data:`MAX_DISTRIBUTION` characters.
+
+    Example:
+        >>> check_distribution("numba-cpu-ffi"), check_distribution("x; rm -rf /")
+        (True, False)
+    """
+    return (
+        isinstance(name, str)
+        and len(name) <= MAX_DISTRIBUTION
+        and _DISTRIBUTION.fullmatch(name) is not None
+    )
 
 
 def _supported_dtype_name(value: Any) -> bool:
@@ -302,11 +325,11 @@ class StepField:
 
 def check_step(step: Mapping[str, Any], fields: Mapping[str, StepField] | None, where: str) -> None:
     """Hold ``step`` (decoded) to ``fields``: every field present, no other
-    (besides ``kind`` and ``module``), each accepted. ``fields=None`` checks
+    (besides ``kind``, ``module`` and ``distribution``), each accepted. ``fields=None`` checks
     nothing more (the rebuilder checks its steps itself)."""
     if fields is None:
         return
-    extra = sorted(set(step) - set(fields) - {"kind", "module"})
+    extra = sorted(set(step) - set(fields) - {"kind", "module", "distribution"})
     if extra:
         raise ExportError(f"`{where}` has fields its kind {step['kind']!r} does not: {extra}")
     for name, field in fields.items():

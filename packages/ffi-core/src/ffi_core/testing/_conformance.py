@@ -64,6 +64,9 @@ class BridgeUnderTest:
             where that is not ``kernel`` (``"kernel 'scale'"``).
         differentiable: the bridge differentiates its kernels itself, so the
             refusal checks do not apply.
+        derivative_fix: what the refusal to differentiate says to do, as its
+            message ends (the bridge's ``KernelInfo.derivative_fix``, stated
+            whole); None: ffi-core's default, JAX's way alone.
         batching: the bridge's operations run under ``jax.vmap``.
         vmap_method: the ``vmap_method`` of the operation checked under
             ``jax.vmap`` (None: the bridge's default).
@@ -87,6 +90,7 @@ class BridgeUnderTest:
     unsupported_dtype: Any = "complex64"
     inputs_kernel: str | None = None
     differentiable: bool = False
+    derivative_fix: str | None = None
     batching: bool = True
     vmap_method: str | None = "sequential"
     sharding: bool = True
@@ -217,7 +221,9 @@ def conformance_tests(bridge: BridgeUnderTest) -> type:
         @pytest.mark.parametrize("transform", DIFFERENTIATION_TRANSFORMS)
         def test_differentiation_names_the_fix(self: Any, platform: Any, transform: str) -> None:
             op = call(bridge.make(_outs()))
-            check_differentiation_refused(op, _vector(), kernel=bridge.kernel, transform=transform)
+            check_differentiation_refused(
+                op, _vector(), kernel=bridge.kernel, transform=transform, fix=bridge.derivative_fix
+            )
 
         namespace["test_differentiation_names_the_fix"] = test_differentiation_names_the_fix
 
@@ -233,7 +239,11 @@ def conformance_tests(bridge: BridgeUnderTest) -> type:
             op = call(bridge.make(_outs(), vmap_method=bridge.vmap_method))
             x = _vector()
             check_differentiation_refused(
-                jax.vmap(op), jnp.stack([x, x]), kernel=bridge.kernel, transform=transform
+                jax.vmap(op),
+                jnp.stack([x, x]),
+                kernel=bridge.kernel,
+                transform=transform,
+                fix=bridge.derivative_fix,
             )
 
         namespace["test_differentiation_under_vmap_names_the_fix"] = (
@@ -248,7 +258,11 @@ def conformance_tests(bridge: BridgeUnderTest) -> type:
             # names it.
             op = call(bridge.make(_outs(), sharding_rule="elementwise"))
             check_differentiation_refused(
-                op, _vector(), kernel=bridge.kernel, transform="linear_transpose"
+                op,
+                _vector(),
+                kernel=bridge.kernel,
+                transform="linear_transpose",
+                fix=bridge.derivative_fix,
             )
 
         namespace["test_linear_transpose_of_a_sharded_call_names_the_fix"] = (

@@ -56,38 +56,37 @@ def raises_exactly(expected_exception: type[BaseException], message: str) -> Any
     return pytest.raises(expected_exception, match=whole_message(message))
 
 
-# What a bridge kernel without a derivative answers to each transform: the
-# test's own statement of ffi_core.bridge.raise_on_differentiation's messages.
-_FIX = (
-    "define the derivative with `XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` "
-    "for reverse mode) or wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`"
-)
-
-
 #: The transforms :func:`check_differentiation_refused` checks, by name.
 DIFFERENTIATION_TRANSFORMS = ("grad", "jvp", "vjp", "linear_transpose")
 
 
-def differentiation_refused_message(kernel: str, transform: str) -> str:
+# What a bridge kernel without a derivative needs when its bridge names no
+# other way than JAX's: the test's own statement of the end of
+# ffi_core.bridge.raise_on_differentiation's messages.
+_JAX_FIX = "define the derivative by wrapping the operation in `jax.custom_vjp`/`jax.custom_jvp`"
+
+
+def differentiation_refused_message(kernel: str, transform: str, fix: str | None = None) -> str:
     """The whole message with which ``transform`` (one of
     :data:`DIFFERENTIATION_TRANSFORMS`) refuses a bridge kernel without a
-    derivative, ``kernel`` being that kernel in words.
+    derivative, ``kernel`` being that kernel in words and ``fix`` what its
+    bridge says to do (None: JAX's way alone, ffi-core's default).
 
     Example:
-        >>> print(differentiation_refused_message("numba kernel 'scale'", "linear_transpose"))
-        numba kernel 'scale' has no transpose rule, so jax.linear_transpose cannot transpose it; define the derivative with `XLACustomKernel.def_jvp_rule` (and `def_transpose_rule` for reverse mode) or wrap the operation in `jax.custom_vjp`/`jax.custom_jvp`
+        >>> print(differentiation_refused_message("toy kernel 'scale'", "linear_transpose"))
+        toy kernel 'scale' has no transpose rule, so jax.linear_transpose cannot transpose it; define the derivative by wrapping the operation in `jax.custom_vjp`/`jax.custom_jvp`
+        >>> print(differentiation_refused_message("toy kernel 'scale'", "grad", "register it"))
+        toy kernel 'scale' has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot differentiate it; register it
 
     Raises:
         ValueError: ``transform`` is not one of them.
     """
     _check_transform(transform)
+    fix = _JAX_FIX if fix is None else fix
     if transform == "linear_transpose":
-        return (
-            f"{kernel} has no transpose rule, so jax.linear_transpose cannot transpose it; {_FIX}"
-        )
+        return f"{kernel} has no transpose rule, so jax.linear_transpose cannot transpose it; {fix}"
     return (
-        f"{kernel} has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot differentiate it; "
-        f"{_FIX}"
+        f"{kernel} has no JVP rule, so jax.grad, jax.jvp and jax.vjp cannot differentiate it; {fix}"
     )
 
 
@@ -111,11 +110,11 @@ def _traced(op: Callable[[Any], Any], transform: str) -> Callable[[Any], Any]:
 
 
 def check_differentiation_refused(
-    op: Callable[[Any], Any], x: Any, *, kernel: str, transform: str
+    op: Callable[[Any], Any], x: Any, *, kernel: str, transform: str, fix: str | None = None
 ) -> None:
     """Trace ``transform`` of the one-argument ``op`` at ``x`` and require the
     NotImplementedError of a bridge kernel without a derivative, whole:
-    naming ``kernel`` (``"numba kernel 'scale'"``) and the fix.
+    naming ``kernel`` (``"numba kernel 'scale'"``) and ``fix``.
 
     Only traced (``jax.make_jaxpr``), never lowered, so it runs on the
     emulated GPU as on a real one.
@@ -125,6 +124,9 @@ def check_differentiation_refused(
         x: the array to differentiate at.
         kernel: the kernel in words, as the message names it.
         transform: one of :data:`DIFFERENTIATION_TRANSFORMS`.
+        fix: what the kernel's bridge says to do, as the message ends (its
+            ``KernelInfo.derivative_fix``); None: ffi-core's default, JAX's
+            way alone.
 
     Raises:
         ValueError: ``transform`` is not one of them.
@@ -133,5 +135,7 @@ def check_differentiation_refused(
     import jax
 
     _check_transform(transform)
-    with raises_exactly(NotImplementedError, differentiation_refused_message(kernel, transform)):
+    with raises_exactly(
+        NotImplementedError, differentiation_refused_message(kernel, transform, fix)
+    ):
         jax.make_jaxpr(_traced(op, transform))(x)

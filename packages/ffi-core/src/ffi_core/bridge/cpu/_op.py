@@ -95,7 +95,10 @@ class CpuPlanner(Protocol):
 
     @property
     def label(self) -> str:
-        """The kernel's name, as errors and the target name use it."""
+        """The kernel's name, as errors and the target name use it. A planner
+        may also have ``derivative_fix``, what the refusal to differentiate
+        the kernel says to do (its ``KernelInfo``'s; absent or None:
+        ``derivative_fix()``, JAX's way alone)."""
         ...
 
     def plan(
@@ -179,7 +182,11 @@ def lower_cpu_call(
     return lower_with_hint(lowering, ctx, operands, source, **(attrs or {}))
 
 
-cpu_call_p = bridge_primitive("cpu_call", describe=lambda params: params["planner"].label)
+cpu_call_p = bridge_primitive(
+    "cpu_call",
+    describe=lambda params: params["planner"].label,
+    fix=lambda params: getattr(params["planner"], "derivative_fix", None),
+)
 
 
 def _cpu_call_lowering(ctx, *operands, planner, out_avals, aliases, vmap_method, batched, attrs):

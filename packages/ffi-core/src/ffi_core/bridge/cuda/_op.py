@@ -47,7 +47,10 @@ class LaunchPlanner(Protocol):
 
     @property
     def label(self) -> str:
-        """The kernel's name, as errors and the target name use it."""
+        """The kernel's name, as errors and the target name use it. A planner
+        may also have ``derivative_fix``, what the refusal to differentiate
+        the kernel says to do (its ``KernelInfo``'s; absent or None:
+        ``derivative_fix()``, JAX's way alone)."""
         ...
 
     def plan(
@@ -65,7 +68,11 @@ class LaunchPlanner(Protocol):
 # Abstract evaluation, eager calls, vmap and the refusal to differentiate
 # (naming the kernel and the fix) are every bridge primitive's; the lowerings
 # are registered at the end of this module.
-cuda_launch_p = bridge_primitive("cuda_launch", describe=lambda params: params["planner"].label)
+cuda_launch_p = bridge_primitive(
+    "cuda_launch",
+    describe=lambda params: params["planner"].label,
+    fix=lambda params: getattr(params["planner"], "derivative_fix", None),
+)
 
 
 def _kernel_view(avals: Sequence[Any], lead: Sequence[bool]) -> tuple[Any, ...]:
