@@ -345,9 +345,12 @@ def test_suite_progress_bar_on_request(tmp_path, capsys, monkeypatch, fake_kerne
     out = tmp_path / "r.json"
     assert main(["--quick", "--progress", "--n-runs", "1", "--output", str(out), "--no-plot"]) == 0
     err = capsys.readouterr().err.splitlines()
-    assert re.fullmatch(r"1/1 ex_a 0/4 \d+\.\ds ex_a/n=4 jax", err[0]), err
-    assert re.fullmatch(r"1/1 ex_a 1/4 \d+\.\ds ex_a/n=4 in program", err[1]), err
-    assert re.fullmatch(r"1/1 ex_a 4/4 \d+\.\ds done", err[-1]), err
+    # Each kernel's cases, then the in-program rounds of all of them.
+    assert re.fullmatch(r"1/1 ex_a 0/2 \d+\.\ds ex_a/n=4 jax", err[0]), err
+    assert re.fullmatch(r"1/1 ex_a 1/2 \d+\.\ds ex_a/n=8 jax", err[1]), err
+    assert re.fullmatch(r"1/1 ex_a 2/2 \d+\.\ds done", err[2]), err
+    assert re.fullmatch(r"0/2 \d+\.\ds in program, pass 1 of 1", err[3]), err
+    assert re.fullmatch(r"2/2 \d+\.\ds done", err[-1]), err
     assert out.is_file() and not out.with_suffix(".png").exists()
 
 

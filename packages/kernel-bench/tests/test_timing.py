@@ -130,7 +130,7 @@ def test_spread_is_robust_to_an_outlier():
 
 def test_in_program_times_with_a_fake_clock(monkeypatch):
     from jax.experimental import io_callback
-    from kernel_bench import _timing
+    from kernel_bench import _program, _timing
 
     now = [0.0]
 
@@ -143,13 +143,15 @@ def test_in_program_times_with_a_fake_clock(monkeypatch):
 
     monkeypatch.setattr(_timing, "_clock", lambda: now[0])
     runs = {"a": _timing.chained(costing(1e-4)), "b": _timing.chained(costing(3e-4))}
-    times, counts, failed = _timing.in_program(runs, (jnp.ones(4),), rounds=4, seconds_per_run=3e-3)
+    times, counts, failed = _program.in_program(
+        runs, (jnp.ones(4),), rounds=4, seconds_per_run=3e-3
+    )
     assert failed == {}
     assert counts["a"] == 30 and counts["b"] == 10
     assert times["a"] == pytest.approx([100.0] * 4) and times["b"] == pytest.approx([300.0] * 4)
     # The reference op costs nothing on this clock: the most calls a run may chain.
-    assert times[_timing.REFERENCE_OP] == [0.0] * 4
-    assert counts[_timing.REFERENCE_OP] == 10_000_000
+    assert times[_program.REFERENCE_OP] == [0.0] * 4
+    assert counts[_program.REFERENCE_OP] == 10_000_000
 
 
 def _fake_runs(monkeypatch, costs, launch=0.0):
@@ -181,9 +183,26 @@ def test_calls_per_run_is_not_fooled_by_the_launch(monkeypatch):
     runs, log = _fake_runs(monkeypatch, {"tiny": 1e-8}, launch=2e-5)
     count = _timing.calls_per_run(runs["tiny"], (), 1e-2)
     assert 0.9e6 <= count <= 1e6
-    # Growing at most tenfold a step: a handful of runs, the longest a quarter
-    # of the target or a little more.
-    assert len(log) <= 10 and max(c for _, c in log) * 1e-8 < 0.5e-2
+    # Growing at most tenfold a step, and the last length checked at twice
+    # itself: a dozen runs, the longest half the target or a little more.
+    assert len(log) <= 13 and max(c for _, c in log) * 1e-8 < 0.6e-2
+
+
+def test_calls_per_run_is_not_fooled_by_a_slow_launch_after_compiling(monkeypatch):
+    from kernel_bench import _timing
+
+    # For the first five runs after compiling, the launch takes 300 us, then
+    # 20 us; a call takes 10 ns. Three slow runs of one call look like a
+    # quarter of a 1 ms run of 300 us calls: a chain of 3 calls, all launch.
+    now, launches = [0.0], [3e-4] * 5
+
+    def run(count, *data):
+        now[0] += (launches.pop(0) if launches else 2e-5) + int(count) * 1e-8
+        return jnp.zeros(())
+
+    monkeypatch.setattr(_timing, "_clock", lambda: now[0])
+    # Twice the calls took no longer: the chain grows on to 1 ms of calls.
+    assert 0.9e5 <= _timing.calls_per_run(run, (), 1e-3) <= 1e5
 
 
 def test_interleaved_throws_away_the_warm_up_and_shuffles(monkeypatch):
@@ -223,16 +242,16 @@ def test_calls_per_run_is_not_fooled_by_one_pause(monkeypatch):
 def _fake_reference(monkeypatch, runs_of_fake_clock):
     # The reference op as one more fake run (its real program would chain ten
     # million calls on a clock that only the fake runs move).
-    from kernel_bench import _timing
+    from kernel_bench import _program
 
-    monkeypatch.setattr(_timing, "_reference_run", lambda: runs_of_fake_clock["reference"])
+    monkeypatch.setattr(_program, "_reference_run", lambda: runs_of_fake_clock["reference"])
 
 
 def test_the_autotuner_and_the_suite_time_the_same_chains(monkeypatch):
     # Backends of known cost on a fake clock: the autotuner's measurement and
     # the suite's in-program column chain as many calls per run and see the
     # same time per call, so that the verdict and the pick rest on one figure.
-    from kernel_bench import _timing
+    from kernel_bench import _program, _timing
     from kernel_bench._timing import Spread
     from kernel_bench.autotune import _measure
 
@@ -240,7 +259,7 @@ def test_the_autotuner_and_the_suite_time_the_same_chains(monkeypatch):
     runs, _log = _fake_runs(monkeypatch, {**costs, "reference": 1e-6}, launch=2e-5)
     _fake_reference(monkeypatch, runs)
     fake = {b: runs[b] for b in costs}
-    suite_times, suite_counts, failed = _timing.in_program(
+    suite_times, suite_counts, failed = _program.in_program(
         fake, (), rounds=5, seconds_per_run=_timing.SECONDS_PER_RUN
     )
     tuner_times, tuner_counts = _measure._time(fake, (), budget=0.2)
@@ -261,12 +280,12 @@ def test_the_autotuner_and_the_suite_time_the_same_chains(monkeypatch):
 
 
 def test_auto_chains_as_many_calls_as_the_backend_it_ran(monkeypatch):
-    from kernel_bench import _timing
+    from kernel_bench import _program
 
     runs, log = _fake_runs(monkeypatch, {"numba": 2e-4, "auto": 2e-4, "reference": 1e-6})
     _fake_reference(monkeypatch, runs)
     fake = {b: runs[b] for b in ("numba", "auto")}
-    times, counts, _ = _timing.in_program(
+    times, counts, _ = _program.in_program(
         fake, (), rounds=3, seconds_per_run=1e-3, same_chain={"auto": "numba"}
     )
     assert counts["auto"] == counts["numba"] == 5
@@ -305,3 +324,48 @@ def test_interleaved_without_settle_does_not_pause(monkeypatch):
     assert _timing.interleaved(runs, {"a": 5}, (), rounds=2, settle=0) == {
         "a": pytest.approx([1.0, 1.0])
     }
+
+
+def test_program_times_runs_the_rounds_of_all_cases_in_passes(monkeypatch):
+    from kernel_bench import _program
+    from kernel_bench._record import BenchmarkRecord
+
+    runs, _log = _fake_runs(
+        monkeypatch, {"a_numba": 2e-4, "a_jax": 1e-4, "b_numba": 3e-4, "reference": 1e-6}
+    )
+    _fake_reference(monkeypatch, runs)
+
+    def record(label, backend):
+        return BenchmarkRecord("cpu", backend, label, 1.0, 0.0, 1.0, 1e3, True)
+
+    cases = [
+        _program.InProgram(
+            {"numba": runs["a_numba"], "jax": runs["a_jax"]},
+            (),
+            (record("k/a", "numba"), record("k/a", "jax")),
+        ),
+        _program.InProgram({"numba": runs["b_numba"]}, (), (record("k/b", "numba"),)),
+    ]
+    calls, interleaved = [], _program.interleaved
+
+    def spy(timed, counts, data, *, rounds):
+        calls.append((sorted(timed), rounds))
+        return interleaved(timed, counts, data, rounds=rounds)
+
+    monkeypatch.setattr(_program, "interleaved", spy)
+    seen = []
+    measured = _program.program_times(
+        cases, n_runs=6, seconds=1e-3, passes=3, progress=lambda *a: seen.append(a)
+    )
+    assert [[r.rounds for r in found] for found in measured] == [[6, 6], [6]]
+    assert measured[0][0].program_median_ms == pytest.approx(0.2)
+    assert measured[0][1].program_median_ms == pytest.approx(0.1)
+    assert measured[1][0].program_median_ms == pytest.approx(0.3)
+    assert all(r.noise == 0.0 for found in measured for r in found)
+    # Three passes, each two rounds of every case (and its warm-up round,
+    # inside interleaved), the cases in turn: no case has all its rounds in
+    # one stretch of time.
+    a, b = ["jax", "numba", "reference op"], ["numba", "reference op"]
+    assert len(calls) == 6 and all(rounds == 2 for _, rounds in calls)
+    assert all(sorted(names for names, _ in calls[i : i + 2]) == [a, b] for i in (0, 2, 4))
+    assert seen[-1] == (6, 6, "done") and seen[0][2] == "in program, pass 1 of 3"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import platform as _platform
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -16,7 +17,7 @@ from kernel_check import first_difference
 
 from ._config import BACKEND_PLATFORMS, BenchmarkConfig
 from ._observed import decision_data, recording
-from ._program import dispatch_times, with_program_times
+from ._program import InProgram, dispatch_times, program_times
 from ._record import BenchmarkRecord
 from ._result import BenchmarkResult
 from ._timing import SECONDS_PER_RUN, Timing, chained, check_count
@@ -28,6 +29,8 @@ __all__ = [
     "ResultMismatchError",
     "benchmark_kernel",
     "default_platform",
+    "deferred_in_program",
+    "with_measured",
 ]
 
 #: The backend name that lets the autotuner choose (``kernel_bench.autotune``).
@@ -35,6 +38,41 @@ AUTO = "auto"
 _JAX_PLATFORM = {"cpu": "cpu", "cuda": "gpu", "rocm": "gpu", "gpu": "gpu", "tpu": "tpu"}
 # JAX appends a note about its filtered traceback frames to errors raised under jit.
 _JAX_NOTE = re.compile(r"\n-{20,}\nFor simplicity, JAX has removed its internal frames.*", re.S)
+
+
+# Where benchmark_kernel leaves its cases' in-program rounds (deferred_in_program).
+_waiting: contextvars.ContextVar[list[InProgram] | None] = contextvars.ContextVar(
+    "kernel_bench_waiting", default=None
+)
+
+
+@contextlib.contextmanager
+def deferred_in_program() -> Iterator[list[InProgram]]:
+    """Within it, ``benchmark_kernel`` leaves each case's in-program rounds in
+    the list it yields instead of running them (its records lack the
+    in-program times): the suite then runs the rounds of all its kernels'
+    cases together, in passes (``_program.program_times``)."""
+    waiting: list[InProgram] = []
+    token = _waiting.set(waiting)
+    try:
+        yield waiting
+    finally:
+        _waiting.reset(token)
+
+
+def with_measured(
+    records: Sequence[BenchmarkRecord],
+    cases: Sequence[InProgram],
+    measured: Sequence[Sequence[BenchmarkRecord]],
+) -> list[BenchmarkRecord]:
+    """``records`` with those of ``cases`` replaced by ``measured`` (what
+    ``program_times`` returned for them), in their places."""
+    new = {
+        id(old): found
+        for case, records_found in zip(cases, measured, strict=True)
+        for old, found in zip(case.records, records_found, strict=True)
+    }
+    return [new.get(id(r), r) for r in records]
 
 
 class ResultMismatchError(ValueError):
@@ -151,8 +189,11 @@ def benchmark_kernel(
     **case.kernel_kwargs))(*case.args)``. Every backend of a case is first
     compiled, warmed up and its result checked; then the dispatch runs of all
     of them are timed interleaved, round by round in a shuffled order, so that
-    each is timed under the same conditions (``"auto"`` too); then the
-    in-program rounds. ``XLACustomKernel.benchmark`` calls this.
+    each is timed under the same conditions (``"auto"`` too). Once every case
+    is done, the in-program rounds of all of them run in passes, a few rounds
+    of each case per pass, so that a slow second of the machine falls on a
+    few rounds of many cases rather than on every round of one.
+    ``XLACustomKernel.benchmark`` calls this.
 
     Args:
         kernel: an ``XLACustomKernel``.
@@ -180,7 +221,8 @@ def benchmark_kernel(
             compiled program (a chain of calls in one ``jit``, as the autotuner
             measures), a warm-up round thrown away, then ``n_runs`` rounds
             interleaved with a small reference operation whose spread is
-            recorded as the machine's noise.
+            recorded as the machine's noise; the rounds are split over
+            ``_program.PASSES`` passes over the cases.
         seconds_per_run: how long each in-program run lasts (the calls chained
             in it are chosen to fill it); by default the autotuner's, so that
             the two time the same chains. ``"auto"`` chains as many calls as
@@ -223,7 +265,10 @@ def benchmark_kernel(
         chosen = (*chosen, AUTO)
 
     cases = _cases(kernel, platform)
-    total = len(cases) * (len(chosen) + measure_in_program)
+    deferred = _waiting.get()
+    here = measure_in_program and deferred is None
+    total = len(cases) * len(chosen) + here
+    waiting: list[InProgram] = []
     records: list[BenchmarkRecord] = []
     step = 0
     for cfg in cases:
@@ -282,12 +327,14 @@ def benchmark_kernel(
             if verbose:
                 _report(failed)
         if measure_in_program:
-            if progress is not None:
-                progress(step, total, f"{label} in program")
-            step += 1
-            records[first:] = with_program_times(
-                runs, args, records[first:], n_runs=n_runs, seconds=seconds_per_run
-            )
+            waiting.append(InProgram(runs, args, tuple(records[first:])))
+    if deferred is not None:
+        deferred += waiting
+    elif measure_in_program:
+        if progress is not None:
+            progress(step, total, f"{kernel.name} in program")
+        measured = program_times(waiting, n_runs=n_runs, seconds=seconds_per_run)
+        records = with_measured(records, waiting, measured)
     if progress is not None:
         progress(total, total, "done")
     return BenchmarkResult(records, metadata=_metadata(platform))

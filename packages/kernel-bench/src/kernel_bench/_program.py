@@ -1,19 +1,43 @@
 """The two measurements of the suite: the dispatch times of every backend of a
-case, and the time per call inside a compiled program."""
+case, and the time per call inside a compiled program, measured for several
+cases together in passes."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from . import _timing
 from ._record import BenchmarkRecord
-from ._timing import REFERENCE_OP, Spread, Timing, in_program
+from ._timing import Spread, Timing, calls_per_run, chained, interleaved
 
-__all__ = ["dispatch_times", "with_program_times"]
+__all__ = [
+    "PASSES",
+    "REFERENCE_OP",
+    "REFERENCE_SIZE",
+    "InProgram",
+    "dispatch_times",
+    "in_program",
+    "program_times",
+]
+
+#: The name under which :func:`in_program` reports its reference operation.
+REFERENCE_OP = "reference op"
+#: Elements of the reference op's input: enough that a call costs tens of
+#: nanoseconds, not the loop's bookkeeping alone.
+REFERENCE_SIZE = 1024
+#: Into how many passes :func:`program_times` splits each case's rounds: one
+#: pass runs a few rounds of every case, then the next pass, as asv runs its
+#: rounds over the whole suite. A machine slowed for a second (another
+#: virtual machine on the same host, say) then slows a few rounds of many
+#: cases instead of all the rounds of one.
+PASSES = 5
 
 
 def dispatch_times(
@@ -47,33 +71,149 @@ def dispatch_times(
     return timings, errors
 
 
-def with_program_times(
-    runs: dict[str, Any],
-    args: tuple[Any, ...],
-    records: list[BenchmarkRecord],
+@functools.cache
+def _reference_run() -> Callable[..., Any]:
+    # One program for the whole process: the reference op is compiled once.
+    return chained(lambda x: x * 0.5 + 1.0)
+
+
+def _calibrated(
+    runs: Mapping[str, Callable[..., Any]],
+    data: Sequence[Any],
+    seconds_per_run: float,
+    same_chain: Mapping[str, str],
+) -> tuple[dict[str, Callable[..., Any]], dict[str, int], dict[str, BaseException]]:
+    # The runs and the reference op, each bound to its data and with the
+    # calls its chain holds; the exception of each that could not be timed.
+    chains = {name: (run, tuple(data)) for name, run in runs.items()}
+    reference = jnp.linspace(0.0, 1.0, REFERENCE_SIZE, dtype=jnp.float32)
+    chains[REFERENCE_OP] = (_reference_run(), (reference,))
+    timed: dict[str, Callable[..., Any]] = {}
+    counts: dict[str, int] = {}
+    failed: dict[str, BaseException] = {}
+    for name, (run, args) in chains.items():
+        if same_chain.get(name) in chains:
+            continue
+        try:
+            counts[name] = calls_per_run(run, args, seconds_per_run)
+        except Exception as exc:
+            failed[name] = exc
+            continue
+        timed[name] = lambda count, *_, run=run, args=args: run(count, *args)
+    for name, other in same_chain.items():
+        if name in chains and other in counts:
+            run, args = chains[name]
+            counts[name] = counts[other]
+            timed[name] = lambda count, *_, run=run, args=args: run(count, *args)
+    return timed, counts, failed
+
+
+def in_program(
+    runs: Mapping[str, Callable[..., Any]],
+    data: Sequence[Any],
+    *,
+    rounds: int,
+    seconds_per_run: float,
+    same_chain: Mapping[str, str] | None = None,
+    settle: float | None = None,
+) -> tuple[dict[str, list[float]], dict[str, int], dict[str, BaseException]]:
+    """Microseconds per call of each of ``runs`` (programs made by
+    ``_timing.chained``, called with ``data``) inside one compiled program: each
+    run a chain of calls lasting about ``seconds_per_run``, all run once a
+    round in a shuffled order (``_timing.interleaved``), a warm-up round thrown
+    away, then ``rounds`` timed rounds. A small reference operation (an
+    elementwise op on :data:`REFERENCE_SIZE` floats) runs in the same rounds
+    under :data:`REFERENCE_OP`: its spread is the machine's noise while the
+    others were measured. ``same_chain`` maps a run to another whose
+    calibrated chain length it takes instead of its own (backend ``"auto"``
+    to the backend it runs: the same program, timed the same way).
+    ``settle``: the untimed pause before each timed run.
+
+    Returns:
+        The times per name (the reference op's included), the calls chained
+        per run, and the exception of each run that could not be timed.
+    """
+    timed, counts, failed = _calibrated(runs, data, seconds_per_run, dict(same_chain or {}))
+    times = interleaved(timed, counts, (), rounds=rounds, settle=settle)
+    return times, counts, failed
+
+
+@dataclasses.dataclass(frozen=True)
+class InProgram:
+    """One case waiting for its in-program rounds: its backends' programs
+    (made by ``_timing.chained``), its data and its records (those of
+    backends that ran get the times)."""
+
+    runs: Mapping[str, Any]
+    args: tuple[Any, ...]
+    records: tuple[BenchmarkRecord, ...]
+
+
+def _pass_sizes(rounds: int, passes: int) -> list[int]:
+    # ``rounds`` split as evenly as possible over at most ``passes`` passes.
+    passes = max(1, min(passes, rounds))
+    return [rounds // passes + (i < rounds % passes) for i in range(passes)]
+
+
+def program_times(
+    cases: Sequence[InProgram],
     *,
     n_runs: int,
     seconds: float,
+    passes: int = PASSES,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> list[list[BenchmarkRecord]]:
+    """The records of each of ``cases`` with their in-program times: each
+    case's backends and the reference op calibrated (``in_program``), then
+    ``n_runs`` timed rounds per case split over ``passes`` passes; a pass
+    runs every case once, in an order shuffled every pass, each case a
+    warm-up round (thrown away: the last case left its data in the caches)
+    and then its share of the rounds interleaved (``_timing.interleaved``).
+    ``"auto"`` chains as many calls as the backend it picked. ``progress`` is
+    called as ``progress(done, total, description)`` before each case's rounds
+    and once at the end."""
+    plans = []
+    for case in cases:
+        timed = {
+            r.backend: case.runs[r.backend]
+            for r in case.records
+            if r.mean_ms is not None and r.backend in case.runs
+        }
+        # "auto" runs the program of the backend it picked: it chains as many
+        # calls as that backend's runs, so that the two columns time one
+        # program the same way (a chain's length changes the time per call).
+        picked = {
+            r.backend: r.autotune["backend"]
+            for r in case.records
+            if r.autotune is not None and r.backend in timed and r.autotune.get("backend") in timed
+        }
+        calibrated = _calibrated(timed, case.args, seconds, picked) if timed else ({}, {}, {})
+        plans.append(calibrated)
+    times: list[dict[str, list[float]]] = [{name: [] for name in p[0]} for p in plans]
+    order = [i for i, p in enumerate(plans) if p[0]]
+    shuffle = random.Random(1).shuffle
+    sizes = _pass_sizes(n_runs, passes)
+    total, step = len(sizes) * len(order), 0
+    for number, rounds in enumerate(sizes):
+        shuffle(order)
+        for i in order:
+            if progress is not None:
+                progress(step, total, f"in program, pass {number + 1} of {len(sizes)}")
+            step += 1
+            timed, counts, _failed = plans[i]
+            for name, found in interleaved(timed, counts, (), rounds=rounds).items():
+                times[i][name] += found
+    if progress is not None:
+        progress(total, total, "done")
+    return [
+        _with_times(case.records, found, plan[1])
+        for case, found, plan in zip(cases, times, plans, strict=True)
+    ]
+
+
+def _with_times(
+    records: Sequence[BenchmarkRecord], times: dict[str, list[float]], counts: dict[str, int]
 ) -> list[BenchmarkRecord]:
-    """``records`` of one case with their in-program times, where the backend ran
-    (``runs``: its program made by ``_timing.chained``)."""
-    timed = {
-        r.backend: runs[r.backend] for r in records if r.mean_ms is not None and r.backend in runs
-    }
-    if not timed:
-        return records
-    # "auto" runs the program of the backend it picked: it chains as many
-    # calls as that backend's runs, so that the two columns time one program
-    # the same way (a chain calibrated apart on a loaded machine can be longer
-    # or shorter, and a chain's length changes the time per call).
-    picked = {
-        r.backend: r.autotune["backend"]
-        for r in records
-        if r.autotune is not None and r.backend in timed and r.autotune.get("backend") in timed
-    }
-    times, counts, _failed = in_program(
-        timed, args, rounds=n_runs, seconds_per_run=seconds, same_chain=picked
-    )
     reference = times.get(REFERENCE_OP)
     noise = Spread.of(reference).relative_iqr if reference else None
     out = []

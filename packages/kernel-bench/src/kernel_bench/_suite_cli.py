@@ -21,7 +21,9 @@ from typing import Any
 from ._cli_common import SUITE_MODULE, resolve
 from ._consistency import MIN_TOLERANCE, NOISY, check_consistency
 from ._console import ProgressBar, print_table
-from ._kernel import benchmark_kernel, default_platform
+from ._kernel import benchmark_kernel, default_platform, deferred_in_program, with_measured
+from ._program import PASSES, program_times
+from ._record import BenchmarkRecord
 from ._result import FILE_FORMATS, BenchmarkResult
 from ._timing import SECONDS_PER_RUN
 
@@ -76,33 +78,44 @@ def _benchmark_all(kernels: Iterable[Any], args: argparse.Namespace) -> Benchmar
             runnable.append(k)
         else:
             print(f"kernel-bench: skipping '{k.name}': {reason}", file=sys.stderr)
-    records, metadata = [], {}
-    for i, k in enumerate(runnable):
-        if bar is not None:
-            bar.prefix = f"{i + 1}/{len(runnable)} {k.name} "
-        chosen = None
-        if args.backends is not None:
-            chosen = [b for b in args.backends if b in k.available_backends(platform)]
-        result = benchmark_kernel(
-            k,
-            platform=platform,
-            n_warmup=n_warmup,
-            n_runs=n_runs,
-            n_batch_per_run=args.n_batch,
-            verbose=args.verbose,
-            backends=chosen,
-            progress=bar,
-            autotune=bool(args.autotune),
-            seconds_per_run=PROGRAM_SECONDS[args.scale],
-        )
-        records += result.records
-        metadata = result.metadata
+    records: list[BenchmarkRecord] = []
+    metadata: dict[str, Any] = {}
+    # Every kernel's cases first (compiled, checked, dispatch timed), then the
+    # in-program rounds of all of them together, in passes over the cases.
+    with deferred_in_program() as waiting:
+        for i, k in enumerate(runnable):
+            if bar is not None:
+                bar.prefix = f"{i + 1}/{len(runnable)} {k.name} "
+            chosen = None
+            if args.backends is not None:
+                chosen = [b for b in args.backends if b in k.available_backends(platform)]
+            result = benchmark_kernel(
+                k,
+                platform=platform,
+                n_warmup=n_warmup,
+                n_runs=n_runs,
+                n_batch_per_run=args.n_batch,
+                verbose=args.verbose,
+                backends=chosen,
+                progress=bar,
+                autotune=bool(args.autotune),
+                seconds_per_run=PROGRAM_SECONDS[args.scale],
+            )
+            records += result.records
+            metadata = result.metadata
+    if bar is not None:
+        bar.prefix = ""
+    measured = program_times(
+        waiting, n_runs=n_runs, seconds=PROGRAM_SECONDS[args.scale], progress=bar
+    )
+    records = with_measured(records, waiting, measured)
     metadata.update(
         scale=args.scale,
         n_warmup=n_warmup,
         n_runs=n_runs,
         n_batch_per_run=args.n_batch,
         seconds_per_program_run=PROGRAM_SECONDS[args.scale],
+        passes=PASSES,
         measurement=MEASUREMENT_MODEL,
     )
     return BenchmarkResult(records, metadata=metadata)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import operator
 import random
@@ -16,8 +15,6 @@ import jax
 import jax.numpy as jnp
 
 __all__ = [
-    "REFERENCE_OP",
-    "REFERENCE_SIZE",
     "SECONDS_PER_RUN",
     "SETTLE_SECONDS",
     "WARMUP_ROUNDS",
@@ -27,12 +24,9 @@ __all__ = [
     "calls_per_run",
     "chained",
     "check_count",
-    "in_program",
     "interleaved",
 ]
 
-#: The name under which :func:`in_program` reports its reference operation.
-REFERENCE_OP = "reference op"
 #: How long one in-program run lasts (the calls chained in it are calibrated
 #: to fill it): the suite's in-program column and the autotuner both chain
 #: this long, so that they time the same program the same way (a chain's
@@ -41,17 +35,15 @@ REFERENCE_OP = "reference op"
 SECONDS_PER_RUN = 1e-3
 #: Untimed rounds :func:`interleaved` runs before the timed ones.
 WARMUP_ROUNDS = 1
-#: Elements of the reference op's input: enough that a call costs tens of
-#: nanoseconds, not the loop's bookkeeping alone.
-REFERENCE_SIZE = 1024
 # The clock every measurement here reads. Tests replace it with a fake one
 # that only the operations being timed move, so that timings are exact.
 _clock: Callable[[], float] = time.perf_counter
 #: The untimed pause before each timed run of :func:`interleaved`, in
 #: seconds: none by default. A pause lets the worker threads the previous run
 #: woke (XLA's pool, a parallel kernel's OpenMP team) go back to sleep; on a
-#: 2-core machine 2 ms did not make the reference op quieter
-#: (tools/bench_instrument.py), so the rounds run back to back.
+#: 2-core virtual machine 2 ms did not make the reference op quieter
+#: (tools/bench_instrument.py), and after 10-30 ms it ran 10-25% slower (an
+#: idle virtual CPU is slow to wake), so the rounds run back to back.
 SETTLE_SECONDS = 0.0
 # How the pause is taken (tests replace it).
 _sleep: Callable[[float], None] = time.sleep
@@ -205,7 +197,10 @@ def calls_per_run(
     process only lengthens a run), where launching the program from Python (tens
     of microseconds) is a small part of it. A chain timed too short, as a
     guess from one short run would be, is mostly that launch: its rounds would
-    measure the launch's jitter, not the operation."""
+    measure the launch's jitter, not the operation. So a chain shorter than
+    ``seconds`` is also timed at twice its length, and where that does not
+    take at least 1.5 times as long (a launch slow for a while after a
+    compilation made a short chain look long), the chain grows on."""
 
     def timed(count: int) -> float:
         start = _now()
@@ -221,12 +216,25 @@ def calls_per_run(
             # run: the least of three runs of that length is the one to trust,
             # and where it is short after all, the chain grows on.
             elapsed = min(elapsed, timed(count), timed(count))
-            if elapsed >= target / 2 or count >= most:
+            if count >= most:
                 break
+            if elapsed >= target / 2:
+                if elapsed >= seconds or _doubles(timed, count, elapsed):
+                    break
+                # Twice the calls took about as long: the run was mostly its
+                # launch (slow for a while after a compilation), not calls.
+                count = min(most, 2 * count)
+                continue
         grow = 10.0 if elapsed <= 0 else min(10.0, 1.2 * target / elapsed)
         count = min(most, max(count + 1, math.ceil(count * grow)))
     per_call = elapsed / count
     return max(1, min(most, round(seconds / max(per_call, 1e-12))))
+
+
+def _doubles(timed: Callable[[int], float], count: int, elapsed: float) -> bool:
+    # Whether a chain twice as long takes at least 1.5 times as long (the
+    # least of three runs): its time is then mostly calls, not the launch.
+    return min(timed(2 * count) for _ in range(3)) >= 1.5 * elapsed
 
 
 def interleaved(
@@ -273,62 +281,6 @@ def interleaved(
             jax.block_until_ready(runs[name](arrays[name], *data))
             times[name].append((_now() - start) * 1e6 / counts[name])
     return times
-
-
-def in_program(
-    runs: Mapping[str, Callable[..., Any]],
-    data: Sequence[Any],
-    *,
-    rounds: int,
-    seconds_per_run: float,
-    same_chain: Mapping[str, str] | None = None,
-    settle: float | None = None,
-) -> tuple[dict[str, list[float]], dict[str, int], dict[str, BaseException]]:
-    """Microseconds per call of each of ``runs`` (programs made by
-    :func:`chained`, called with ``data``) inside one compiled program: each
-    run a chain of calls lasting about ``seconds_per_run``, all run once a
-    round in a shuffled order (:func:`interleaved`), a warm-up round thrown
-    away, then ``rounds`` timed rounds. A small reference operation (an
-    elementwise op on :data:`REFERENCE_SIZE` floats) runs in the same rounds
-    under :data:`REFERENCE_OP`: its spread is the machine's noise while the
-    others were measured. ``same_chain`` maps a run to another whose
-    calibrated chain length it takes instead of its own (backend ``"auto"``
-    to the backend it runs: the same program, timed the same way).
-    ``settle``: the untimed pause before each timed run (:func:`interleaved`).
-
-    Returns:
-        The times per name (the reference op's included), the calls chained
-        per run, and the exception of each run that could not be timed.
-    """
-    chains = {name: (run, tuple(data)) for name, run in runs.items()}
-    reference = jnp.linspace(0.0, 1.0, REFERENCE_SIZE, dtype=jnp.float32)
-    chains[REFERENCE_OP] = (_reference_run(), (reference,))
-    timed: dict[str, Callable[..., Any]] = {}
-    counts: dict[str, int] = {}
-    failed: dict[str, BaseException] = {}
-    same_chain = dict(same_chain or {})
-    for name, (run, args) in chains.items():
-        if same_chain.get(name) in chains:
-            continue
-        try:
-            counts[name] = calls_per_run(run, args, seconds_per_run)
-        except Exception as exc:
-            failed[name] = exc
-            continue
-        timed[name] = lambda count, *_, run=run, args=args: run(count, *args)
-    for name, other in same_chain.items():
-        if name in chains and other in counts:
-            run, args = chains[name]
-            counts[name] = counts[other]
-            timed[name] = lambda count, *_, run=run, args=args: run(count, *args)
-    times = interleaved(timed, counts, (), rounds=rounds, settle=settle)
-    return times, counts, failed
-
-
-@functools.cache
-def _reference_run() -> Callable[..., Any]:
-    # One program for the whole process: the reference op is compiled once.
-    return chained(lambda x: x * 0.5 + 1.0)
 
 
 def _chained(fn: Callable[..., Any], n: int) -> Callable[..., Any]:
