@@ -348,9 +348,9 @@ def test_program_times_runs_the_rounds_of_all_cases_in_passes(monkeypatch):
     ]
     calls, interleaved = [], _program.interleaved
 
-    def spy(timed, counts, data, *, rounds):
-        calls.append((sorted(timed), rounds))
-        return interleaved(timed, counts, data, rounds=rounds)
+    def spy(timed, counts, data, *, rounds, seed):
+        calls.append((sorted(timed), rounds, seed))
+        return interleaved(timed, counts, data, rounds=rounds, seed=seed)
 
     monkeypatch.setattr(_program, "interleaved", spy)
     seen = []
@@ -366,6 +366,8 @@ def test_program_times_runs_the_rounds_of_all_cases_in_passes(monkeypatch):
     # inside interleaved), the cases in turn: no case has all its rounds in
     # one stretch of time.
     a, b = ["jax", "numba", "reference op"], ["numba", "reference op"]
-    assert len(calls) == 6 and all(rounds == 2 for _, rounds in calls)
-    assert all(sorted(names for names, _ in calls[i : i + 2]) == [a, b] for i in (0, 2, 4))
+    assert len(calls) == 6 and all(rounds == 2 for _, rounds, _ in calls)
+    assert all(sorted(names for names, _, _ in calls[i : i + 2]) == [a, b] for i in (0, 2, 4))
+    # Each pass shuffles its rounds another way.
+    assert [seed for _, _, seed in calls] == [0, 0, 1, 1, 2, 2]
     assert seen[-1] == (6, 6, "done") and seen[0][2] == "in program, pass 1 of 3"

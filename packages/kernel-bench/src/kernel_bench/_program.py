@@ -201,7 +201,10 @@ def program_times(
                 progress(step, total, f"in program, pass {number + 1} of {len(sizes)}")
             step += 1
             timed, counts, _failed = plans[i]
-            for name, found in interleaved(timed, counts, (), rounds=rounds).items():
+            # Another shuffle each pass: over the passes every run follows
+            # several others, whatever the few rounds of one pass give.
+            found_in_pass = interleaved(timed, counts, (), rounds=rounds, seed=number)
+            for name, found in found_in_pass.items():
                 times[i][name] += found
     if progress is not None:
         progress(total, total, "done")

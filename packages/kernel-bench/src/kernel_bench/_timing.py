@@ -247,13 +247,15 @@ def interleaved(
     min_rounds: int = 1,
     warmup_rounds: int = WARMUP_ROUNDS,
     settle: float | None = None,
+    seed: int = 0,
 ) -> dict[str, list[float]]:
     """Microseconds per call of each run (made by :func:`chained`, chaining
     ``counts[name]`` calls), round by round, every run once a round.
 
     ``warmup_rounds`` untimed rounds come first (thrown away: the first runs
     after a compilation fault in fresh buffers and wake thread pools). The
-    order is shuffled every round (the same sequence in every call), so that
+    order is shuffled every round (the same sequence in every call with the
+    same ``seed``), so that
     no run always follows the same one: what a run leaves behind (threads
     still spinning, caches filled with its data) falls on every other run
     alike instead of always on its successor. Before each timed run the
@@ -264,7 +266,7 @@ def interleaved(
     order = list(runs)
     arrays = {b: jnp.asarray(counts[b], dtype=jnp.int32) for b in order}
     times: dict[str, list[float]] = {b: [] for b in order}
-    shuffle = random.Random(0).shuffle
+    shuffle = random.Random(seed).shuffle
     for _ in range(warmup_rounds):
         for name in order:
             jax.block_until_ready(runs[name](arrays[name], *data))
