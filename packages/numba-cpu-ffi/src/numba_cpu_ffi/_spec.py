@@ -69,9 +69,7 @@ class CallSig(ffi_core.bridge.CallSig):
     def to_step(self) -> dict[str, Any]:
         """The signature as the JSON fields of an export recipe step."""
         return {
-            "inputs": [[a.dtype, a.rank] for a in self.inputs],
-            "outputs": [[a.dtype, a.rank] for a in self.outputs],
-            "batched": None if self.batched is None else list(self.batched),
+            **super().to_step(),
             "context": self.context,
             "hint": self.hint,
             **({"boundscheck": True} if self.boundscheck else {}),

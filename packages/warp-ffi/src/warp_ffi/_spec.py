@@ -343,9 +343,7 @@ class CallSig(ffi_core.bridge.CallSig):
     def to_step(self) -> dict[str, Any]:
         """The signature as the JSON fields of an export recipe step."""
         return {
-            "inputs": [[a.dtype, a.rank] for a in self.inputs],
-            "outputs": [[a.dtype, a.rank] for a in self.outputs],
-            "batched": None if self.batched is None else list(self.batched),
+            **super().to_step(),
             "backward": self.backward,
             "hint": self.hint,
             "grid_from_output": self.grid_from_output,
@@ -358,15 +356,11 @@ class CallSig(ffi_core.bridge.CallSig):
     def from_step(cls, step: Mapping[str, Any], extras: Sequence[str] = ()) -> CallSig:
         """The signature :meth:`to_step` wrote (``extras`` unused: Warp's fields are named)."""
         del extras
-
-        def arrays(items: Any) -> tuple[ffi_core.bridge.ArraySig, ...]:
-            return tuple(ffi_core.bridge.ArraySig(dtype, rank) for dtype, rank in items)
-
-        batched = step["batched"]
+        base = ffi_core.bridge.CallSig.from_step(step)
         return cls(
-            arrays(step["inputs"]),
-            arrays(step["outputs"]),
-            None if batched is None else tuple(batched),
+            base.inputs,
+            base.outputs,
+            base.batched,
             step["backward"],
             step["hint"],
             step["grid_from_output"],
