@@ -165,7 +165,9 @@ class CallSig:
     @classmethod
     def from_step(cls, step: Mapping[str, Any], extras: Sequence[str] = ()) -> CallSig:
         """The signature :meth:`to_step` wrote; ``extras`` names the bridge's
-        extras, in order.
+        extras, in order. A subclass's own dataclass fields are read from the
+        step's fields of the same names; one the step lacks takes the field's
+        default, and a list becomes a tuple where the default is one.
 
         Example:
             >>> sig = CallSig((ArraySig("int8", 0),), (ArraySig("int8", 0),), extras={"hint": True})
@@ -176,12 +178,21 @@ class CallSig:
         def arrays(items: Any) -> tuple[ArraySig, ...]:
             return tuple(ArraySig(dtype, rank) for dtype, rank in items)
 
+        own = {}
+        for field in dataclasses.fields(cls)[len(dataclasses.fields(CallSig)) :]:
+            value = (
+                step[field.name]
+                if field.default is dataclasses.MISSING
+                else step.get(field.name, field.default)
+            )
+            own[field.name] = tuple(value) if isinstance(field.default, tuple) else value
         batched = step["batched"]
         return cls(
             arrays(step["inputs"]),
             arrays(step["outputs"]),
             None if batched is None else tuple(batched),
             extras=tuple((name, step[name]) for name in extras),
+            **own,
         )
 
 

@@ -8,7 +8,6 @@ is traced or bound.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ffi_core
@@ -74,21 +73,6 @@ class CallSig(ffi_core.bridge.CallSig):
             "hint": self.hint,
             **({"boundscheck": True} if self.boundscheck else {}),
         }
-
-    @classmethod
-    def from_step(cls, step: Mapping[str, Any], extras: Sequence[str] = ()) -> CallSig:
-        """The signature :meth:`to_step` wrote (its fields are this class's
-        own: ``extras`` is not read)."""
-        del extras
-        base = ffi_core.bridge.CallSig.from_step(step)
-        return cls(
-            base.inputs,
-            base.outputs,
-            base.batched,
-            step["context"],
-            step["hint"],
-            step.get("boundscheck", False),
-        )
 
 
 class KernelInfo(KernelInfoBase):

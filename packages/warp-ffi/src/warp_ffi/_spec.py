@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import ffi_core
@@ -351,23 +351,6 @@ class CallSig(ffi_core.bridge.CallSig):
             "block_dim": self.block_dim,
             **({"boundscheck": True} if self.boundscheck else {}),
         }
-
-    @classmethod
-    def from_step(cls, step: Mapping[str, Any], extras: Sequence[str] = ()) -> CallSig:
-        """The signature :meth:`to_step` wrote (``extras`` unused: Warp's fields are named)."""
-        del extras
-        base = ffi_core.bridge.CallSig.from_step(step)
-        return cls(
-            base.inputs,
-            base.outputs,
-            base.batched,
-            step["backward"],
-            step["hint"],
-            step["grid_from_output"],
-            tuple(step.get("in_out", ())),
-            step.get("block_dim", 1),
-            step.get("boundscheck", False),
-        )
 
 
 def _sorted_names(names: Sequence[str]) -> list[str]:
