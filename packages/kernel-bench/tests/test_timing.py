@@ -213,12 +213,17 @@ def test_interleaved_throws_away_the_warm_up_and_shuffles(monkeypatch):
     assert {b: len(t) for b, t in times.items()} == dict.fromkeys(runs, 8)
     assert times["a"] == pytest.approx([100.0] * 8) and times["d"] == pytest.approx([400.0] * 8)
     # One warm-up round first, in registration order, untimed.
-    assert [name for name, _ in log[:4]] == ["a", "b", "c", "d"] and len(log) == 4 * 9
+    assert [name for name, _ in log[:4]] == ["a", "b", "c", "d"] and len(log) == 4 + 2 * 4 * 8
+    # Each timed run follows one untimed call of its own program (its data
+    # back in the caches), and that call is not in its time.
+    primes, timed = log[4::2], log[5::2]
+    assert [name for name, _ in primes] == [name for name, _ in timed]
+    assert {count for _, count in primes} == {1} and {count for _, count in timed} == {10}
     # No run always follows the same one: each meets at least two predecessors.
     before: dict[str, set[str]] = {}
-    for i in range(4, len(log)):
+    for i in range(len(timed)):
         if i % 4:
-            before.setdefault(log[i][0], set()).add(log[i - 1][0])
+            before.setdefault(timed[i][0], set()).add(timed[i - 1][0])
     assert all(len(p) >= 2 for p in before.values()), before
 
 
@@ -291,7 +296,9 @@ def test_auto_chains_as_many_calls_as_the_backend_it_ran(monkeypatch):
     assert counts["auto"] == counts["numba"] == 5
     # Not calibrated on its own: its first run is the warm-up round's.
     first_auto = next(i for i, (name, _) in enumerate(log) if name == "auto")
-    assert all(count == 5 for name, count in log[first_auto:] if name == "auto")
+    auto = [count for name, count in log[first_auto:] if name == "auto"]
+    # The warm-up run, then each timed run after its untimed call of one.
+    assert auto == [5] + [1, 5] * 3
     assert times["auto"] == pytest.approx(times["numba"])
 
 
@@ -312,8 +319,18 @@ def test_interleaved_pauses_before_each_timed_run_and_does_not_time_the_pause(mo
     monkeypatch.setattr(_timing, "_sleep", sleep)
     times = _timing.interleaved(runs, {"a": 10, "b": 10}, (), rounds=3, settle=0.5)
     assert times["a"] == pytest.approx([1.0] * 3) and times["b"] == pytest.approx([2.0] * 3)
-    # One pause before each of the 6 timed runs (none in the warm-up round: runs 0 and 1).
-    assert paused == [(0.5, k) for k in range(2, 8)]
+    # One pause before each of the 6 timed runs (none in the warm-up round:
+    # runs 0 and 1), after the untimed call that precedes each.
+    assert paused == [(0.5, k) for k in range(3, 15, 2)]
+
+
+def test_interleaved_without_prime_times_each_run_after_the_one_before(monkeypatch):
+    from kernel_bench import _timing
+
+    runs, log = _fake_runs(monkeypatch, {"a": 1e-6, "b": 2e-6})
+    times = _timing.interleaved(runs, {"a": 10, "b": 10}, (), rounds=3, prime=False)
+    assert times["a"] == pytest.approx([1.0] * 3) and times["b"] == pytest.approx([2.0] * 3)
+    assert len(log) == 2 + 6 and {count for _, count in log} == {10}
 
 
 def test_interleaved_without_settle_does_not_pause(monkeypatch):

@@ -248,6 +248,7 @@ def interleaved(
     warmup_rounds: int = WARMUP_ROUNDS,
     settle: float | None = None,
     seed: int = 0,
+    prime: bool = True,
 ) -> dict[str, list[float]]:
     """Microseconds per call of each run (made by :func:`chained`, chaining
     ``counts[name]`` calls), round by round, every run once a round.
@@ -260,11 +261,18 @@ def interleaved(
     still spinning, caches filled with its data) falls on every other run
     alike instead of always on its successor. Before each timed run the
     process pauses ``settle`` seconds (untimed; None: :data:`SETTLE_SECONDS`),
-    so that threads the previous run left spinning are asleep again. At most ``rounds`` timed rounds;
+    so that threads the previous run left spinning are asleep again. With
+    ``prime`` (the default) each timed run follows one untimed call of its
+    own program: a run then finds its data in the caches, as every call of
+    a chain but the first does, instead of whatever the run before it left
+    there (a sparse product over a few MiB took 3-5 times as long right
+    after a threaded XLA operation as right after itself, and a chain of one
+    such call would time that). At most ``rounds`` timed rounds;
     once ``min_rounds`` are done, no new round starts after ``seconds``
     (pauses included)."""
     order = list(runs)
     arrays = {b: jnp.asarray(counts[b], dtype=jnp.int32) for b in order}
+    one = jnp.asarray(1, dtype=jnp.int32)
     times: dict[str, list[float]] = {b: [] for b in order}
     shuffle = random.Random(seed).shuffle
     for _ in range(warmup_rounds):
@@ -277,6 +285,8 @@ def interleaved(
             break
         shuffle(order)
         for name in order:
+            if prime:
+                jax.block_until_ready(runs[name](one, *data))
             if pause > 0:
                 _sleep(pause)
             start = _now()
