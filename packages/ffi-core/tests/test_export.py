@@ -8,6 +8,8 @@ across processes in tests-integration/test_export.py.
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import re
 
 import ffi_core
@@ -201,7 +203,13 @@ def test_an_unknown_kind_is_refused_and_names_how_to_declare_one(request):
         "]); a package adds one with ffi_core.export.register_rebuilder, or declares it as an "
         "entry point named 'ffi_core_tests.absent' in the group 'ffi_core.rebuilders'"
     )
-    assert "'numba_cpu', " in message and "'xla_custom_kernel'" in message
+    # The kinds it knows: those registered here and those declared as entry
+    # points (the installed bridges'; none where ffi-core is installed alone).
+    from ffi_core.export import _rebuilders
+
+    assert f"(this process knows {_rebuilders._known_kinds()});" in message
+    declared = {ep.name for ep in importlib.metadata.entry_points(group="ffi_core.rebuilders")}
+    assert all(repr(kind) in message for kind in declared)
 
 
 def test_a_step_carries_its_rebuilder_s_distribution(request):

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
 import platform as _platform
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -17,8 +16,8 @@ from kernel_check import first_difference
 
 from ._config import BACKEND_PLATFORMS, BenchmarkConfig
 from ._observed import decision_data, recording
-from ._program import InProgram, dispatch_times, program_times
-from ._record import BenchmarkRecord
+from ._program import InProgram, dispatch_times, program_times, waiting_list, with_measured
+from ._record import BenchmarkRecord, failed_record, verbose_line
 from ._result import BenchmarkResult
 from ._timing import SECONDS_PER_RUN, Timing, chained, check_count
 from ._version import __version__
@@ -29,8 +28,6 @@ __all__ = [
     "ResultMismatchError",
     "benchmark_kernel",
     "default_platform",
-    "deferred_in_program",
-    "with_measured",
 ]
 
 #: The backend name that lets the autotuner choose (``kernel_bench.autotune``).
@@ -38,41 +35,6 @@ AUTO = "auto"
 _JAX_PLATFORM = {"cpu": "cpu", "cuda": "gpu", "rocm": "gpu", "gpu": "gpu", "tpu": "tpu"}
 # JAX appends a note about its filtered traceback frames to errors raised under jit.
 _JAX_NOTE = re.compile(r"\n-{20,}\nFor simplicity, JAX has removed its internal frames.*", re.S)
-
-
-# Where benchmark_kernel leaves its cases' in-program rounds (deferred_in_program).
-_waiting: contextvars.ContextVar[list[InProgram] | None] = contextvars.ContextVar(
-    "kernel_bench_waiting", default=None
-)
-
-
-@contextlib.contextmanager
-def deferred_in_program() -> Iterator[list[InProgram]]:
-    """Within it, ``benchmark_kernel`` leaves each case's in-program rounds in
-    the list it yields instead of running them (its records lack the
-    in-program times): the suite then runs the rounds of all its kernels'
-    cases together, in passes (``_program.program_times``)."""
-    waiting: list[InProgram] = []
-    token = _waiting.set(waiting)
-    try:
-        yield waiting
-    finally:
-        _waiting.reset(token)
-
-
-def with_measured(
-    records: Sequence[BenchmarkRecord],
-    cases: Sequence[InProgram],
-    measured: Sequence[Sequence[BenchmarkRecord]],
-) -> list[BenchmarkRecord]:
-    """``records`` with those of ``cases`` replaced by ``measured`` (what
-    ``program_times`` returned for them), in their places."""
-    new = {
-        id(old): found
-        for case, records_found in zip(cases, measured, strict=True)
-        for old, found in zip(case.records, records_found, strict=True)
-    }
-    return [new.get(id(r), r) for r in records]
 
 
 class ResultMismatchError(ValueError):
@@ -265,7 +227,7 @@ def benchmark_kernel(
         chosen = (*chosen, AUTO)
 
     cases = _cases(kernel, platform)
-    deferred = _waiting.get()
+    deferred = waiting_list()
     here = measure_in_program and deferred is None
     total = len(cases) * len(chosen) + here
     waiting: list[InProgram] = []
@@ -321,11 +283,11 @@ def benchmark_kernel(
                 else:
                     failed = _timed_record(common, timings[backend], decision)
                     if runs[backend][1] is not None:
-                        failed = _failed(failed, runs[backend][1])
+                        failed = failed_record(failed, runs[backend][1])
                     runs[backend] = runs[backend][0]
             records.append(failed)
             if verbose:
-                _report(failed)
+                print(verbose_line(failed))
         if measure_in_program:
             waiting.append(InProgram(runs, args, tuple(records[first:])))
     if deferred is not None:
@@ -344,24 +306,6 @@ def _fixed_default(kernel: Any, platform: str) -> str | None:
     # The default backend by name, also where the platform's default is "auto".
     fixed = getattr(kernel, "fixed_default", None)
     return fixed(platform) if fixed is not None else kernel.get_default(platform)
-
-
-def _failed(record: BenchmarkRecord, message: str) -> BenchmarkRecord:
-    fields = record.to_dict()
-    fields.update(success=False, error=message)
-    return BenchmarkRecord(**fields)
-
-
-def _report(r: BenchmarkRecord) -> None:
-    if r.mean_ms is None:
-        print(f"{r.label}  {r.backend}: failed: {r.error}")
-        return
-    status = "" if r.success else f"  ({r.error})"
-    iqr = (r.q75_ms or 0.0) - (r.q25_ms or 0.0)
-    print(
-        f"{r.label}  {r.backend}: median {r.median_ms:.4g} ms, IQR {iqr:.2g} "
-        f"(min {r.min_ms:.4g}){status}"
-    )
 
 
 def _common(backend: str, label: str, platform: str, cfg: BenchmarkConfig) -> dict[str, Any]:

@@ -4,10 +4,12 @@ cases together in passes."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -22,9 +24,12 @@ __all__ = [
     "REFERENCE_OP",
     "REFERENCE_SIZE",
     "InProgram",
+    "deferred_in_program",
     "dispatch_times",
     "in_program",
     "program_times",
+    "waiting_list",
+    "with_measured",
 ]
 
 #: The name under which :func:`in_program` reports its reference operation.
@@ -239,3 +244,43 @@ def _with_times(
             )
         )
     return out
+
+
+# Where benchmark_kernel leaves its cases' in-program rounds (deferred_in_program).
+_waiting: contextvars.ContextVar[list[InProgram] | None] = contextvars.ContextVar(
+    "kernel_bench_waiting", default=None
+)
+
+
+@contextlib.contextmanager
+def deferred_in_program() -> Iterator[list[InProgram]]:
+    """Within it, ``benchmark_kernel`` leaves each case's in-program rounds in
+    the list it yields instead of running them (its records lack the
+    in-program times): the suite then runs the rounds of all its kernels'
+    cases together, in passes (``_program.program_times``)."""
+    waiting: list[InProgram] = []
+    token = _waiting.set(waiting)
+    try:
+        yield waiting
+    finally:
+        _waiting.reset(token)
+
+
+def with_measured(
+    records: Sequence[BenchmarkRecord],
+    cases: Sequence[InProgram],
+    measured: Sequence[Sequence[BenchmarkRecord]],
+) -> list[BenchmarkRecord]:
+    """``records`` with those of ``cases`` replaced by ``measured`` (what
+    ``program_times`` returned for them), in their places."""
+    new = {
+        id(old): found
+        for case, records_found in zip(cases, measured, strict=True)
+        for old, found in zip(case.records, records_found, strict=True)
+    }
+    return [new.get(id(r), r) for r in records]
+
+
+def waiting_list() -> list[InProgram] | None:
+    """The list of the innermost ``deferred_in_program``, None outside one."""
+    return _waiting.get()

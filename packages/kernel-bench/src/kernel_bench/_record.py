@@ -8,7 +8,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FLOAT_FIELDS", "RECORD_FIELDS", "BenchmarkRecord", "jsonable"]
+__all__ = [
+    "FLOAT_FIELDS",
+    "RECORD_FIELDS",
+    "BenchmarkRecord",
+    "failed_record",
+    "jsonable",
+    "verbose_line",
+]
 
 #: The fields holding a float or None.
 FLOAT_FIELDS: tuple[str, ...] = (
@@ -144,3 +151,22 @@ class BenchmarkRecord:
 
 #: The fields of a record, in the order of a CSV file's columns.
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(BenchmarkRecord))
+
+
+def failed_record(record: BenchmarkRecord, message: str) -> BenchmarkRecord:
+    """``record`` marked as failed (``success=False``) with ``message``, its times kept."""
+    fields = record.to_dict()
+    fields.update(success=False, error=message)
+    return BenchmarkRecord(**fields)
+
+
+def verbose_line(r: BenchmarkRecord) -> str:
+    """The line ``benchmark_kernel(verbose=True)`` prints for a record."""
+    if r.mean_ms is None:
+        return f"{r.label}  {r.backend}: failed: {r.error}"
+    status = "" if r.success else f"  ({r.error})"
+    iqr = (r.q75_ms or 0.0) - (r.q25_ms or 0.0)
+    return (
+        f"{r.label}  {r.backend}: median {r.median_ms:.4g} ms, IQR {iqr:.2g} "
+        f"(min {r.min_ms:.4g}){status}"
+    )

@@ -21,8 +21,8 @@ from typing import Any
 from ._cli_common import SUITE_MODULE, resolve
 from ._consistency import MIN_TOLERANCE, NOISY, check_consistency
 from ._console import ProgressBar, print_table
-from ._kernel import benchmark_kernel, default_platform, deferred_in_program, with_measured
-from ._program import PASSES, program_times
+from ._kernel import benchmark_kernel, default_platform
+from ._program import PASSES, deferred_in_program, program_times, with_measured
 from ._record import BenchmarkRecord
 from ._result import FILE_FORMATS, BenchmarkResult
 from ._timing import SECONDS_PER_RUN
