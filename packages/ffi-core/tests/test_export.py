@@ -9,7 +9,6 @@ across processes in tests-integration/test_export.py.
 from __future__ import annotations
 
 import importlib.metadata
-
 import re
 
 import ffi_core
