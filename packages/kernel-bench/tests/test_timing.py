@@ -143,15 +143,31 @@ def test_in_program_times_with_a_fake_clock(monkeypatch):
 
     monkeypatch.setattr(_timing, "_clock", lambda: now[0])
     runs = {"a": _timing.chained(costing(1e-4)), "b": _timing.chained(costing(3e-4))}
-    times, counts, failed = _program.in_program(
-        runs, (jnp.ones(4),), rounds=4, seconds_per_run=3e-3
-    )
+    _timed, counts, failed = _program._calibrated(runs, (jnp.ones(4),), 3e-3, {})
     assert failed == {}
     assert counts["a"] == 30 and counts["b"] == 10
-    assert times["a"] == pytest.approx([100.0] * 4) and times["b"] == pytest.approx([300.0] * 4)
     # The reference op costs nothing on this clock: the most calls a run may chain.
-    assert times[_program.REFERENCE_OP] == [0.0] * 4
     assert counts[_program.REFERENCE_OP] == 10_000_000
+    case = _program.InProgram(runs, (jnp.ones(4),), _case(runs).records)
+    [(a, b)] = _program.program_times([case], n_runs=4, seconds=3e-3)
+    assert (a.program_calls, b.program_calls) == (30, 10) and a.rounds == b.rounds == 4
+    assert a.program_median_ms == pytest.approx(0.1) and a.program_q75_ms == pytest.approx(0.1)
+    assert b.program_median_ms == pytest.approx(0.3) and b.program_min_ms == pytest.approx(0.3)
+    # The reference op's rounds (all 0 us) spread by nothing.
+    assert a.noise == b.noise == 0.0
+
+
+def _case(runs, picked=None):
+    """One case for ``_program.program_times``: a record per backend of
+    ``runs`` (``picked``: the backend "auto" ran, in its record)."""
+    from kernel_bench import _program
+    from kernel_bench._record import BenchmarkRecord
+
+    def record(backend):
+        decision = {"backend": picked} if backend == "auto" and picked else None
+        return BenchmarkRecord("cpu", backend, "k/c", 1.0, 0.0, 1.0, 1e3, True, autotune=decision)
+
+    return _program.InProgram(runs, (), tuple(record(b) for b in runs))
 
 
 def _fake_runs(monkeypatch, costs, launch=0.0):
@@ -264,15 +280,12 @@ def test_the_autotuner_and_the_suite_time_the_same_chains(monkeypatch):
     runs, _log = _fake_runs(monkeypatch, {**costs, "reference": 1e-6}, launch=2e-5)
     _fake_reference(monkeypatch, runs)
     fake = {b: runs[b] for b in costs}
-    suite_times, suite_counts, failed = _program.in_program(
-        fake, (), rounds=5, seconds_per_run=_timing.SECONDS_PER_RUN
-    )
+    [suite] = _program.program_times([_case(fake)], n_runs=5, seconds=_timing.SECONDS_PER_RUN)
     tuner_times, tuner_counts = _measure._time(fake, (), budget=0.2)
-    assert failed == {}
-    assert tuner_counts == {b: suite_counts[b] for b in costs}
+    assert tuner_counts == {r.backend: r.program_calls for r in suite}
     assert tuner_counts["numba"] < tuner_counts["jax"] < tuner_counts["warp"]
-    for b in costs:
-        assert Spread.of(tuner_times[b]).median == pytest.approx(Spread.of(suite_times[b]).median)
+    for r in suite:
+        assert Spread.of(tuner_times[r.backend]).median == pytest.approx(r.program_median_ms * 1e3)
     # And the suite's defaults are that run length.
     import inspect
 
@@ -290,16 +303,16 @@ def test_auto_chains_as_many_calls_as_the_backend_it_ran(monkeypatch):
     runs, log = _fake_runs(monkeypatch, {"numba": 2e-4, "auto": 2e-4, "reference": 1e-6})
     _fake_reference(monkeypatch, runs)
     fake = {b: runs[b] for b in ("numba", "auto")}
-    times, counts, _ = _program.in_program(
-        fake, (), rounds=3, seconds_per_run=1e-3, same_chain={"auto": "numba"}
+    [(numba, auto)] = _program.program_times(
+        [_case(fake, picked="numba")], n_runs=3, seconds=1e-3, passes=3
     )
-    assert counts["auto"] == counts["numba"] == 5
-    # Not calibrated on its own: its first run is the warm-up round's.
+    assert auto.program_calls == numba.program_calls == 5
+    # Not calibrated on its own: its first run is the first pass's warm-up.
     first_auto = next(i for i, (name, _) in enumerate(log) if name == "auto")
-    auto = [count for name, count in log[first_auto:] if name == "auto"]
-    # The warm-up run, then each timed run after its untimed call of one.
-    assert auto == [5] + [1, 5] * 3
-    assert times["auto"] == pytest.approx(times["numba"])
+    counts = [count for name, count in log[first_auto:] if name == "auto"]
+    # Each pass: the warm-up run, then the timed run after its untimed call of one.
+    assert counts == [5, 1, 5] * 3
+    assert auto.program_median_ms == pytest.approx(numba.program_median_ms)
 
 
 def test_interleaved_pauses_before_each_timed_run_and_does_not_time_the_pause(monkeypatch):

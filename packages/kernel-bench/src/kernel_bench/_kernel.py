@@ -181,10 +181,10 @@ def benchmark_kernel(
             measuring it the first time.
         measure_in_program: also time every backend that ran inside one
             compiled program (a chain of calls in one ``jit``, as the autotuner
-            measures), a warm-up round thrown away, then ``n_runs`` rounds
-            interleaved with a small reference operation whose spread is
-            recorded as the machine's noise; the rounds are split over
-            ``_program.PASSES`` passes over the cases.
+            measures), ``n_runs`` rounds interleaved with a small reference
+            operation whose spread is recorded as the machine's noise, split
+            over ``_program.PASSES`` passes over the cases, each pass
+            throwing a warm-up round away.
         seconds_per_run: how long each in-program run lasts (the calls chained
             in it are chosen to fill it); by default the autotuner's, so that
             the two time the same chains. ``"auto"`` chains as many calls as

@@ -26,13 +26,12 @@ __all__ = [
     "InProgram",
     "deferred_in_program",
     "dispatch_times",
-    "in_program",
     "program_times",
     "waiting_list",
     "with_measured",
 ]
 
-#: The name under which :func:`in_program` reports its reference operation.
+#: The name under which :func:`program_times` times its reference operation.
 REFERENCE_OP = "reference op"
 #: Elements of the reference op's input: enough that a call costs tens of
 #: nanoseconds, not the loop's bookkeeping alone.
@@ -88,8 +87,12 @@ def _calibrated(
     seconds_per_run: float,
     same_chain: Mapping[str, str],
 ) -> tuple[dict[str, Callable[..., Any]], dict[str, int], dict[str, BaseException]]:
-    # The runs and the reference op, each bound to its data and with the
-    # calls its chain holds; the exception of each that could not be timed.
+    # The runs and the reference op (an elementwise op on REFERENCE_SIZE
+    # floats, whose spread is the machine's noise while the others were
+    # measured), each bound to its data and with the calls its chain holds
+    # (``_timing.calls_per_run``; a run named in ``same_chain`` takes the
+    # count of the one it names instead); the exception of each that could
+    # not be timed.
     chains = {name: (run, tuple(data)) for name, run in runs.items()}
     reference = jnp.linspace(0.0, 1.0, REFERENCE_SIZE, dtype=jnp.float32)
     chains[REFERENCE_OP] = (_reference_run(), (reference,))
@@ -111,36 +114,6 @@ def _calibrated(
             counts[name] = counts[other]
             timed[name] = lambda count, *_, run=run, args=args: run(count, *args)
     return timed, counts, failed
-
-
-def in_program(
-    runs: Mapping[str, Callable[..., Any]],
-    data: Sequence[Any],
-    *,
-    rounds: int,
-    seconds_per_run: float,
-    same_chain: Mapping[str, str] | None = None,
-    settle: float | None = None,
-) -> tuple[dict[str, list[float]], dict[str, int], dict[str, BaseException]]:
-    """Microseconds per call of each of ``runs`` (programs made by
-    ``_timing.chained``, called with ``data``) inside one compiled program: each
-    run a chain of calls lasting about ``seconds_per_run``, all run once a
-    round in a shuffled order (``_timing.interleaved``), a warm-up round thrown
-    away, then ``rounds`` timed rounds. A small reference operation (an
-    elementwise op on :data:`REFERENCE_SIZE` floats) runs in the same rounds
-    under :data:`REFERENCE_OP`: its spread is the machine's noise while the
-    others were measured. ``same_chain`` maps a run to another whose
-    calibrated chain length it takes instead of its own (backend ``"auto"``
-    to the backend it runs: the same program, timed the same way).
-    ``settle``: the untimed pause before each timed run.
-
-    Returns:
-        The times per name (the reference op's included), the calls chained
-        per run, and the exception of each run that could not be timed.
-    """
-    timed, counts, failed = _calibrated(runs, data, seconds_per_run, dict(same_chain or {}))
-    times = interleaved(timed, counts, (), rounds=rounds, settle=settle)
-    return times, counts, failed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,7 +142,8 @@ def program_times(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> list[list[BenchmarkRecord]]:
     """The records of each of ``cases`` with their in-program times: each
-    case's backends and the reference op calibrated (``in_program``), then
+    case's backends and a small reference operation (:data:`REFERENCE_OP`)
+    calibrated to chains lasting about ``seconds``, then
     ``n_runs`` timed rounds per case split over ``passes`` passes; a pass
     runs every case once, in an order shuffled every pass, each case a
     warm-up round (thrown away: the last case left its data in the caches)
