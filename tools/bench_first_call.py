@@ -1,7 +1,9 @@
 """What a new kernel's first call costs, and a cached one's, on each CPU path.
 
 Run: ``uv run python tools/bench_first_call.py`` (``--processes N``,
-``--kernels K``; ``--json FILE`` to keep the figures).
+``--kernels K``; ``--json FILE`` to keep the figures; ``--vmap ROWS``: each
+kernel's first call is a default ``jax.vmap`` over ``ROWS`` rows of 16
+elements, for numba-cpu-ffi and ``jnp`` only).
 
 Each candidate runs in fresh processes, several times, in alternating order
 (A B C ..., then ... C B A) so that machine noise falls on all alike. In each
@@ -112,6 +114,25 @@ print(json.dumps({"first_op_s": first_op, "per_kernel_s": times}))
 """
 
 
+def _vmapped(rows: int) -> dict[str, str]:
+    """The numba_kernel and jnp scripts, each call a default vmap over ``rows``
+    rows of 16 elements."""
+    batch = f"x = jnp.ones(({rows}, 16), jnp.float32)\ns = jax.ShapeDtypeStruct((16,), x.dtype)\n"
+    return {
+        name: _SCRIPTS[name]
+        .replace(
+            "x = jnp.ones(1000, jnp.float32)\ns = jax.ShapeDtypeStruct(x.shape, x.dtype)\n", batch
+        )
+        .replace("x = jnp.ones(1000, jnp.float32)\n", batch)
+        .replace(
+            "jax.jit(numba_kernel(make(0.5 + j), s))",
+            "jax.jit(jax.vmap(numba_kernel(make(0.5 + j), s)))",
+        )
+        .replace("jax.jit(lambda x, y: c * x + y)", "jax.jit(jax.vmap(lambda x, y: c * x + y))")
+        for name in ("numba_kernel", "njit_cached", "jnp")
+    }
+
+
 def _module_source(kernels: int) -> str:
     body = ["import numba", ""]
     for j in range(kernels):
@@ -155,12 +176,18 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=3, help="fresh processes per candidate")
     parser.add_argument("--kernels", type=int, default=7, help="new kernels per process")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument(
+        "--vmap", type=int, metavar="ROWS", help="first calls under jax.vmap of ROWS rows"
+    )
     args = parser.parse_args()
 
-    candidates = ["numba_kernel cold", "numba_kernel cached", "njit cold", "njit cache=True"]
+    candidates = ["numba_kernel cold", "numba_kernel cached"]
+    if args.vmap is None:
+        candidates += ["njit cold", "njit cache=True"]
     candidates.append("jnp jit")
-    if _available("brainevent"):
+    if _available("brainevent") and args.vmap is None:
         candidates.append("brainevent")
+    scripts = _SCRIPTS if args.vmap is None else _vmapped(args.vmap)
     results: dict[str, list[dict]] = {c: [] for c in candidates}
     with tempfile.TemporaryDirectory() as work:
         module_dir = Path(work) / "module"
@@ -171,13 +198,13 @@ def main() -> None:
         numba_cache = Path(work) / "numba-cache"
         # Fill the caches the warm candidates read.
         _run(
-            _SCRIPTS["numba_kernel"],
+            scripts["numba_kernel"],
             {**base, "NUMBA_CPU_FFI_CACHE_DIR": str(warm_cache)},
             args.kernels,
             str(module_dir),
         )
         _run(
-            _SCRIPTS["njit_cached"],
+            scripts["njit_cached"],
             {**base, "NUMBA_CACHE_DIR": str(numba_cache)},
             args.kernels,
             str(module_dir),
@@ -188,19 +215,19 @@ def main() -> None:
                 if name == "numba_kernel cold":
                     cold = tempfile.mkdtemp(dir=work)
                     env = {**base, "NUMBA_CPU_FFI_CACHE_DIR": cold}
-                    script = _SCRIPTS["numba_kernel"]
+                    script = scripts["numba_kernel"]
                 elif name == "numba_kernel cached":
                     env = {**base, "NUMBA_CPU_FFI_CACHE_DIR": str(warm_cache)}
-                    script = _SCRIPTS["numba_kernel"]
+                    script = scripts["numba_kernel"]
                 elif name == "njit cold":
-                    env, script = base, _SCRIPTS["njit"]
+                    env, script = base, scripts["njit"]
                 elif name == "njit cache=True":
                     env = {**base, "NUMBA_CACHE_DIR": str(numba_cache)}
-                    script = _SCRIPTS["njit_cached"]
+                    script = scripts["njit_cached"]
                 elif name == "jnp jit":
-                    env, script = base, _SCRIPTS["jnp"]
+                    env, script = base, scripts["jnp"]
                 else:
-                    env, script = base, _SCRIPTS["brainevent"]
+                    env, script = base, scripts["brainevent"]
                 results[name].append(_run(script, env, args.kernels, str(module_dir)))
 
     summary = {}

@@ -72,6 +72,52 @@ def test_a_handler_is_built_once_per_signature() -> None:
     assert len(BUILDS) == before + 1
 
 
+# A body whose batch_call serves a batch of more than 4 rows in one go (its
+# result, -x - 100, tells it from the rows'), and a planner whose prepare
+# records what each lowering asks for.
+WHOLE = dataclasses.replace(
+    NEG,
+    batch_call=(
+        "if buffer_dim(b_1, 0) > 4:",
+        "    v_1[...] = -v_0 - 100",
+        "    return 0",
+    ),
+    threads=10**9,
+    row_args=("v_0", "v_1"),
+)
+PREPARED: list[tuple[int | None, int | None]] = []
+
+
+@dataclasses.dataclass(frozen=True)
+class WholeBatchPlanner:
+    label: str = "test kernel 'whole'"
+
+    def plan(self, inputs, outputs, batched, hint) -> CpuPlan:
+        spec = HandlerSpec(self.label, inputs, outputs, batched, int(hint))
+        return CpuPlan(
+            "test_cpu.whole",
+            (repr(spec),),
+            repr(spec),
+            lambda: build_cpu_handler(spec, WHOLE),
+            prepare=lambda handler, work, rows: PREPARED.append((work, rows)),
+        )
+
+
+def whole(x):
+    out = (jax.core.ShapedArray(x.shape, x.dtype),)
+    return cpu_call(WholeBatchPlanner(), [x], out)[0]
+
+
+def test_a_batch_call_serves_the_whole_batch_and_prepare_sees_its_rows() -> None:
+    few = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
+    many = jnp.arange(28, dtype=jnp.float32).reshape(7, 4)
+    del PREPARED[:]
+    np.testing.assert_array_equal(jax.jit(jax.vmap(whole))(few), -few)
+    np.testing.assert_array_equal(jax.jit(jax.vmap(whole))(many), -many - 100)
+    np.testing.assert_array_equal(jax.jit(whole)(many[0]), -many[0])
+    assert PREPARED == [(12, 3), (28, 7), (4, None)]
+
+
 @pytest.mark.parametrize("transform", ["grad", "jvp"])
 def test_differentiation_names_the_kernel(transform: str) -> None:
     x = jnp.arange(3, dtype=jnp.float32)

@@ -64,7 +64,8 @@ def test_cache_dir_follows_environment(tmp_path, monkeypatch):
 
 
 # Runs a serial kernel, a parallel (prange) kernel on a small and on a large
-# input (its serial and its parallel form) and a default vmap (a parallel batch
+# input (its serial and its parallel form) and two default vmaps, of a few rows
+# (the handler's parallel row loop) and of many small rows (the kernel's batch
 # loop): the parallel code crashes a process that loads it from Numba's cache
 # unless the threading layer is started first.
 _SCRIPT = textwrap.dedent(
@@ -91,6 +92,8 @@ _SCRIPT = textwrap.dedent(
     np.testing.assert_array_equal(jax.jit(numba_kernel(cached_parallel, big_s))(big), big * 2)
     rows = jnp.stack([x, x + 1, x + 2])
     np.testing.assert_array_equal(jax.vmap(numba_kernel(cached_serial, s))(rows), rows + 1)
+    many = jnp.tile(x, (600, 1))
+    np.testing.assert_array_equal(jax.vmap(numba_kernel(cached_serial, s))(many), many + 1)
     print("ok")
     """
 )
@@ -123,11 +126,12 @@ def test_disk_cache_across_processes(tmp_path):
     first = _files(tmp_path)
     names = {name for name, _, _ in first}
     # Numba's index and code of each kernel form: the serial kernel (its rows
-    # in the vmap too), the parallel kernel's serial form (the small call) and
-    # its parallel form (the large one).
+    # in the vmap of a few rows too), its batch loop (the vmap of many rows),
+    # the parallel kernel's serial form (the small call) and its parallel
+    # form (the large one).
     kernels = {name for name in names if name.startswith("k_")}
-    assert sum(name.endswith(".nbi") for name in kernels) == 3
-    assert sum(name.endswith(".nbc") for name in kernels) == 3
+    assert sum(name.endswith(".nbi") for name in kernels) == 4
+    assert sum(name.endswith(".nbc") for name in kernels) == 4
     # One generated source per call shape, shared by the kernels of that shape
     # (serial and parallel kernels apart; with or without the cost hint of the
     # large call), and the index and code of each handler (the batched one has

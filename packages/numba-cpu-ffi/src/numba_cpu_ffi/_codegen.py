@@ -45,11 +45,12 @@ from ffi_core.export import Unexportable
 from numba.np.ufunc.parallel import _launch_threads
 
 from ._cache import cache_layers
-from ._compile import kernel_address, versions
+from ._compile import batch_address, kernel_address, versions
 from ._disk_cache import Layers, cached_cfunc, cached_njit
 from ._spec import CallSig, KernelInfo
 
 __all__ = [
+    "batch_pays",
     "compiled_handler",
     "handler_body",
     "handler_label",
@@ -59,8 +60,13 @@ __all__ = [
     "target_plan",
 ]
 
-#: The record's words: the serial kernel, then the parallel one (0 until built).
-_SERIAL, _PARALLEL = 0, 1
+#: The record's words: the serial kernel, the parallel one and, for a
+#: batched call, the kernel's batch loop (each 0 until built).
+_SERIAL, _PARALLEL, _BATCH = 0, 1, 2
+
+
+def _words(sig: CallSig) -> int:
+    return 3 if sig.batched is not None else 2
 
 
 def handler_label(info: KernelInfo, sig: CallSig) -> str:
@@ -74,7 +80,8 @@ def handler_body(sig: CallSig, parallel: bool) -> HandlerBody:
     record: the serial form (``word_0``), or for a ``parallel`` kernel its
     parallel form (``word_1``) when the call holds enough work to wake
     threads and that form is built. The rows of a batch run across threads,
-    each with the serial form."""
+    each with the serial form; a batch with too little work for threads
+    runs in one call of the kernel's batch loop (``word_2``) once built."""
     n_in, n_arrays = len(sig.inputs), len(sig.inputs) + len(sig.outputs)
     views = [f"v_{k}" for k in range(n_arrays)]
     threshold = parallel_min_elements()
@@ -82,8 +89,13 @@ def handler_body(sig: CallSig, parallel: bool) -> HandlerBody:
     if sig.batched is not None:
         sliced = [f"{v}[b]" if k >= n_in or sig.batched[k] else v for k, v in enumerate(views)]
         args = f"api, name, ({', '.join(sliced)},))"
+        batch = f"word_{_BATCH}"
         return HandlerBody(
             call=(),
+            batch_call=(
+                f"if {batch} != 0 and (work < {threshold} or {serial} == 0):",
+                f"    return call_guarded_at({batch}, api, name, ({', '.join(views)},))",
+            ),
             row=(f"error = call_guarded_at({serial}, {args}",),
             # One row with enough work: the kernel's own threads, once built.
             heavy_row=(f"error = call_guarded_at(heavy, {args}",) if parallel else None,
@@ -197,7 +209,7 @@ def shared_handler(
         outputs,
         batched,
         extra_inputs=1,
-        record_words=2,
+        record_words=_words(sig),
         extra_optional=True,
     )
     source = cpu_handler_source(spec, handler_body(sig, parallel))
@@ -217,26 +229,62 @@ def compiled_handler(info: KernelInfo, sig: CallSig) -> tuple[str, BoundHandler]
     form (compiled here, or loaded from the cache). A ``parallel=True``
     kernel's forms are compiled as its calls need them (``prepare_handler``)."""
     handler = shared_handler(sig.inputs, sig.outputs, sig.batched, info.parallel)
-    record = HandlerRecord(handler_label(info, sig), words=2)
-    if not info.parallel:
+    record = HandlerRecord(handler_label(info, sig), words=_words(sig))
+    if not info.parallel and sig.batched is None:
         record[_SERIAL] = kernel_address(info, sig, False)
     return target_name(*_name(info, sig)), bind_record(handler, record)
 
 
-def prepare_handler(info: KernelInfo, sig: CallSig, bound: BoundHandler, work: int | None) -> None:
-    """A parallel kernel's forms, as a lowered call of ``work`` elements
-    needs them: the parallel one for enough work, the serial one for less
-    (and for the rows of a batch); both for a call of unknown size (a target
-    made again from an export recipe). Each is compiled once."""
-    if not info.parallel:
-        return
+def prepare_handler(
+    info: KernelInfo, sig: CallSig, bound: BoundHandler, work: int | None, rows: int | None
+) -> None:
+    """The kernel's forms, as a lowered call of ``work`` elements in ``rows``
+    rows needs them, each compiled once: a batch of many small rows with too
+    little work for threads gets the kernel's batch loop (``batch_pays``);
+    other batches and small calls get the serial form; a ``parallel=True``
+    kernel's call of enough work gets its parallel form. A call of unknown
+    size (a target made again from an export recipe) gets the serial form
+    and, for a parallel kernel, the parallel one."""
+    record = bound.record
     threshold = parallel_min_elements()
-    if work is None or work < threshold or sig.batched is not None:
-        if bound.record[_SERIAL] == 0:
-            bound.record[_SERIAL] = kernel_address(info, sig, False)
-    if work is None or work >= threshold:
-        if bound.record[_PARALLEL] == 0:
-            bound.record[_PARALLEL] = kernel_address(info, sig, True)
+    small = work is not None and work < threshold
+    if sig.batched is not None and small and batch_pays(work or 0, rows):
+        if record[_BATCH] == 0:
+            record[_BATCH] = batch_address(info, sig)
+        if record[_BATCH] != 0:
+            return
+    if sig.batched is not None or not info.parallel or work is None or small:
+        if record[_SERIAL] == 0:
+            record[_SERIAL] = kernel_address(info, sig, False)
+    if info.parallel and not small:
+        if record[_PARALLEL] == 0:
+            record[_PARALLEL] = kernel_address(info, sig, True)
+
+
+#: What a row of a batch costs beyond the kernel's own work in the handler's
+#: row loop, a call of the kernel through its address: about 10 ns on this
+#: machine (tools/bench_numba_cpu.py's vmap groups).
+_ROW_CALL_S = 10e-9
+
+
+def batch_pays(work: int, rows: int | None) -> bool:
+    """Whether a batch of ``rows`` rows and ``work`` elements gains enough in
+    the kernel's batch loop, against the handler's row loop, to pay for the
+    loop's compile: when the rows' calls cost at least 5 µs a call (500
+    rows) and at least a tenth of the work (rows of at most 500 elements).
+
+    The batch loop compiles in about 30 ms more than the kernel alone, once
+    per machine (it is cached on disk like the kernel); at 4096 rows of 16
+    elements it saves about 30 µs a call (docs/performance.md).
+
+    Example:
+        >>> batch_pays(4096 * 16, 4096), batch_pays(64 * 1000, 64)
+        (True, False)
+    """
+    if rows is None or rows <= 0:
+        return False
+    calls = rows * _ROW_CALL_S
+    return calls >= 5e-6 and calls >= 0.1 * work * _ELEMENT_S
 
 
 def _name(info: KernelInfo, sig: CallSig) -> tuple[str, ...]:

@@ -37,7 +37,7 @@ from ._disk_cache import cache_dispatcher
 from ._spec import CallSig, KernelInfo
 from ._version import __version__
 
-__all__ = ["KernelCompileError", "kernel_address", "kernel_argtypes", "versions"]
+__all__ = ["KernelCompileError", "batch_address", "kernel_address", "kernel_argtypes", "versions"]
 
 
 class KernelCompileError(ffi_core.KernelCompileError):
@@ -66,9 +66,16 @@ def kernel_argtypes(sig: CallSig) -> tuple[Any, ...]:
     return tuple(result)
 
 
-def _base(info: KernelInfo, argtypes: tuple[Any, ...], parallel: bool, boundscheck: bool) -> str:
+def _base(
+    info: KernelInfo,
+    argtypes: tuple[Any, ...],
+    parallel: bool,
+    boundscheck: bool,
+    *form: str,
+) -> str:
     h = hashlib.sha256()
-    for part in (info.digest, repr(argtypes), repr(parallel), repr(boundscheck), *versions()):
+    parts = (info.digest, repr(argtypes), repr(parallel), repr(boundscheck), *form, *versions())
+    for part in parts:
         h.update(part.encode())
         h.update(b"\0")
     name = re.sub(r"[^A-Za-z0-9_]", "_", info.name)[:40]
@@ -123,6 +130,69 @@ def _compiled(
         if dispatcher.overloads[argtypes].signature.return_type != types.none:
             dispatcher = _returning_nothing(dispatcher, len(argtypes), options)
             dispatcher.compile(argtypes)
+        _dispatchers.append(dispatcher)
+    return compiled_address(dispatcher, argtypes)
+
+
+def batch_address(info: KernelInfo, sig: CallSig) -> int:
+    """The address of a function that runs ``info``'s kernel over every row
+    of ``sig``'s batch, with the kernel inlined in its loop (0 where it
+    cannot be made: a kernel with ``locals`` typing, whose names inlining
+    renames, or one Numba cannot inline). Called as the kernel is
+    (``call_guarded_at``), on the whole batched buffers: the rows cost no
+    call each. Compiled once per process and cached like the kernel's forms.
+    """
+    if sig.batched is None or info.kernel.locals:
+        return 0
+    n_in = len(sig.inputs)
+    argtypes = tuple(
+        types.Array(numba.from_dtype(np.dtype(arr.dtype)), arr.rank, "C")
+        for arr in sig.inputs + sig.outputs
+    )
+    rows = tuple(k >= n_in or sig.batched[k] for k in range(len(argtypes)))
+    try:
+        return _batch_compiled(info, argtypes, rows, n_in, sig.boundscheck)
+    except NumbaError:
+        return 0  # the row loop runs the kernel, whose own compile says what is wrong
+
+
+def _batch_source(rows: tuple[bool, ...], n_in: int) -> str:
+    # The loop runs over the first output's rows, as the handler's row loop.
+    names = [f"a{k}" for k in range(len(rows))]
+    args = ", ".join(f"{name}[b]" if row else name for name, row in zip(names, rows, strict=True))
+    return (
+        f"def batch({', '.join(names)}):\n"
+        f"    for b in range({names[n_in]}.shape[0]):\n"
+        f"        kernel({args})\n"
+    )
+
+
+@functools.cache
+def _batch_compiled(
+    info: KernelInfo,
+    argtypes: tuple[Any, ...],
+    rows: tuple[bool, ...],
+    n_in: int,
+    boundscheck: bool,
+) -> int:
+    kernel = info.kernel
+    options = {
+        k: v for k, v in kernel.targetoptions.items() if k not in ("nopython", "parallel", "inline")
+    }
+    if boundscheck:
+        options["boundscheck"] = True
+    # Inlined as Numba IR, the kernel is typed and optimised with its loop:
+    # with the loop's options, which are the kernel's own.
+    inlined = numba.njit(inline="always", **options)(kernel.py_func)
+    namespace: dict[str, Any] = {"__name__": kernel.py_func.__module__, "kernel": inlined}
+    exec(_batch_source(rows, n_in), namespace)
+    options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
+    dispatcher = numba.njit(**options)(namespace["batch"])
+    if not info.address_bound and kernel.py_func.__module__ in sys.modules:
+        base = _base(info, argtypes, False, boundscheck, f"batch {rows}")
+        cache_dispatcher(dispatcher, cache_layers(), base)
+    with _lock:
+        dispatcher.compile(argtypes)
         _dispatchers.append(dispatcher)
     return compiled_address(dispatcher, argtypes)
 

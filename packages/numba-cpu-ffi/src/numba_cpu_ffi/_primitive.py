@@ -47,6 +47,9 @@ class NumbaPlanner:
         """The entry point of the kernel's target for ``sig``."""
         return compiled_handler(self.info, sig)[1]
 
-    def prepare(self, sig: CallSig, handler: BoundHandler, work: int | None) -> None:
-        """Compile the forms of a ``parallel=True`` kernel a call of ``work`` needs."""
-        prepare_handler(self.info, sig, handler, work)
+    def prepare(
+        self, sig: CallSig, handler: BoundHandler, work: int | None, rows: int | None
+    ) -> None:
+        """Compile the kernel's forms a call of ``work`` elements in ``rows``
+        rows needs."""
+        prepare_handler(self.info, sig, handler, work, rows)

@@ -107,6 +107,10 @@ class HandlerBody:
         row: one row ``b`` of a batched call: statements that set ``error``
             (0: success). The template loops over the first output's leading
             axis and returns the first error.
+        batch_call: statements run before the rows of a batched call (with
+            ``threads`` set, after ``work``); they may ``return <error>`` to serve the whole
+            batch in one call (a kernel of the bridge's own that loops over
+            the rows), else the rows run.
         threaded_row: the row when the rows run across threads (default
             ``row``).
         heavy_row: the row when the call holds ``threads`` elements of work
@@ -122,6 +126,7 @@ class HandlerBody:
     row: tuple[str, ...] = ()
     threaded_row: tuple[str, ...] | None = None
     heavy_row: tuple[str, ...] | None = None
+    batch_call: tuple[str, ...] = ()
     row_args: tuple[str, ...] = ()
     imports: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()
@@ -248,7 +253,11 @@ def cpu_handler_source(spec: HandlerSpec, body: HandlerBody) -> str:
         "",
     ]
     batched = spec.batched is not None
-    helper, tail = _batch_lines(spec, body) if batched else ([], _indent(body.call, 1))
+    if batched:
+        helper, rows = _batch_lines(spec, body)
+        tail = _indent(body.batch_call, 1) + rows
+    else:
+        helper, tail = [], _indent(body.call, 1)
     lines += helper
     if shared:
         head = [

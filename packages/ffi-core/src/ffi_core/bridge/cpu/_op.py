@@ -61,13 +61,14 @@ class CpuPlan:
         recipe: how ``ffi_core.deserialize`` makes the target again (a JSON
             step its bridge registered a rebuilder for), an ``Unexportable``
             saying why it cannot, or None (not recorded).
-        prepare: called at every lowering with the built handler and the
-            call's work (the elements of its largest buffer; None where it
-            is not known, as for a target made again from a recipe), before
-            XLA can call the handler: what only some calls need (a
-            parallel form of the kernel) is compiled here. None (the
-            default): ``planner.prepare(sig, handler, work)`` where the
-            planner has that method.
+        prepare: called at every lowering with the built handler, the
+            call's work (the elements of its largest buffer) and the rows of
+            a batched call (None where either is not known, as for a target
+            made again from a recipe), before XLA can call the handler: what
+            only some calls need (a parallel form of the kernel, a form
+            that runs a batch's rows itself) is compiled here. None (the
+            default): ``planner.prepare(sig, handler, work, rows)`` where
+            the planner has that method.
         planner: the planner that made the plan; its ``build(sig)``
             compiles the handler (a Numba ``cfunc``), once per process and
             target.
@@ -75,6 +76,9 @@ class CpuPlan:
             bridge's own signature of the call.
         work: the call's work, the elements of its largest buffer (set at
             lowering; None where it is not known).
+        rows: the rows of a batched call, the leading axis of its first
+            output (set at lowering; None for an unbatched call or where it
+            is not known).
     """
 
     prefix: str
@@ -82,12 +86,13 @@ class CpuPlan:
     content: str
     build: Callable[[], Any] | None = dataclasses.field(default=None, compare=False)
     recipe: dict[str, Any] | Unexportable | None = dataclasses.field(default=None, compare=False)
-    prepare: Callable[[Any, int | None], None] | None = dataclasses.field(
+    prepare: Callable[[Any, int | None, int | None], None] | None = dataclasses.field(
         default=None, compare=False
     )
     planner: Any = dataclasses.field(default=None, compare=False)
     sig: Any = dataclasses.field(default=None, compare=False)
     work: int | None = dataclasses.field(default=None, compare=False)
+    rows: int | None = dataclasses.field(default=None, compare=False)
 
 
 class CpuPlanner(Protocol):
@@ -116,7 +121,7 @@ class CpuPlanner(Protocol):
     def build(self, sig: Any) -> Any:
         """The handler (a Numba ``cfunc``) of the plan's ``sig``; called once
         per process and target. Optional where the plan carries a ``build``
-        closure. A planner may also have ``prepare(sig, handler, work)``
+        closure. A planner may also have ``prepare(sig, handler, work, rows)``
         (see ``CpuPlan.prepare``)."""
         ...
 
@@ -127,8 +132,8 @@ _handlers: dict[tuple[str, tuple[str, ...]], tuple[str, Any]] = {}
 
 def ensure_target(plan: CpuPlan) -> str:
     """Build (once per process) and register ``plan``'s handler, prepare it
-    for a call of ``plan.work`` elements and record its recipe; returns the
-    target name."""
+    for a call of ``plan.work`` elements in ``plan.rows`` rows and record
+    its recipe; returns the target name."""
     key = (plan.prefix, plan.parts)
     with _lock:
         entry = _handlers.get(key)
@@ -139,11 +144,11 @@ def ensure_target(plan: CpuPlan) -> str:
             _handlers[key] = entry
     name, handler = entry
     if plan.prepare is not None:
-        plan.prepare(handler, plan.work)
+        plan.prepare(handler, plan.work, plan.rows)
     else:
         prepare = getattr(plan.planner, "prepare", None)
         if prepare is not None:
-            prepare(plan.sig, handler, plan.work)
+            prepare(plan.sig, handler, plan.work, plan.rows)
     register_target(name, handler, content=plan.content, platform="cpu")
     if plan.recipe is not None:
         record_recipe(name, plan.recipe)
@@ -175,7 +180,9 @@ def lower_cpu_call(
         source is not None,
     )
     work = max((int(np.prod(a.shape)) for a in (*ctx.avals_in, *ctx.avals_out)), default=0)
-    name = ensure_target(dataclasses.replace(plan, work=work))
+    first = ctx.avals_out[0] if ctx.avals_out else None
+    rows = first.shape[0] if batched is not None and first is not None and first.ndim else None
+    name = ensure_target(dataclasses.replace(plan, work=work, rows=rows))
     lowering = jax.ffi.ffi_lowering(name, operand_output_aliases=aliases or None)
     if source is None:
         return lowering(ctx, *operands, **(attrs or {}))
