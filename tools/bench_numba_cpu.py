@@ -149,7 +149,14 @@ def bench_vmap(rounds: int, rows: int, cols: int) -> dict:
     ff = jax.jit(numba_kernel(add_rows, flat))
     xf = x.reshape(-1)
     inner = max(10, 2_000_000 // (rows * cols))
-    return interleaved({"vmap": lambda: fv(x, x), "flat": lambda: ff(xf, xf)}, rounds, inner)
+    res = interleaved({"vmap": lambda: fv(x, x), "flat": lambda: ff(xf, xf)}, rounds, inner)
+    # The same calls chained 100 times in one program: the handlers' own
+    # cost, without a dispatch per call (times are per chain of 100).
+    kv, kf = jax.vmap(numba_kernel(add_rows, row)), numba_kernel(add_rows, flat)
+    cv = jax.jit(lambda a: jax.lax.fori_loop(0, 100, lambda i, c: kv(c, a), a))
+    cf = jax.jit(lambda a: jax.lax.fori_loop(0, 100, lambda i, c: kf(c, a), a))
+    chains = {"vmap_chain100": lambda: cv(x), "flat_chain100": lambda: cf(xf)}
+    return res | interleaved(chains, rounds, max(1, inner // 100))
 
 
 @numba.njit
