@@ -221,6 +221,31 @@ def test_calls_per_run_is_not_fooled_by_a_slow_launch_after_compiling(monkeypatc
     assert 0.9e5 <= _timing.calls_per_run(run, (), 1e-3) <= 1e5
 
 
+def test_calls_per_run_is_not_fooled_by_slow_single_calls_after_compiling(monkeypatch):
+    from kernel_bench import _timing
+
+    # A call of 150 us (20 us launch) whose first runs after compiling take
+    # 1 to 8 ms longer: three runs of one call all last more than the 1 ms
+    # target. Two calls take no longer, so one call is not the chain.
+    now, slow = [0.0], [0.0, 7.9e-3, 1.0e-3, 6.2e-3, 1.2e-3]
+
+    def run(count, *data):
+        now[0] += 2e-5 + int(count) * 1.5e-4 + (slow.pop(0) if slow else 0.0)
+        return jnp.zeros(())
+
+    monkeypatch.setattr(_timing, "_clock", lambda: now[0])
+    assert 5 <= _timing.calls_per_run(run, (), 1e-3) <= 7
+
+
+def test_calls_per_run_takes_one_long_call_as_it_is(monkeypatch):
+    from kernel_bench import _timing
+
+    # One call of 5 ms: a chain of one, and no run of two calls to check it.
+    runs, log = _fake_runs(monkeypatch, {"slow": 5e-3}, launch=2e-5)
+    assert _timing.calls_per_run(runs["slow"], (), 1e-3) == 1
+    assert {count for _, count in log} == {1}
+
+
 def test_interleaved_throws_away_the_warm_up_and_shuffles(monkeypatch):
     from kernel_bench import _timing
 

@@ -219,7 +219,14 @@ def calls_per_run(
             if count >= most:
                 break
             if elapsed >= target / 2:
-                if elapsed >= seconds or _doubles(timed, count, elapsed):
+                # A run of one call that lasts the whole target is checked
+                # too, unless it lasts several times that: right after a
+                # compilation three runs of one 0.15 ms call (a threaded
+                # numba kernel) took 1 to 8 ms, and a chain of one call would
+                # then be timed, mostly its launch.
+                long_enough = elapsed >= seconds
+                trusted = long_enough and (count > 1 or elapsed >= _TRUSTED_ALONE * seconds)
+                if trusted or _doubles(timed, count, elapsed):
                     break
                 # Twice the calls took about as long: the run was mostly its
                 # launch (slow for a while after a compilation), not calls.
@@ -229,6 +236,11 @@ def calls_per_run(
         count = min(most, max(count + 1, math.ceil(count * grow)))
     per_call = elapsed / count
     return max(1, min(most, round(seconds / max(per_call, 1e-12))))
+
+
+#: A run of one call lasting this many times the target is taken as it is
+#: (no process slows three runs in a row that much for long).
+_TRUSTED_ALONE = 4
 
 
 def _doubles(timed: Callable[[int], float], count: int, elapsed: float) -> bool:
