@@ -322,6 +322,22 @@ def test_the_autotuner_and_the_suite_time_the_same_chains(monkeypatch):
     assert set(PROGRAM_SECONDS.values()) == {_timing.SECONDS_PER_RUN}
 
 
+def test_the_autotuner_chains_again_what_it_calibrated_too_short(monkeypatch):
+    # Calibrated in a slow moment, each chain is one call: its rounds (launch
+    # 50 us, calls of 150 and 100 us) last a fifth of the 1 ms target. The
+    # chains are made again from those medians, and the rounds done afresh.
+    from kernel_bench.autotune import _measure
+
+    runs, _log = _fake_runs(monkeypatch, {"numba": 1.5e-4, "jax": 1e-4}, launch=5e-5)
+    monkeypatch.setattr(_measure, "calls_per_run", lambda run, data, seconds: 1)
+    times, counts = _measure._time(runs, (), budget=0.2)
+    assert counts == {"numba": 5, "jax": 7}
+    # Every round kept is one of the new chains (one-call rounds: 200, 150 us).
+    assert times["numba"] == pytest.approx([150 + 50 / 5] * len(times["numba"]))
+    assert times["jax"] == pytest.approx([100 + 50 / 7] * len(times["jax"]))
+    assert len(times["jax"]) >= _measure.MIN_ROUNDS
+
+
 def test_auto_chains_as_many_calls_as_the_backend_it_ran(monkeypatch):
     from kernel_bench import _program
 

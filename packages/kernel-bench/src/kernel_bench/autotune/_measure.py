@@ -203,6 +203,16 @@ def measure(site: Any, device: Any, budget: float) -> Decision:
     )
 
 
+def _too_short(times_us: list[float], count: int) -> bool:
+    # The rounds' median run lasts under a third of the target.
+    return Spread.of(times_us).median * count < SECONDS_PER_RUN * 1e6 / 3
+
+
+def _chain_for(times_us: list[float]) -> int:
+    # As many calls as last the target at the rounds' median time per call.
+    return max(1, round(SECONDS_PER_RUN * 1e6 / max(Spread.of(times_us).median, 1e-6)))
+
+
 def _time(
     runs: Mapping[str, Any], data: Sequence[Any], budget: float
 ) -> tuple[dict[str, list[float]], dict[str, int]]:
@@ -212,7 +222,10 @@ def _time(
     ``_timing.SECONDS_PER_RUN``, as the suite's in-program runs are, so that
     both time the same chains. Two thirds of the budget go to rounds of every
     candidate; where the two best medians are within :data:`_CLOSE` of each
-    other, the last third to more rounds of those two alone."""
+    other, the last third to more rounds of those two alone. Where the
+    rounds show a chain lasting less than a third of the run it was
+    calibrated to, the chains are made again from the rounds' medians and a
+    third more of the budget times every candidate afresh."""
     counts = {b: calls_per_run(run, data, SECONDS_PER_RUN) for b, run in runs.items()}
     times: dict[str, list[float]] = {b: [] for b in runs}
 
@@ -229,6 +242,17 @@ def _time(
             times[b] += t
 
     rounds(list(runs), budget * 2 / 3)
+    short = {b: _chain_for(times[b]) for b in runs if _too_short(times[b], counts[b])}
+    if short:
+        # Calibrated while the machine was slow for a while after compiling
+        # (a threaded kernel's first runs can take ten times their later
+        # time), a chain lasts a fraction of the run it should: it would time
+        # mostly its launch. Chained again from the rounds' own medians, every
+        # candidate is timed afresh.
+        counts.update(short)
+        for b in runs:
+            times[b] = []
+        rounds(list(runs), budget / 3)
     if len(runs) > 2:
         median = {b: Spread.of(times[b]).median for b in runs}
         best, second = sorted(runs, key=median.__getitem__)[:2]
