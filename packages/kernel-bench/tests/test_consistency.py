@@ -101,7 +101,7 @@ def rec(backend, program, *, spread=0.01, noise=0.01, autotune=None):
     )  # fmt: skip
 
 
-def decided(backend, *, source="measured", margin=2.0, noise=0.02, busy=False):
+def decided(backend, *, source="measured", margin=2.0, noise=0.02, busy=False, ms=None):
     return {
         "backend": backend,
         "source": source,
@@ -110,6 +110,7 @@ def decided(backend, *, source="measured", margin=2.0, noise=0.02, busy=False):
         "runner_up": "numba",
         "noise": noise,
         "busy": busy,
+        **({"ms_per_call": ms} if ms is not None else {}),
     }
 
 
@@ -131,6 +132,17 @@ def decided(backend, *, source="measured", margin=2.0, noise=0.02, busy=False):
             rec("auto", 2.0, autotune=decided("jax", margin=1.03)),
             "tie within noise: the autotuner's margin was 1.03x (its noise 2%); this run "
             "measured jax at 2 ms",
+        ),
+        (
+            # The autotuner timed jax at 1 ms and numba at 2: here jax took 2, numba 1.
+            rec("auto", 2.0, noise=0.3, autotune=decided("jax", ms={"jax": 1.0, "numba": 2.0})),
+            "times moved since the autotuner's rounds: jax 1 ms there, 2 ms here (2.00x); "
+            "numba 2 ms there, 1 ms here (0.50x)",
+        ),
+        (
+            # Within the autotuner's noise of its own figures: not "moved".
+            rec("auto", 2.0, noise=0.3, autotune=decided("jax", ms={"jax": 1.95, "numba": 1.02})),
+            "machine noisy: the reference op spread 30% in this run; this run measured jax at 2 ms",
         ),
         (
             rec("auto", 2.0, noise=0.3, autotune=decided("jax")),

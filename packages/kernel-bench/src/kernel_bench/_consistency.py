@@ -10,6 +10,10 @@ the fastest fixed backend's by more than the noise is listed with a reason:
 - **machine busy when decided**: the autotuner saw a loaded machine;
 - **tie within noise**: the autotuner's own margin between its pick and the
   runner-up was within its measured noise;
+- **times moved**: the pick or the fastest backend ran here at a time that
+  differs from the autotuner's own median of it by more than the noise (a
+  threaded kernel's speed on few cores changes with what ran before it:
+  ``tools/bench_thread_states.py``); both figures are given;
 - **machine noisy**: the reference operation timed alongside spread by more
   than :data:`NOISY` in this run;
 - **different data or rounds**: none of the above. The autotuner and the
@@ -109,12 +113,39 @@ def _reason(auto: BenchmarkRecord, best: BenchmarkRecord, by_backend: dict[str, 
     if margin is not None and margin <= 1 + max(noise or 0.0, MIN_TOLERANCE):
         spread = "" if noise is None else f" (its noise {noise:.0%})"
         return f"tie within noise: the autotuner's margin was {margin:.2f}x{spread}{seen}"
+    moved = _moved(decision, (picked, best.backend), by_backend, noise)
+    if moved:
+        return f"times moved since the autotuner's rounds: {moved}"
     if auto.noise is not None and auto.noise > NOISY:
         return f"machine noisy: the reference op spread {auto.noise:.0%} in this run{seen}"
     return (
         "different data or rounds: the autotuner timed the same program on its own data "
         f"of the call's shapes, in its own rounds{ahead}{seen}"
     )
+
+
+def _moved(
+    decision: dict[str, Any],
+    backends: tuple[str, str],
+    by_backend: dict[str, Any],
+    noise: float | None,
+) -> str:
+    """Each of ``backends`` whose median here and in the autotuner's rounds
+    differ by more than the autotuner's noise (at least MIN_TOLERANCE), as
+    "numba 0.06 ms there, 0.14 ms here (2.3x)"; empty where none did."""
+    tuned = decision.get("ms_per_call") or {}
+    tolerance = 1 + max(noise or 0.0, MIN_TOLERANCE)
+    parts = []
+    for backend in backends:
+        there, record = tuned.get(backend), by_backend.get(backend)
+        here = None if record is None else record.program_median_ms
+        if not there or not here:
+            continue
+        if max(here / there, there / here) > tolerance:
+            parts.append(
+                f"{backend} {there:.4g} ms there, {here:.4g} ms here ({here / there:.2f}x)"
+            )
+    return "; ".join(parts)
 
 
 def check_consistency(

@@ -50,7 +50,8 @@ def decision_data(found: Sequence[Any], op: str) -> dict[str, Any] | None:
     ``margin`` is the runner-up's time over the winner's (None with one candidate
     or none timed; for a decision read from an older cache, which has none, it
     is taken from the candidates' times), ``noise`` the relative spread of the
-    autotuner's measurement and ``busy`` whether the machine was loaded then."""
+    autotuner's measurement, ``busy`` whether the machine was loaded then and
+    ``ms_per_call`` the autotuner's median of each backend it timed."""
     mine = [d for d in found if d.op == op] or list(found)
     if not mine:
         return None
@@ -71,4 +72,5 @@ def decision_data(found: Sequence[Any], op: str) -> dict[str, Any] | None:
         "noise": d.noise,
         "busy": d.busy,
         "left_out": [f"{c.backend} ({c.status})" for c in d.candidates if c.status != "ok"],
+        "ms_per_call": {b: us / 1e3 for us, b in timed},
     }

@@ -204,8 +204,8 @@ def measure(site: Any, device: Any, budget: float) -> Decision:
 
 
 def _too_short(times_us: list[float], count: int) -> bool:
-    # The rounds' median run lasts under a third of the target.
-    return Spread.of(times_us).median * count < SECONDS_PER_RUN * 1e6 / 3
+    # The rounds' median run lasts under half the target.
+    return Spread.of(times_us).median * count < SECONDS_PER_RUN * 1e6 / 2
 
 
 def _chain_for(times_us: list[float]) -> int:
@@ -223,7 +223,7 @@ def _time(
     both time the same chains. Two thirds of the budget go to rounds of every
     candidate; where the two best medians are within :data:`_CLOSE` of each
     other, the last third to more rounds of those two alone. Where the
-    rounds show a chain lasting less than a third of the run it was
+    rounds show a chain lasting less than half the run it was
     calibrated to, the chains are made again from the rounds' medians and a
     third more of the budget times every candidate afresh."""
     counts = {b: calls_per_run(run, data, SECONDS_PER_RUN) for b, run in runs.items()}
