@@ -56,7 +56,9 @@ def numba_kernel(
             returns one array, a tuple or the same pytree respectively.
         vmap_method: how ``jax.vmap`` runs the kernel. None (default): one native
             call that loops over the batch (in threads when the batch holds
-            enough work to pay for them). ``"sequential"`` / ``"sequential_unrolled"``: one
+            enough work to pay for them; a batch of many small rows in the
+            kernel's batch loop, the kernel inlined in a loop over the rows).
+            ``"sequential"`` / ``"sequential_unrolled"``: one
             kernel call per batch element in an XLA loop. ``"expand_dims"`` /
             ``"broadcast_all"``: the kernel gets the batched arrays (inputs with a
             leading axis of size 1 or the batch size, outputs with the batch
