@@ -82,8 +82,6 @@ WHOLE = dataclasses.replace(
         "    v_1[...] = -v_0 - 100",
         "    return 0",
     ),
-    threads=10**9,
-    row_args=("v_0", "v_1"),
 )
 PREPARED: list[tuple[int | None, int | None]] = []
 
