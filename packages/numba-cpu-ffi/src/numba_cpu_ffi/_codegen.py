@@ -10,8 +10,9 @@ becomes an FFI error naming the kernel) and the choice of threads.
 
 The handler does not link the kernel in: it reads the kernel's compiled
 address from the target's record (``ffi_core.bridge.cpu.HandlerRecord``: word 0 the
-serial form, word 1 the parallel form of a ``parallel=True`` kernel, each
-compiled once a call needs it), so one handler serves every kernel of the same dtypes,
+serial form, word 1 the parallel form of a ``parallel=True`` kernel, word 2
+of a batched call the kernel's batch loop, each compiled once a call needs
+it), so one handler serves every kernel of the same dtypes,
 ranks and batching, and a new kernel costs its own compile
 (``_compile``) and a two-instruction entry point (``ffi_core.bridge.cpu.bind_record``).
 Handlers are cached on disk by a digest of their source, like kernels.
@@ -225,9 +226,10 @@ def shared_handler(
 
 def compiled_handler(info: KernelInfo, sig: CallSig) -> tuple[str, BoundHandler]:
     """``(target_name, entry point)`` for ``info``'s kernel and ``sig``: the
-    shape's shared handler bound to a record holding the kernel's serial
-    form (compiled here, or loaded from the cache). A ``parallel=True``
-    kernel's forms are compiled as its calls need them (``prepare_handler``)."""
+    shape's shared handler bound to a record holding, for an unbatched call
+    of a serial kernel, the kernel's serial form (compiled here, or loaded
+    from the cache). The forms of a ``parallel=True`` kernel and of a
+    batched call are compiled as its calls need them (``prepare_handler``)."""
     handler = shared_handler(sig.inputs, sig.outputs, sig.batched, info.parallel)
     record = HandlerRecord(handler_label(info, sig), words=_words(sig))
     if not info.parallel and sig.batched is None:
