@@ -16,6 +16,7 @@ process, wherever its source file is and whatever its modification time.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import re
@@ -110,18 +111,12 @@ def _compiled(
     info: KernelInfo, argtypes: tuple[Any, ...], parallel: bool, boundscheck: bool
 ) -> int:
     kernel = info.kernel
-    options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
+    options = _options(info, boundscheck)
     options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
     if not parallel:
         options["parallel"] = False
-    if boundscheck:
-        options["boundscheck"] = True
     dispatcher = numba.njit(locals=dict(kernel.locals), **options)(kernel.py_func)
-    # Numba rebuilds cached code's environment from the kernel's module, which
-    # must be this process's own; an address-bound value cannot be cached.
-    if not info.address_bound and kernel.py_func.__module__ in sys.modules:
-        base = _base(info, argtypes, parallel, boundscheck)
-        cache_dispatcher(dispatcher, cache_layers(), base)
+    _cached(info, dispatcher, _base(info, argtypes, parallel, boundscheck))
     with _lock:
         if parallel:
             # Cached parallel code needs the threading layer started before it loads.
@@ -145,10 +140,8 @@ def batch_address(info: KernelInfo, sig: CallSig) -> int:
     if sig.batched is None or info.kernel.locals:
         return 0
     n_in = len(sig.inputs)
-    argtypes = tuple(
-        types.Array(numba.from_dtype(np.dtype(arr.dtype)), arr.rank, "C")
-        for arr in sig.inputs + sig.outputs
-    )
+    # The whole batched buffers: the types of an unbatched call of these ranks.
+    argtypes = kernel_argtypes(dataclasses.replace(sig, batched=None))
     rows = tuple(k >= n_in or sig.batched[k] for k in range(len(argtypes)))
     try:
         return _batch_compiled(info, argtypes, rows, n_in, sig.boundscheck)
@@ -176,11 +169,9 @@ def _batch_compiled(
     boundscheck: bool,
 ) -> int:
     kernel = info.kernel
-    options = {
-        k: v for k, v in kernel.targetoptions.items() if k not in ("nopython", "parallel", "inline")
-    }
-    if boundscheck:
-        options["boundscheck"] = True
+    options = _options(info, boundscheck)
+    options.pop("parallel", None)
+    options.pop("inline", None)
     # Inlined as Numba IR, the kernel is typed and optimised with its loop:
     # with the loop's options, which are the kernel's own.
     inlined = numba.njit(inline="always", **options)(kernel.py_func)
@@ -188,13 +179,26 @@ def _batch_compiled(
     exec(_batch_source(rows, n_in), namespace)
     options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
     dispatcher = numba.njit(**options)(namespace["batch"])
-    if not info.address_bound and kernel.py_func.__module__ in sys.modules:
-        base = _base(info, argtypes, False, boundscheck, f"batch {rows}")
-        cache_dispatcher(dispatcher, cache_layers(), base)
+    _cached(info, dispatcher, _base(info, argtypes, False, boundscheck, f"batch {rows}"))
     with _lock:
         dispatcher.compile(argtypes)
         _dispatchers.append(dispatcher)
     return compiled_address(dispatcher, argtypes)
+
+
+def _options(info: KernelInfo, boundscheck: bool) -> dict[str, Any]:
+    # The kernel's own Numba options, with bounds checks where asked.
+    options = {k: v for k, v in info.kernel.targetoptions.items() if k != "nopython"}
+    if boundscheck:
+        options["boundscheck"] = True
+    return options
+
+
+def _cached(info: KernelInfo, dispatcher: Any, base: str) -> None:
+    # Numba rebuilds cached code's environment from the kernel's module, which
+    # must be this process's own; an address-bound value cannot be cached.
+    if not info.address_bound and info.kernel.py_func.__module__ in sys.modules:
+        cache_dispatcher(dispatcher, cache_layers(), base)
 
 
 def _returning_nothing(dispatcher: Any, count: int, options: dict[str, Any]) -> Any:
