@@ -142,18 +142,19 @@ def test_in_program_times_with_a_fake_clock(monkeypatch):
         return lambda x: x + io_callback(tick, jax.ShapeDtypeStruct((), jnp.float32))
 
     monkeypatch.setattr(_timing, "_clock", lambda: now[0])
+    # The reference op costs 50 us a call on this clock (chained 60 times a run).
+    reference = _timing.chained(costing(5e-5))
+    monkeypatch.setattr(_program, "_reference_run", lambda: reference)
     runs = {"a": _timing.chained(costing(1e-4)), "b": _timing.chained(costing(3e-4))}
     _timed, counts, failed = _program._calibrated(runs, (jnp.ones(4),), 3e-3, {})
     assert failed == {}
-    assert counts["a"] == 30 and counts["b"] == 10
-    # The reference op costs nothing on this clock: the most calls a run may chain.
-    assert counts[_program.REFERENCE_OP] == 10_000_000
+    assert counts["a"] == 30 and counts["b"] == 10 and counts[_program.REFERENCE_OP] == 60
     case = _program.InProgram(runs, (jnp.ones(4),), _case(runs).records)
     [(a, b)] = _program.program_times([case], n_runs=4, seconds=3e-3)
     assert (a.program_calls, b.program_calls) == (30, 10) and a.rounds == b.rounds == 4
     assert a.program_median_ms == pytest.approx(0.1) and a.program_q75_ms == pytest.approx(0.1)
     assert b.program_median_ms == pytest.approx(0.3) and b.program_min_ms == pytest.approx(0.3)
-    # The reference op's rounds (all 0 us) spread by nothing.
+    # The reference op's rounds (all 50 us) spread by nothing.
     assert a.noise == b.noise == 0.0
 
 
@@ -189,6 +190,15 @@ def _fake_runs(monkeypatch, costs, launch=0.0):
         return run
 
     return {name: make(name, cost) for name, cost in costs.items()}, log
+
+
+def test_calls_per_run_chains_at_most_its_limit(monkeypatch):
+    from kernel_bench import _timing
+
+    # A run that costs nothing on the clock: the chain stops at ``most``.
+    runs, log = _fake_runs(monkeypatch, {"free": 0.0})
+    assert _timing.calls_per_run(runs["free"], (), 1e-3, most=5000) == 5000
+    assert max(c for _, c in log) == 5000
 
 
 def test_calls_per_run_is_not_fooled_by_the_launch(monkeypatch):
