@@ -78,11 +78,16 @@ def _run(cache: Path, *, strict: bool = True, **env: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def filled(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache a process filled, once per module: tests work on copies."""
-    path = tmp_path_factory.mktemp("filled") / "cache"
-    _run(path)
-    return path
+def filled(built_once) -> Path:
+    """A cache two processes filled at once, with Numba's own cache directory
+    set beside it (``numba``), once per test run: tests work on copies."""
+
+    def fill(folder: Path) -> None:
+        numba_dir = str(folder / "numba")
+        for process in [_start(folder / "cache", NUMBA_CACHE_DIR=numba_dir) for _ in range(2)]:
+            _finish(process)
+
+    return built_once("cache-trust-filled", fill) / "cache"
 
 
 def _copy(filled: Path, path: Path) -> Path:
@@ -175,11 +180,11 @@ class _Evil:
         return (os.system, (self.command,))
 
 
-def test_numba_cache_dir_does_not_move_the_handlers(tmp_path):
+def test_numba_cache_dir_does_not_move_the_handlers(filled):
     # Numba's own cache settings do not divert handlers out of the checked directory.
-    _run(tmp_path / "ours", NUMBA_CACHE_DIR=str(tmp_path / "numba"))
-    assert not (tmp_path / "numba").exists() or not any((tmp_path / "numba").rglob("*.nb*"))
-    names = _files(tmp_path / "ours")
+    numba_dir = filled.parent / "numba"
+    assert not numba_dir.exists() or not any(numba_dir.rglob("*.nb*"))
+    names = _files(filled)
     assert all("/" not in name for name in names), "no subdirectory is created"
     assert sum(name.endswith(".nbi") for name in names) == _ENTRIES
 
@@ -243,13 +248,13 @@ def test_a_corrupt_cache_file_is_healed(tmp_path, filled, suffix, corrupt, reaso
         assert _files(tmp_path) == healed
 
 
-def test_two_processes_fill_one_cache_at_once(tmp_path):
-    for process in [_start(tmp_path), _start(tmp_path)]:
-        _finish(process)
-    filled = _files(tmp_path)
-    assert sum(name.endswith(".nbc") for name in filled) == _ENTRIES
-    _run(tmp_path)
-    assert _files(tmp_path) == filled
+def test_two_processes_fill_one_cache_at_once(tmp_path, filled):
+    # The fixture's two processes filled it at once; a copy keeps sizes and times.
+    files = _files(_copy(filled, tmp_path / "cache"))
+    assert files == _files(filled)
+    assert sum(name.endswith(".nbc") for name in files) == _ENTRIES
+    _run(tmp_path / "cache")
+    assert _files(tmp_path / "cache") == files
 
 
 def test_the_warning_is_public():

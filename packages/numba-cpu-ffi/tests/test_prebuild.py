@@ -4,8 +4,11 @@ into it, and survives a bad file in it."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,7 +17,7 @@ from pathlib import Path
 import ffi_core
 import pytest
 from numba_cpu_ffi import prebuilt_dirs
-from numba_cpu_ffi.prebuild import PrebuildError, build
+from numba_cpu_ffi.prebuild import PrebuildError, build, main
 
 # A small operator library: kernels made in a factory (a closure over a
 # constant, one per static parameter), a prebuild function returning units.
@@ -69,10 +72,15 @@ _USER = textwrap.dedent(
 )
 
 
-@pytest.fixture
-def library(tmp_path):
-    (tmp_path / "scale_lib.py").write_text(_LIBRARY)
-    return tmp_path
+@pytest.fixture(scope="module")
+def library(built_once) -> Path:
+    """The folder holding the library, once per test run (what is built
+    from it once is built from this copy)."""
+
+    def write(folder: Path) -> None:
+        (folder / "scale_lib.py").write_text(_LIBRARY)
+
+    return built_once("prebuild-library", write)
 
 
 def _env(library: Path, **extra: str) -> dict[str, str]:
@@ -98,35 +106,52 @@ def _files(root: Path) -> dict[str, tuple[int, int]]:
     return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in root.iterdir()}
 
 
-def _prebuild(library: Path, out: Path, jobs: int = 2) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "numba_cpu_ffi.prebuild",
-            "scale_lib:kernels",
-            "--out",
-            str(out),
-            "--jobs",
-            str(jobs),
-        ],
-        env=_env(library),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
-    # Three kernels and the one handler their call shape shares.
-    assert result.stdout.startswith("4 compiled entries, "), result.stdout
+def _copy(source: Path, path: Path) -> Path:
+    shutil.copytree(source, path, copy_function=shutil.copy2)
+    return path
 
 
-def test_a_prebuilt_directory_makes_a_process_compile_nothing(library, tmp_path):
-    prebuilt = tmp_path / "prebuilt"
-    _prebuild(library, prebuilt)
+@pytest.fixture(scope="module")
+def prebuilt(library: Path, built_once) -> Path:
+    """The library prebuilt by the command line (its main, in this process;
+    two worker processes), once per test run: tests work on copies."""
+
+    def prebuild(folder: Path) -> None:
+        argv = ["scale_lib:kernels", "--out", str(folder / "kernels"), "--jobs", "2"]
+        with (
+            pytest.MonkeyPatch.context() as patch,
+            contextlib.redirect_stdout(io.StringIO()) as stdout,
+        ):
+            patch.delenv("NUMBA_CPU_FFI_PREBUILT", raising=False)
+            patch.syspath_prepend(str(library))
+            assert main(argv) == 0
+        # Three kernels and the one handler their call shape shares.
+        assert stdout.getvalue().startswith("4 compiled entries, "), stdout.getvalue()
+
+    return built_once("prebuild-kernels", prebuild) / "kernels"
+
+
+@pytest.fixture(scope="module")
+def user_cache(library: Path, built_once) -> tuple[int, Path]:
+    """An empty user cache that a process without prebuilt directories
+    filled, once per test run: its compile count, and the cache (tests work
+    on copies)."""
+
+    def fill(folder: Path) -> None:
+        compiles, _ = _use(library, NUMBA_CPU_FFI_CACHE_DIR=str(folder / "cache"))
+        (folder / "compiles").write_text(str(compiles))
+
+    folder = built_once("prebuild-user-cache", fill)
+    return int((folder / "compiles").read_text()), folder / "cache"
+
+
+def test_a_prebuilt_directory_makes_a_process_compile_nothing(
+    library, prebuilt, user_cache, tmp_path
+):
+    prebuilt = _copy(prebuilt, tmp_path / "prebuilt")
     shipped = _files(prebuilt)
-    # Without it a process compiles the kernels and the handler.
-    compiles, _ = _use(library, NUMBA_CPU_FFI_CACHE_DIR="")
+    # Without it a process (the user cache's first) compiles the kernels and the handler.
+    compiles, _ = user_cache
     assert compiles >= 4
     # Named by the environment, no user cache: nothing compiled.
     assert _use(library, NUMBA_CPU_FFI_CACHE_DIR="", NUMBA_CPU_FFI_PREBUILT=str(prebuilt)) == (
@@ -140,16 +165,15 @@ def test_a_prebuilt_directory_makes_a_process_compile_nothing(library, tmp_path)
     assert _files(prebuilt) == shipped, "a prebuilt directory is never written"
 
 
-def test_the_user_cache_serves_factory_kernels_across_processes(library, tmp_path):
-    user = tmp_path / "user"
-    first, _ = _use(library, NUMBA_CPU_FFI_CACHE_DIR=str(user))
+def test_the_user_cache_serves_factory_kernels_across_processes(library, user_cache, tmp_path):
+    first, filled = user_cache
     assert first >= 4
+    user = _copy(filled, tmp_path / "user")
     assert _use(library, NUMBA_CPU_FFI_CACHE_DIR=str(user)) == (0, "")
 
 
-def test_a_bad_prebuilt_file_is_ignored_not_deleted(library, tmp_path):
-    prebuilt = tmp_path / "prebuilt"
-    _prebuild(library, prebuilt, jobs=1)
+def test_a_bad_prebuilt_file_is_ignored_not_deleted(library, prebuilt, tmp_path):
+    prebuilt = _copy(prebuilt, tmp_path / "prebuilt")
     index = sorted(p for p in prebuilt.iterdir() if p.name.startswith("k_") and p.suffix == ".nbi")
     index[0].write_bytes(b"not a cache file")
     compiles, err = _use(
