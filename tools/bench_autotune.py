@@ -1,7 +1,8 @@
 """Backend "auto" on kernel-bench's bundled suite, against every fixed backend.
 
 Run: ``uv run python tools/bench_autotune.py`` (``--quick``: the quick scale and
-fewer rounds; ``--reverse``: time the backends in the other order; ``--json``).
+fewer rounds; ``--rounds N``: N timed rounds; ``--run-seconds S``: timed runs of
+about S seconds; ``--reverse``: time the backends in the other order; ``--json``).
 
 1. suite: every case of every operation of the suite (default scale), timed on
    each backend registered for the CPU and on ``"auto"``. Each candidate is a
@@ -52,7 +53,9 @@ from kernel_bench.examples import example_kernels, set_scale
 _RUN_S = 0.02  # target length of one timed run
 
 
-def time_case(kernel: Any, cfg: Any, rounds: int, reverse: bool) -> dict[str, Any]:
+def time_case(
+    kernel: Any, cfg: Any, rounds: int, reverse: bool, run_s: float = _RUN_S
+) -> dict[str, Any]:
     backends = [*kernel.available_backends("cpu"), "auto"]
     if reverse:
         backends.reverse()
@@ -61,7 +64,7 @@ def time_case(kernel: Any, cfg: Any, rounds: int, reverse: bool) -> dict[str, An
     with autotune.recording() as found:
         for b in backends:
             runs[b] = chained(functools.partial(kernel.call, backend=b, **cfg.kernel_kwargs))
-            counts[b] = calls_per_run(runs[b], data, _RUN_S, most=100_000)
+            counts[b] = calls_per_run(runs[b], data, run_s, most=100_000)
     times = interleaved(runs, counts, data, rounds=rounds)
     us = {b: min(t) for b, t in times.items()}
     fixed = {b: t for b, t in us.items() if b != "auto"}
@@ -82,11 +85,11 @@ def time_case(kernel: Any, cfg: Any, rounds: int, reverse: bool) -> dict[str, An
     }
 
 
-def bench_suite(scale: str, rounds: int, reverse: bool) -> dict[str, Any]:
+def bench_suite(scale: str, rounds: int, reverse: bool, run_s: float = _RUN_S) -> dict[str, Any]:
     set_scale(scale)
     kernels = example_kernels()
     cases = [
-        time_case(k, cfg, rounds, reverse)
+        time_case(k, cfg, rounds, reverse, run_s)
         for k in kernels
         for cfg in k.benchmark_data(platform="cpu")
     ]
@@ -149,12 +152,29 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="the quick scale, fewer rounds")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        help="timed rounds of the suite and of the lowering (default: 15, 5 with --quick)",
+    )
+    parser.add_argument(
+        "--run-seconds",
+        type=float,
+        default=_RUN_S,
+        help="target length of one timed run of the suite (default: %(default)s)",
+    )
     parser.add_argument("--reverse", action="store_true", help="time the backends in reverse order")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
-    rounds = 5 if args.quick else 15
+    if args.rounds is not None and args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    if args.run_seconds <= 0:
+        parser.error("--run-seconds must be positive")
+    rounds = args.rounds or (5 if args.quick else 15)
     results = {
-        "suite": bench_suite("quick" if args.quick else "default", rounds, args.reverse),
+        "suite": bench_suite(
+            "quick" if args.quick else "default", rounds, args.reverse, args.run_seconds
+        ),
         "lowering": bench_lowering(rounds),
     }
     if args.json:

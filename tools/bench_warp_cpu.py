@@ -1,7 +1,8 @@
 """Benchmarks of warp-ffi on the CPU against XLA's own ops, numba-cpu-ffi, a
 ``jax.pure_callback`` and Warp's own ``wp.launch``.
 
-Run: ``uv run python tools/bench_warp_cpu.py`` (``--quick`` for a short run).
+Run: ``uv run python tools/bench_warp_cpu.py`` (``--quick`` for a short run,
+``--rounds N`` for N timed rounds of every group).
 
 Each comparison runs its candidates in interleaved rounds (A, B, A, B, ...) so
 that machine noise hits both alike, and reports the median time of each and the
@@ -306,15 +307,24 @@ def _table(results: dict[str, dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        help="timed rounds of every group (default: 21, 5 with --quick; "
+        "chain and callback a third of that, at least 3)",
+    )
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--reverse", action="store_true", help="run the groups in reverse order")
     parser.add_argument("--only", nargs="+", metavar="GROUP", help="run only these groups")
     args = parser.parse_args()
-    rounds = 5 if args.quick else 21
+    if args.rounds is not None and args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    rounds = args.rounds or (5 if args.quick else 21)
+    few = args.rounds or max(3, rounds // 3)
     groups: dict[str, Callable[[], dict]] = {
         "tiny": lambda: bench_tiny(rounds),
-        "chain": lambda: bench_chain(max(3, rounds // 3)),
-        "callback": lambda: bench_callback(max(3, rounds // 3)),
+        "chain": lambda: bench_chain(few),
+        "callback": lambda: bench_callback(few),
         "add_2pow20": lambda: bench_large(rounds),
         "vmap": lambda: bench_vmap(rounds, 64, 1000),
         "jax_kernel": lambda: bench_jax_kernel(rounds),
