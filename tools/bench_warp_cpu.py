@@ -310,8 +310,8 @@ def main() -> None:
     parser.add_argument(
         "--rounds",
         type=int,
-        help="timed rounds of every group (default: 21, 5 with --quick; "
-        "chain and callback a third of that, at least 3)",
+        help="timed rounds of every group, chain and callback included (default: 21, "
+        "5 with --quick, and a third of that, at least 3, for chain and callback)",
     )
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--reverse", action="store_true", help="run the groups in reverse order")
