@@ -85,16 +85,25 @@ def autotune_costs(monkeypatch):
     to its microseconds per call, a number (every round the same) or a list
     (round r takes item r, cycling); backends not in it cost 100. The
     backends still run (their results are checked); only the clock is fake.
-    ``autotune_costs.rounds`` lists the backends of each timing call."""
+    ``autotune_costs.rounds`` lists the backends of each timing call;
+    ``autotune_costs.load`` is the load of other processes the autotuner
+    sees (None: unknown, as on a machine without ``/proc/stat``)."""
     import itertools
 
+    from kernel_bench.autotune import _decide as _autotune_decide
     from kernel_bench.autotune import _measure as _autotune_measure
 
     class Costs(dict):
         rounds: list[list[str]]
+        load: float | None
 
     costs = Costs()
     costs.rounds = []
+    costs.load = None
+
+    class Load:
+        def share(self):
+            return costs.load
 
     def interleaved(runs, counts, data, *, rounds, seconds=0.0, min_rounds=1):
         costs.rounds.append(list(runs))
@@ -107,4 +116,6 @@ def autotune_costs(monkeypatch):
 
     monkeypatch.setattr(_autotune_measure, "interleaved", interleaved)
     monkeypatch.setattr(_autotune_measure, "calls_per_run", lambda run, data, seconds: 10)
+    monkeypatch.setattr(_autotune_measure, "OtherLoad", Load)
+    monkeypatch.setattr(_autotune_decide, "load_known", lambda: costs.load is not None)
     return costs

@@ -316,10 +316,12 @@ _SCRIPT = textwrap.dedent(
     from kernel_bench import autotune
     from kernel_bench.autotune import _measure as _autotune_measure
 
-    # A fake clock: "slow" takes 1 ms a call, "fast" 10 us, every round.
+    # A fake clock: "slow" takes 1 ms a call, "fast" 10 us, every round; and
+    # a quiet machine, whatever else runs beside the test.
     _autotune_measure.interleaved = lambda runs, counts, data, *, rounds, **kw: {
         b: [1000.0 if b == "slow" else 10.0] * rounds for b in runs
     }
+    _autotune_measure.OtherLoad = type("Quiet", (), {"share": lambda self: 0.0})
     op = xck.XLACustomKernel("autotune_across_processes")
     op.def_kernel("slow", "cpu", lambda outs: lambda x: x + x)
     op.def_kernel("fast", "cpu", lambda outs: lambda x: 2 * x)
@@ -508,6 +510,43 @@ def test_noise_is_the_winners_interquartile_range_over_its_median(autotune_costs
     assert autotune.BUSY_NOISE < decision.noise
 
 
+@pytest.mark.parametrize(
+    ("load", "busy", "words"),
+    [
+        # Measured quiet: the rounds' spread alone does not make the machine
+        # busy; the margin over that spread settles the decision.
+        (0.0, False, "noise 100.0%, machine quiet (other processes 0% of the CPUs)"),
+        (0.2, False, "noise 100.0%, machine quiet (other processes 20% of the CPUs)"),
+        # Measured loaded: busy whatever the spread, measured again next time.
+        (0.5, True, "machine busy (other processes 50% of the CPUs); measured again"),
+        # Unknown (no /proc/stat): the spread above BUSY_NOISE stands in.
+        (None, True, "noise 100.0%, machine busy; measured again in the next process"),
+    ],
+)
+def test_the_load_of_other_processes_says_whether_the_machine_was_busy(
+    autotune_costs, load, busy, words
+):
+    autotune_costs.update(fast=[10.0, 10.0, 10.0, 20.0, 20.0])
+    autotune_costs.load = load
+    op = _op({"slow": _doubling(), "fast": _doubling()})
+    decision = autotune.explain(op, jnp.ones(4), outs=_out(jnp.ones(4)))
+    assert (decision.noise, decision.load, decision.busy) == (1.0, load, busy)
+    assert decision.settled is not busy  # margin 100x, beyond the noise
+    assert words in decision.describe()
+    (stored,) = autotune.cached_decisions()
+    assert (stored.load, stored.busy) == (load, busy)
+
+
+def test_a_steady_load_makes_a_quiet_looking_measurement_busy(autotune_costs):
+    # Rounds that agree (no spread) on a machine another program keeps busy:
+    # every round slowed alike, which only the load shows.
+    autotune_costs.update(slow=12.0, fast=10.0)
+    autotune_costs.load = autotune.BUSY_LOAD + 0.01
+    op = _op({"slow": _doubling(), "fast": _doubling()})
+    decision = autotune.explain(op, jnp.ones(4), outs=_out(jnp.ones(4)))
+    assert decision.noise == 0.0 and decision.busy and not decision.settled
+
+
 def test_margin_of_a_single_timed_candidate_is_infinite():
     def broken(x):
         raise RuntimeError("no")
@@ -565,22 +604,30 @@ def test_a_decision_not_settled_is_measured_again_once_per_later_process(
     assert stored.margin == again.margin and stored.noise == again.noise
 
 
-def test_margin_noise_and_busy_are_kept_on_disk_and_checked():
+def test_margin_noise_busy_and_load_are_kept_on_disk_and_checked():
     decision = autotune.Decision(
-        "op", "cpu", "s", "a" * 32, "b", margin=math.inf, noise=0.25, busy=True
+        "op", "cpu", "s", "a" * 32, "b", margin=math.inf, noise=0.25, busy=True, load=0.5
     )
     record = decision.to_dict()
-    assert (record["margin"], record["noise"], record["busy"]) == ("inf", 0.25, True)
+    assert (record["margin"], record["noise"], record["busy"], record["load"]) == (
+        "inf",
+        0.25,
+        True,
+        0.5,
+    )
     assert autotune.Decision.from_dict(json.loads(json.dumps(record))) == decision
-    old = {k: v for k, v in record.items() if k not in ("margin", "noise", "busy")}
+    old = {k: v for k, v in record.items() if k not in ("margin", "noise", "busy", "load")}
     assert autotune.Decision.from_dict(old) == dataclasses.replace(
-        decision, margin=None, noise=None, busy=False
+        decision, margin=None, noise=None, busy=False, load=None
     )
     for field, value, message in [
         ("margin", 0.5, 'the margin must be a number >= 1, "inf" or null, got 0.5'),
         ("margin", "big", "the margin must be a number, got 'big'"),
         ("noise", -1.0, "the noise must be a finite number >= 0, got -1.0"),
         ("busy", 1, "busy must be a boolean, got 1"),
+        ("load", 1.5, "the load must be a number from 0 to 1 or null, got 1.5"),
+        ("load", "low", "the load must be a number, got 'low'"),
+        ("load", math.nan, "the load must be a finite number >= 0, got nan"),
     ]:
         with pytest.raises(autotune.InvalidDecision, match=f"^{re.escape(message)}$"):
             autotune.Decision.from_dict({**record, field: value})
@@ -675,3 +722,25 @@ def test_cli_autotune_run_offers_only_its_own_options(capsys):
         assert option in text
     for option in ("--autotune", "--no-autotune", "--output", "--n-runs", "--progress"):
         assert option not in text
+
+
+@pytest.mark.parametrize("machine_measures_load", [True, False])
+def test_a_stored_decision_without_the_load_is_measured_again_where_load_is_measured(
+    monkeypatch, autotune_costs, machine_measures_load
+):
+    # A settled decision written before the load was recorded: on a machine
+    # that measures the load, whether it was busy then is unknown, so it is
+    # measured once more (and stored with its load); where the load cannot
+    # be measured, it is used as it is.
+    autotune_costs.update(slow=1000.0, fast=10.0)
+    op = _op({"slow": _doubling(), "fast": _doubling()})
+    x = jnp.ones(4, jnp.float32)
+    first = autotune.explain(op, x, outs=_out(x))
+    assert first.settled and first.load is None
+    monkeypatch.setattr(_autotune_decide, "_memory", {})  # as if a later process
+    autotune_costs.load = 0.0 if machine_measures_load else None
+    again = autotune.explain(op, x, outs=_out(x))
+    assert again.source == ("measured" if machine_measures_load else "disk")
+    assert autotune.stats()["remeasured"] == int(machine_measures_load)
+    (stored,) = autotune.cached_decisions()
+    assert stored.load == autotune_costs.load

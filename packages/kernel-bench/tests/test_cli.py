@@ -124,7 +124,14 @@ def test_compare_help_says_what_old_and_new_are(capsys):
     assert "written by `kernel-bench --output FILE`" in out
 
 
-def test_run_user_kernel_writes_records_and_plot(tmp_path, capsys, target_module):
+class _Load:
+    # Other processes' load as measured over the in-program rounds.
+    def share(self):
+        return 0.123
+
+
+def test_run_user_kernel_writes_records_and_plot(tmp_path, capsys, monkeypatch, target_module):
+    monkeypatch.setattr("kernel_bench._suite_cli.OtherLoad", _Load)
     out, png = tmp_path / "r.json", tmp_path / "r.png"
     code = main(
         [
@@ -160,6 +167,9 @@ def test_run_user_kernel_writes_records_and_plot(tmp_path, capsys, target_module
         (f"kernel_bench_cli_double/n={n}", b) for n in (4, 8) for b in ("jax", "alt")
     ]
     assert result.metadata["n_runs"] == 1
+    assert result.metadata["other_load"] == 0.123
+    (noise,) = [line for line in lines if line.startswith("machine noise:")]
+    assert noise.endswith("; other processes used 12.3% of the CPUs meanwhile")
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 

@@ -105,7 +105,7 @@ def rec(backend, program, *, spread=0.01, noise=0.01, autotune=None):
     )  # fmt: skip
 
 
-def decided(backend, *, source="measured", margin=2.0, noise=0.02, busy=False, ms=None):
+def decided(backend, *, source="measured", margin=2.0, noise=0.02, busy=False, load=None, ms=None):
     return {
         "backend": backend,
         "source": source,
@@ -114,6 +114,7 @@ def decided(backend, *, source="measured", margin=2.0, noise=0.02, busy=False, m
         "runner_up": "numba",
         "noise": noise,
         "busy": busy,
+        "load": load,
         **({"ms_per_call": ms} if ms is not None else {}),
     }
 
@@ -131,6 +132,11 @@ def decided(backend, *, source="measured", margin=2.0, noise=0.02, busy=False, m
             rec("auto", 2.0, autotune=decided("jax", busy=True)),
             "machine busy when decided, where it measured jax 2.00x ahead; this run measured "
             "jax at 2 ms",
+        ),
+        (
+            rec("auto", 2.0, autotune=decided("jax", busy=True, load=0.48)),
+            "machine busy when decided (other processes used 48% of the CPUs), where it "
+            "measured jax 2.00x ahead; this run measured jax at 2 ms",
         ),
         (
             rec("auto", 2.0, autotune=decided("jax", margin=1.03)),

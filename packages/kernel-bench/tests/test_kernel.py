@@ -37,7 +37,12 @@ def boom(x, a):
     raise RuntimeError("kernel exploded")
 
 
-def test_one_record_per_case_and_backend(fake_kernel):
+def test_one_record_per_case_and_backend(fake_kernel, monkeypatch):
+    class Load:  # other processes' load over the in-program rounds
+        def share(self):
+            return 0.25
+
+    monkeypatch.setattr("kernel_bench._kernel.OtherLoad", Load)
     k = fake_kernel("scale", {"jax": scale, "numba": scale}, cases(4, 16), tags=("t",))
     result = benchmark_kernel(k, platform="cpu", **FAST)
     assert [(r.label, r.backend) for r in result.records] == [
@@ -54,6 +59,7 @@ def test_one_record_per_case_and_backend(fake_kernel):
     assert all(kw == {"a": 2.0} for _, kw in k.calls)
     assert result.metadata["platform"] == "cpu"
     assert result.metadata["jax"] == jax.__version__
+    assert result.metadata["other_load"] == 0.25
 
 
 def test_default_platform_and_backend_selection(fake_kernel):

@@ -7,7 +7,8 @@ the fastest fixed backend's by more than the noise is listed with a reason:
   code differ by more than the machine's measured spread;
 - **decision from disk**: the decision was measured in an earlier process (or
   by process 0), on another day's machine load;
-- **machine busy when decided**: the autotuner saw a loaded machine;
+- **machine busy when decided**: the autotuner saw a loaded machine (with
+  the share of the CPUs other processes used then, where it was measured);
 - **tie within noise**: the autotuner's own margin between its pick and the
   runner-up was within its measured noise;
 - **times moved**: the pick or the fastest backend ran here at a time that
@@ -109,7 +110,9 @@ def _reason(auto: BenchmarkRecord, best: BenchmarkRecord, by_backend: dict[str, 
     if decision.get("source") in ("disk", "process 0"):
         return f"decision from disk: measured in an earlier process{ahead}{seen}"
     if decision.get("busy"):
-        return f"machine busy when decided{ahead}{seen}"
+        load = decision.get("load")
+        others = "" if load is None else f" (other processes used {load:.0%} of the CPUs)"
+        return f"machine busy when decided{others}{ahead}{seen}"
     if margin is not None and margin <= 1 + max(noise or 0.0, MIN_TOLERANCE):
         spread = "" if noise is None else f" (its noise {noise:.0%})"
         return f"tie within noise: the autotuner's margin was {margin:.2f}x{spread}{seen}"

@@ -15,6 +15,7 @@ import numpy as np
 from kernel_check import first_difference
 
 from ._config import BACKEND_PLATFORMS, BenchmarkConfig
+from ._load import OtherLoad
 from ._observed import decision_data, recording
 from ._program import InProgram, dispatch_times, program_times, waiting_list, with_measured
 from ._record import BenchmarkRecord, failed_record, verbose_line
@@ -231,6 +232,7 @@ def benchmark_kernel(
     here = measure_in_program and deferred is None
     total = len(cases) * len(chosen) + here
     waiting: list[InProgram] = []
+    other_load: float | None = None
     records: list[BenchmarkRecord] = []
     step = 0
     for cfg in cases:
@@ -295,11 +297,13 @@ def benchmark_kernel(
     elif measure_in_program:
         if progress is not None:
             progress(step, total, f"{kernel.name} in program")
+        meter = OtherLoad()
         measured = program_times(waiting, n_runs=n_runs, seconds=seconds_per_run)
+        other_load = meter.share()
         records = with_measured(records, waiting, measured)
     if progress is not None:
         progress(total, total, "done")
-    return BenchmarkResult(records, metadata=_metadata(platform))
+    return BenchmarkResult(records, metadata={**_metadata(platform), "other_load": other_load})
 
 
 def _fixed_default(kernel: Any, platform: str) -> str | None:

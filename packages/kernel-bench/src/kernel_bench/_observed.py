@@ -50,7 +50,9 @@ def decision_data(found: Sequence[Any], op: str) -> dict[str, Any] | None:
     ``margin`` is the runner-up's time over the winner's (None with one candidate
     or none timed; for a decision read from an older cache, which has none, it
     is taken from the candidates' times), ``noise`` the relative spread of the
-    autotuner's measurement, ``busy`` whether the machine was loaded then and
+    autotuner's measurement, ``busy`` whether the machine was loaded then,
+    ``load`` the share of the CPUs other processes used then (None where
+    unknown) and
     ``ms_per_call`` the autotuner's median of each backend it timed."""
     mine = [d for d in found if d.op == op] or list(found)
     if not mine:
@@ -71,6 +73,7 @@ def decision_data(found: Sequence[Any], op: str) -> dict[str, Any] | None:
         "runner_up": runner_up,
         "noise": d.noise,
         "busy": d.busy,
+        "load": d.load,
         "left_out": [f"{c.backend} ({c.status})" for c in d.candidates if c.status != "ok"],
         "ms_per_call": {b: us / 1e3 for us, b in timed},
     }

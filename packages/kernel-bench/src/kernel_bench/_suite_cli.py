@@ -22,6 +22,7 @@ from ._cli_common import SUITE_MODULE, resolve
 from ._consistency import MIN_TOLERANCE, NOISY, check_consistency
 from ._console import ProgressBar, print_table
 from ._kernel import benchmark_kernel, default_platform
+from ._load import OtherLoad
 from ._program import PASSES, deferred_in_program, program_times, with_measured
 from ._record import BenchmarkRecord
 from ._result import FILE_FORMATS, BenchmarkResult
@@ -105,9 +106,11 @@ def _benchmark_all(kernels: Iterable[Any], args: argparse.Namespace) -> Benchmar
             metadata = result.metadata
     if bar is not None:
         bar.prefix = ""
+    meter = OtherLoad()
     measured = program_times(
         waiting, n_runs=n_runs, seconds=PROGRAM_SECONDS[args.scale], progress=bar
     )
+    other_load = meter.share()
     records = with_measured(records, waiting, measured)
     metadata.update(
         scale=args.scale,
@@ -117,6 +120,7 @@ def _benchmark_all(kernels: Iterable[Any], args: argparse.Namespace) -> Benchmar
         seconds_per_program_run=PROGRAM_SECONDS[args.scale],
         passes=PASSES,
         measurement=MEASUREMENT_MODEL,
+        other_load=other_load,
     )
     return BenchmarkResult(records, metadata=metadata)
 
@@ -171,10 +175,12 @@ def _print_noise(result: BenchmarkResult) -> None:
     if not noise:
         return
     busy = sum(n > NOISY for n in noise)
+    load = result.metadata.get("other_load")
     print(
         f"\nmachine noise: a reference op timed in the same rounds spread (IQR/median) "
         f"{min(noise):.1%} to {max(noise):.1%} over the cases"
         + (f"; above {NOISY:.0%} (noisy) in {busy} of {len(noise)}" if busy else "")
+        + ("" if load is None else f"; other processes used {load:.1%} of the CPUs meanwhile")
     )
 
 
@@ -216,7 +222,7 @@ def _choices(result: BenchmarkResult) -> tuple[list[str], list[list[str]]]:
         if d is None or (r.label.split("/")[0], d["signature"]) in seen:
             continue
         seen.add((r.label.split("/")[0], d["signature"]))
-        margin, noise, busy = d.get("margin"), d.get("noise"), d.get("busy")
+        margin, noise, busy, load = (d.get(k) for k in ("margin", "noise", "busy", "load"))
         rows.append(
             [
                 r.label.split("/")[0],
@@ -225,7 +231,8 @@ def _choices(result: BenchmarkResult) -> tuple[list[str], list[list[str]]]:
                 d["source"],
                 f"{margin:.2f}x over {d.get('runner_up')}" if margin else "-",
                 "-" if noise is None else f"{noise:.1%}",
-                "-" if busy is None else ("yes" if busy else "no"),
+                ("-" if busy is None else ("yes" if busy else "no"))
+                + ("" if load is None else f" ({load:.0%})"),
                 ", ".join(d.get("left_out") or ()) or "-",
             ]
         )

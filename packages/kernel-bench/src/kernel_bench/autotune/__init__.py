@@ -25,7 +25,9 @@ registered backends (``xla_custom_kernel.CallSite``). It comes, in order, from:
    process 0 gives the fixed default, with a warning naming its key). A
    decision read from the disk that is not *settled* (``Decision.settled``:
    its margin is within its noise, or it was measured while the machine was
-   busy) is measured again, once per process, and the disk updated;
+   busy), or one measured without the load of other processes on a machine
+   that measures it (written by an earlier version), is measured again, once
+   per process, and the disk updated;
 4. a measurement (``_measure``): every backend runs once on data of
    the call's shapes (from the kernel's ``def_autotune_data``, else random
    floats and zero integers); their results are compared with the reference
@@ -38,7 +40,10 @@ registered backends (``xla_custom_kernel.CallSite``). It comes, in order, from:
    call wins (the statistic of the suite's verdict), ties going to the
    earlier registered. The decision records its ``margin`` over the
    runner-up, the ``noise`` of the winner's rounds (interquartile range over
-   median) and ``busy`` (noise above :data:`BUSY_NOISE`).
+   median), the ``load`` of other processes while it was timed (the
+   share of the machine's CPU time they used, from ``/proc/stat``; None
+   where unknown) and ``busy`` (the load above :data:`BUSY_LOAD`, or where
+   it is unknown, the noise above :data:`BUSY_NOISE`).
 
 ``XLACustomKernel.explain`` and ``kernel-bench autotune`` show decisions;
 :func:`clear` forgets them.
@@ -55,6 +60,7 @@ import xla_custom_kernel
 from kernel_check import TOLERANCES as _TOLERANCES
 from xla_custom_kernel import CallSite
 
+from .._load import BUSY_LOAD as BUSY_LOAD
 from .._observed import recording as recording
 from ._cache import cached_decisions as cached_decisions
 from ._cache import fingerprint as fingerprint
@@ -75,6 +81,7 @@ from ._location import CACHE_ENV as CACHE_ENV
 from ._location import cache_dir as cache_dir
 
 __all__ = [
+    "BUSY_LOAD",
     "BUSY_NOISE",
     "CACHE_ENV",
     "CHOOSER",

@@ -16,6 +16,7 @@ import jax
 from xla_custom_kernel import CallSite
 
 from .._kernel import benchmark_kernel
+from .._load import known as load_known
 from .._observed import observe
 from . import _cache, _distributed, _measure
 from ._decision import Decision
@@ -140,12 +141,14 @@ def _local(site: CallSite) -> Decision:
     except RuntimeError:
         return _fallback(site, f"no {site.platform} device in this process to measure on")
     found = _cache.from_disk(site.platform, site.key, site.op, site.backends)
-    if found is not None and found.settled:
+    if found is not None and found.settled and not _load_unrecorded(found):
         _stats["disk"] += 1
         return found
     # Not on disk, or not settled there (within its noise, or measured while
-    # the machine was busy): measured now, once in this process (the memory
-    # answers from now on), and the disk updated.
+    # the machine was busy), or measured without the load where this machine
+    # measures it (a busy machine could have passed for a quiet one): measured
+    # now, once in this process (the memory answers from now on), and the
+    # disk updated.
     decision = _measure.measure(site, device, get_budget())
     if decision.source == "fallback":
         _stats["fallback"] += 1
@@ -158,6 +161,13 @@ def _local(site: CallSite) -> Decision:
     if site.unstable_static() is None:
         _cache.to_disk(site.platform, decision)
     return decision
+
+
+def _load_unrecorded(decision: Decision) -> bool:
+    # A measured decision without the load of other processes, read on a
+    # machine that measures it: written before the load was recorded (the
+    # disk's file is this machine's), so whether it was busy is unknown.
+    return decision.noise is not None and decision.load is None and load_known()
 
 
 class AutotuneChooser:

@@ -87,12 +87,17 @@ class Decision:
             was measured (only backend, fallback).
         noise: the relative spread of the winner's rounds (interquartile
             range over median); None where nothing was measured.
-        busy: whether the machine was loaded while it was measured: ``noise``
+        busy: whether the machine was loaded while it was measured: ``load``
+            above ``BUSY_LOAD``, or where the load is unknown, ``noise``
             above :data:`BUSY_NOISE`.
         unavailable: the backends registered for the call that were not
             candidates because their bridge package is not installed, each
             with why; the call site's, not stored (every process reads it
             from its own installation).
+        load: the share of the machine's CPU time (0 to 1) that other
+            processes used while it was measured (``kernel_bench._load``);
+            None where unknown (no ``/proc/stat``, nothing measured, or a
+            decision stored before it was recorded).
     """
 
     op: str
@@ -108,6 +113,7 @@ class Decision:
     noise: float | None = None
     busy: bool = False
     unavailable: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    load: float | None = None
 
     @property
     def settled(self) -> bool:
@@ -174,6 +180,8 @@ class Decision:
             return ""
         margin = "only candidate timed" if math.isinf(self.margin) else f"margin {self.margin:.2f}x"
         machine = "busy" if self.busy else "quiet"
+        if self.load is not None:
+            machine += f" (other processes {self.load:.0%} of the CPUs)"
         text = f"; {margin}, noise {self.noise:.1%}, machine {machine}"
         if not self.settled:
             text += "; measured again in the next process"
@@ -233,7 +241,7 @@ def _fields(record: Any, names: tuple[str, ...], what: str) -> Mapping[str, Any]
 # What to_dict writes: every field but the call site's unavailable backends.
 _DECISION_FIELDS = tuple(f.name for f in dataclasses.fields(Decision) if f.name != "unavailable")
 # Fields that records written before them lack: read with these values.
-_LATER_FIELDS = {"margin": None, "noise": None, "busy": False}
+_LATER_FIELDS = {"margin": None, "noise": None, "busy": False, "load": None}
 _CANDIDATE_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
 
 
@@ -335,6 +343,7 @@ def parse_decision(
         _margin(d["margin"]),
         None if d["noise"] is None else _time(d["noise"], "the noise"),
         _flag(d["busy"], "busy"),
+        load=_load(d["load"]),
     )
 
 
@@ -349,6 +358,15 @@ def _margin(value: Any) -> float | None:
             f'the margin must be a number >= 1, "inf" or null, got {_short(value)}'
         )
     return margin
+
+
+def _load(value: Any) -> float | None:
+    if value is None:
+        return None
+    load = _time(value, "the load")
+    if load > 1:
+        raise InvalidDecision(f"the load must be a number from 0 to 1 or null, got {_short(value)}")
+    return load
 
 
 def _flag(value: Any, what: str) -> bool:

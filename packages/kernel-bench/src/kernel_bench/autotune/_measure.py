@@ -13,7 +13,9 @@ thrown away, the order shuffled every round) within the time budget. The
 one with the lowest median time per call wins (the statistic the suite's
 verdict uses), ties going to the earlier registered; the
 decision records its margin over the runner-up, the noise of the winner's
-rounds and whether that noise says the machine was busy.
+rounds, the share of the CPUs other processes used while it was timed
+(``_load.OtherLoad``) and whether the machine was busy: that load above
+``BUSY_LOAD``, or where the load is unknown, the noise above ``BUSY_NOISE``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import jax
 import numpy as np
 from kernel_check import TOLERANCES, max_difference
 
+from .._load import BUSY_LOAD, OtherLoad
 from .._timing import SECONDS_PER_RUN, Spread, calls_per_run, chained, interleaved
 from ._decision import BUSY_NOISE, AutotuneWarning, Candidate, Decision
 
@@ -172,7 +175,9 @@ def measure(site: Any, device: Any, budget: float) -> Decision:
     runs, left_out = _checked_runs(site, data)
     if not runs:
         return fallback(site, "every backend failed on the measurement data")
+    meter = OtherLoad()
     times, counts = _time(runs, data, budget)
+    load = meter.share()
     candidates = []
     medians: dict[str, float] = {}
     for backend in site.backends:
@@ -199,7 +204,11 @@ def measure(site: Any, device: Any, budget: float) -> Decision:
         counts,
         margin=_margin(medians[best], runner_up),
         noise=noise,
-        busy=noise > BUSY_NOISE,
+        # The load, measured, says whether the machine was busy; the noise
+        # only where the load is unknown (a threaded kernel's rounds spread
+        # on a quiet machine too, and its margin over that spread settles it).
+        busy=noise > BUSY_NOISE if load is None else load > BUSY_LOAD,
+        load=load,
     )
 
 
