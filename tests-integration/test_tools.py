@@ -224,3 +224,15 @@ def test_import_layers_holds_for_the_tree_and_finds_circles_and_upward_imports(t
     assert import_layers.check(packages, (circle, stale))[2:] == [
         "EXCEPTIONS lists a circle that is gone (remove it): ffi_core._d, ffi_core._e"
     ]
+
+
+def test_bench_instrument_alone_reports_the_spread_and_the_load_of_other_processes():
+    command = [sys.executable, str(TOOLS / "bench_instrument.py"), "--alone", "0.5"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600).stdout
+    lines = out.splitlines()
+    assert [line.split(":")[0].split(" (")[0] for line in lines[1:]] == [
+        "spread over the whole 0.5 s",
+        "spread over 15 consecutive runs",
+        "other processes meanwhile",
+    ]
+    assert lines[-1].endswith("% of the CPUs") or lines[-1].endswith(": unknown")

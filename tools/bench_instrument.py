@@ -9,7 +9,9 @@ without the untimed pause before each timed run (``SETTLE_SECONDS``).
 ``--alone SECONDS`` measures the machine instead: one fresh process runs the
 reference op's 1 ms chains back to back, nothing else, for that long, and
 prints their spread over the whole time and over every 15 consecutive runs
-(one case's rounds): the least spread the suite can report on this machine.
+(one case's rounds): the least spread the suite can report on this machine,
+and the share of the CPUs other processes used meanwhile (from /proc/stat:
+a spread with none used is the machine's, or on a virtual machine its host's).
 
 Each process runs ``kernel-bench`` (``--quick`` passed on) with the pause set
 to one of the values of ``--settle-ms`` (default: kernel-bench's own, none, and 2 ms),
@@ -37,7 +39,8 @@ main()
 ALONE = """
 import sys, time
 import jax, jax.numpy as jnp
-from kernel_bench import _program, _timing
+from kernel_bench import _load, _program, _timing
+meter = _load.OtherLoad()
 run = _program._reference_run()
 x = jnp.linspace(0.0, 1.0, _program.REFERENCE_SIZE, dtype=jnp.float32)
 count = jnp.asarray(_timing.calls_per_run(run, (x,), _timing.SECONDS_PER_RUN), dtype=jnp.int32)
@@ -46,6 +49,7 @@ while time.perf_counter() < end:
     start = time.perf_counter()
     jax.block_until_ready(run(count, x))
     print(time.perf_counter() - start)
+print("load", meter.share())
 """
 NOISE = re.compile(r"spread \(IQR/median\) ([\d.]+)% to ([\d.]+)% over the cases")
 
@@ -78,7 +82,9 @@ def alone(seconds: float) -> int:
     proc = subprocess.run(
         [sys.executable, "-c", ALONE, str(seconds)], capture_output=True, text=True, check=True
     )
-    runs = [float(line) for line in proc.stdout.split()]
+    lines = proc.stdout.splitlines()
+    load = lines.pop().split()[1]
+    runs = [float(line) for line in lines]
     blocks = sorted(spread(runs[i : i + 15]) for i in range(0, len(runs) - 14, 15))
     over = sum(b > 5 for b in blocks)
     print(f"{len(runs)} runs of {1e3 * sorted(runs)[len(runs) // 2]:.3f} ms (median)")
@@ -88,6 +94,8 @@ def alone(seconds: float) -> int:
         f"{blocks[len(blocks) // 2]:.1f}%, 90th percentile {blocks[int(0.9 * len(blocks))]:.1f}%, "
         f"most {blocks[-1]:.1f}%; above 5% in {over} ({100 * over / len(blocks):.0f}%)"
     )
+    others = "unknown" if load == "None" else f"{100 * float(load):.1f}% of the CPUs"
+    print(f"other processes meanwhile: {others}")
     return 0
 
 
