@@ -185,3 +185,40 @@ def test_set_device_out_of_range():
         match=f"^device ordinal {MAX_DEVICES} is beyond the {MAX_DEVICES} devices a kernel handler supports$",
     ):
         h.set_device(MAX_DEVICES, 1, 1)
+
+
+def test_kernels_of_one_call_shape_share_one_compiled_handler(fake_xla):
+    # Two kernels of the same call shape on one driver: one handler compiled,
+    # each called through its own entry point with its own record: its
+    # function, grid, block, shared memory and the label its errors start with.
+    n_params = len(param_layout(SIG.kernel_arrays))
+    fake = FakeDriver(n_params, current_ctx=99)
+    first = build_numba_launch_handler(
+        SIG, launch_config(grid=(2, 3), block=(32, 8), shared_mem=64), LABEL, fake.native
+    )
+    second = build_numba_launch_handler(
+        SIG, launch_config(grid=(5,), block=(128,)), "numba cuda kernel 'other'", fake.native
+    )
+    assert first.shared is second.shared and first.cfunc.address != second.cfunc.address
+    first.set_device(0, 99, 4242)
+    second.set_device(0, 99, 5353)
+    x, s, out = np.ones((2, 2), F32), np.array(1.0), np.zeros((2, 2), F32)
+    assert fake_xla.call(second.cfunc, [x, s], [out]) == 0
+    assert fake_xla.call(first.cfunc, [x, s], [out]) == 0
+    assert [(a.function, a.grid, a.block, a.shared_mem) for a in fake.launches] == [
+        (5353, (5, 1, 1), (128, 1, 1), 0),
+        (4242, (2, 3, 1), (32, 8, 1), 64),
+    ]
+    message, _ = _error(fake_xla, fake_xla.call(second.cfunc, [x], [out]))
+    assert message == (
+        "numba cuda kernel 'other': called with a wrong number of buffers; "
+        "expected 2 inputs and 1 outputs"
+    )
+    fake_xla.ordinal = 1
+    message, _ = _error(fake_xla, fake_xla.call(first.cfunc, [x, s], [out]))
+    assert message.startswith(f"{LABEL}: no module is loaded for device ordinal 1;")
+    # Another call shape (a batch) has a handler of its own.
+    batched = CallSig(SIG.inputs, SIG.outputs, (True, False))
+    launch = launch_config(grid=(1,), block=(1,))
+    third = build_numba_launch_handler(batched, launch, LABEL, fake.native)
+    assert third.shared is not first.shared

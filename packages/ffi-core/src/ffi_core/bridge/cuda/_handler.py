@@ -1,6 +1,6 @@
-"""Generate the native FFI handler that launches one kernel signature.
+"""Generate the native FFI handlers that launch kernels, one per call shape.
 
-The handler is a Numba ``cfunc`` that XLA calls directly, with no Python on
+A handler is a Numba ``cfunc`` that XLA calls directly, with no Python on
 the success path: it answers the metadata handshake (declaring itself
 command-buffer compatible, so XLA may capture it into a CUDA graph), checks
 the buffers' count, dtypes and ranks and the attributes' count and dtypes,
@@ -10,6 +10,16 @@ parameters by its :class:`~ffi_core.bridge.cuda.ParamLayout` and calls
 ``cuLaunchKernel`` on XLA's stream, once, or once per element of a batch. A
 failing driver call becomes an FFI error whose message names the kernel and
 the driver's error.
+
+Compiling a handler costs Numba about half a second, far more than loading
+a kernel, so one handler serves every kernel of one call shape (buffers,
+batching and parameter layout: what its code is made of) and reads what is
+the kernel's own from a record (``ffi_core.bridge.cpu.HandlerRecord``, the
+CPU side's): the label its errors start with, its function and context per
+device, its grid, block and dynamic shared memory. Each kernel gets an entry
+point that passes the frame and its record on (``bind_record``: about a
+millisecond). A new kernel of a shape seen before in the process costs no
+compile.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import json
+import threading
 import types as pytypes
 from typing import Any
 
@@ -24,6 +35,7 @@ import numpy as np
 
 from ..._spec import ArraySig
 from ...abi import ErrorCode, HandlerTraits, code_from_dtype, create_error
+from ..cpu._record import HandlerRecord, bind_record
 from ._driver import NativeDriver
 from ._launch import LaunchConfig
 from ._layout import Field, ParamLayout
@@ -39,8 +51,17 @@ __all__ = [
 
 #: Device ordinals a handler has a function table for.
 MAX_DEVICES = 64
-#: ``XLA_FFI_Error* report(XLA_FFI_Api*, int step, int64 code)``: the failure path.
-REPORT_FN = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int, ctypes.c_longlong)
+#: ``XLA_FFI_Error* report(XLA_FFI_Api*, record, int step, int64 code)``: the
+#: failure path (``record`` is the failing kernel's, for its label).
+REPORT_FN = ctypes.CFUNCTYPE(
+    ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int, ctypes.c_longlong
+)
+
+# The words of a kernel's record after its label (``HandlerRecord``): the
+# addresses of its function and context tables (one entry per device
+# ordinal), then its launch: grid x, y, z, block x, y, z, shared memory.
+_FUNCS, _CTXS, _GRID, _BLOCK, _SHARED = 0, 1, 2, 5, 8
+_WORDS = 9
 
 # What failed, as passed to the report function.
 STEP_DEVICE, STEP_CONTEXT, STEP_LAUNCH = 1, 2, 3
@@ -80,8 +101,14 @@ def _report_message(label: str, step: int, code: int, error_name: Any) -> str:
     return f"{label}: {what} failed with {error_name(code)} ({code})"
 
 
-def _reporter(label: str, error_name: Any) -> Any:
-    def report(api: int, step: int, code: int) -> int:
+def _reporter(error_name: Any) -> Any:
+    def report(api: int, record: int, step: int, code: int) -> int:
+        try:
+            label = ctypes.string_at(ctypes.c_size_t.from_address(record).value).decode(
+                "utf-8", "replace"
+            )
+        except BaseException:
+            label = "a CUDA kernel"
         try:
             message = _report_message(label, step, code, error_name)
         except BaseException:
@@ -111,26 +138,36 @@ def _const(field: Field) -> str:
     return repr(value)
 
 
-def launch_handler_source(spec: LaunchSpec, label: str) -> str:
-    """Python source of the handler for ``spec``."""
-    arrays, n_in, layout, launch = spec.arrays, spec.n_in, spec.layout, spec.launch
+def _word(i: int) -> str:
+    # The record's word ``i`` after the label.
+    return f"load(record + {8 * (1 + i)}, types.uintp)"
+
+
+def launch_handler_source(spec: LaunchSpec) -> str:
+    """Python source of the handler shared by every kernel of ``spec``'s call
+    shape: its buffers, batching and parameter layout; the kernel's label,
+    functions, contexts and launch (``spec.launch``) come from the record it
+    is called with (``cfunc`` of ``uintp(frame, record)``)."""
+    arrays, n_in, layout = spec.arrays, spec.n_in, spec.layout
     n_out = len(arrays) - n_in
     lead = spec.lead if spec.lead is not None and spec.batched else (False,) * len(arrays)
     attr_index = {name: j for j, (name, _) in enumerate(layout.attrs)}
     n_params = len(layout.params)
 
     def fail(message: str, indent: str = "        ") -> str:
-        text = json.dumps(f"{label}: {message}")
-        return f"{indent}return error_create(api, cstring({text}), 3)"
+        return (
+            f"{indent}return error_create_prefixed(api, label, cstring({json.dumps(message)}), 3)"
+        )
 
     lines = [
-        "@cfunc(types.uintp(types.uintp))",
-        "def handler(frame):",
+        "@cfunc(types.uintp(types.uintp, types.uintp))",
+        "def handler(frame, record):",
         "    if is_metadata_query(frame):",
         f"        return answer_metadata(frame, {int(HandlerTraits.COMMAND_BUFFER_COMPATIBLE)})",
         f"    if frame_stage(frame) != {EXECUTE}:",
         "        return 0",
         "    api = frame_api(frame)",
+        "    label = load(record, types.uintp)",
         f"    if num_args(frame) != {n_in} or num_rets(frame) != {n_out}:",
         fail(f"called with a wrong number of buffers; expected {n_in} inputs and {n_out} outputs"),
         f"    if num_attrs(frame) != {len(layout.attrs)}:",
@@ -163,11 +200,11 @@ def launch_handler_source(spec: LaunchSpec, label: str) -> str:
         "    if err != 0:",
         "        return err",
         f"    if ordinal < 0 or ordinal >= {MAX_DEVICES}:",
-        f"        return report(api, {STEP_DEVICE}, ordinal)",
-        "    fn = load({FUNCS} + ordinal * 8, types.uintp)",
+        f"        return report(api, record, {STEP_DEVICE}, ordinal)",
+        f"    fn = load({_word(_FUNCS)} + ordinal * 8, types.uintp)",
         "    if fn == 0:",
-        f"        return report(api, {STEP_DEVICE}, ordinal)",
-        "    ctx = load({CTXS} + ordinal * 8, types.uintp)",
+        f"        return report(api, record, {STEP_DEVICE}, ordinal)",
+        f"    ctx = load({_word(_CTXS)} + ordinal * 8, types.uintp)",
         f"    n = buffer_dim(b_{first_lead}, 0)" if first_lead is not None else "    n = 1",
     ]
     # Sizes as the kernel sees them (without the batch axis), and each array's
@@ -211,6 +248,7 @@ def launch_handler_source(spec: LaunchSpec, label: str) -> str:
             ]
             value = " * ".join([str(int(field.value)), *rest])
         lines.append(f"    store({at}, {value}, {t})")
+    lines += [f"    g_{i} = types.uint32({_word(_GRID + i)})" for i in range(7)]
     lines += [
         "    current = stack_buffer(8)",
         "    rc = ctx_get_current(current)",
@@ -219,7 +257,7 @@ def launch_handler_source(spec: LaunchSpec, label: str) -> str:
         "        rc = ctx_push(ctx)",
         "        pushed = rc == 0",
         "    if rc != 0:",
-        f"        return report(api, {STEP_CONTEXT}, rc)",
+        f"        return report(api, record, {STEP_CONTEXT}, rc)",
         "    for b in range(n):",
     ]
     for field in data_fields:
@@ -228,17 +266,14 @@ def launch_handler_source(spec: LaunchSpec, label: str) -> str:
         lines.append(
             f"        store(storage + {field.offset}, buffer_data(b_{k}){offset}, types.uintp)"
         )
-    gx, gy, gz = launch.grid
-    bx, by, bz = launch.block
     lines += [
-        f"        rc = launch(fn, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {launch.shared_mem}, "
-        "stream, ptrs, 0)",
+        "        rc = launch(fn, g_0, g_1, g_2, g_3, g_4, g_5, g_6, stream, ptrs, 0)",
         "        if rc != 0:",
         "            break",
         "    if pushed:",
         "        ctx_pop(current)",
         "    if rc != 0:",
-        f"        return report(api, {STEP_LAUNCH}, rc)",
+        f"        return report(api, record, {STEP_LAUNCH}, rc)",
         "    return 0",
     ]
     return "\n".join(lines) + "\n"
@@ -246,12 +281,15 @@ def launch_handler_source(spec: LaunchSpec, label: str) -> str:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Handler:
-    """A compiled handler and the per-device tables it reads."""
+    """One kernel's handler: the entry point XLA calls (``cfunc``, with its
+    ``address``), the handler shared by its call shape that it calls with
+    the kernel's record, and the per-device tables the record points to."""
 
-    cfunc: Any
+    cfunc: Any  # the kernel's entry point (``bind_record``): ``address`` is what XLA calls
     functions: Any  # ctypes array: CUfunction per device ordinal
     contexts: Any  # ctypes array: CUcontext per device ordinal
-    report: Any
+    record: HandlerRecord
+    shared: Any  # the call shape's handler (a Numba ``cfunc``), shared by its kernels
     source: str
 
     def set_device(self, ordinal: int, context: int, function: int) -> None:
@@ -267,39 +305,72 @@ class Handler:
         return 0 <= ordinal < MAX_DEVICES and self.functions[ordinal] != 0
 
     def pinned(self) -> tuple[Any, ...]:
-        return (self.functions, self.contexts, self.report)
+        return (self.functions, self.contexts, self.record, self.shared)
 
 
 _NATIVE_NAMES = (
     "answer_metadata arg_buffer attr_scalar_dtype attr_scalar_value attr_type buffer_data "
-    "buffer_dim buffer_dtype buffer_rank cstring device_ordinal_get error_create frame_api "
-    "frame_stage is_metadata_query load num_args num_attrs num_rets ret_buffer stack_buffer "
-    "store stream_get"
+    "buffer_dim buffer_dtype buffer_rank cstring device_ordinal_get error_create_prefixed "
+    "frame_api frame_stage is_metadata_query load num_args num_attrs num_rets ret_buffer "
+    "stack_buffer store stream_get"
 ).split()
+
+_lock = threading.Lock()
+# The handlers compiled in this process, by driver and call shape: each
+# with the driver and the reporter it calls (kept alive with it).
+_shared: dict[tuple[int, tuple[Any, ...]], tuple[Any, Any, Any, str]] = {}
+
+
+def _shape(spec: LaunchSpec) -> tuple[Any, ...]:
+    # What the shared handler's code is made of: everything but the launch.
+    lead = spec.lead if spec.batched else None
+    return (spec.arrays, spec.n_in, lead, spec.layout)
+
+
+def _shared_handler(spec: LaunchSpec, native: NativeDriver) -> tuple[Any, Any, Any, str]:
+    # The handler of ``spec``'s call shape against ``native``, compiled once.
+    key = (id(native), _shape(spec))
+    with _lock:
+        found = _shared.get(key)
+        if found is not None:
+            return found
+        from numba import cfunc, types
+
+        from ...abi import native as nv
+
+        report = _reporter(native.error_name)
+        source = launch_handler_source(spec)
+        module = pytypes.ModuleType(f"ffi_core_cuda_handler_{len(_shared)}")
+        module.__dict__.update({name: getattr(nv, name) for name in _NATIVE_NAMES})
+        module.__dict__.update(
+            cfunc=cfunc,
+            types=types,
+            report=report,
+            launch=native.launch,
+            ctx_get_current=native.ctx_get_current,
+            ctx_push=native.ctx_push,
+            ctx_pop=native.ctx_pop,
+        )
+        exec(compile(source, f"<{module.__name__}>", "exec"), module.__dict__)
+        found = (module.handler, report, native, source)
+        _shared[key] = found
+        return found
 
 
 def build_launch_handler(spec: LaunchSpec, label: str, native: NativeDriver) -> Handler:
-    """Compile the handler of ``spec`` against ``native``'s driver entry points."""
-    from numba import cfunc, types
-
-    from ...abi import native as nv
-
+    """The handler of ``spec`` (its errors start with ``label``) against
+    ``native``'s driver entry points: the handler of its call shape, compiled
+    once per process, called through an entry point of its own with a
+    record of the kernel's label, device tables and launch."""
+    # The reporter and the driver stay alive with the shared handler.
+    shared, _report, _native, source = _shared_handler(spec, native)
     functions = (ctypes.c_size_t * MAX_DEVICES)()
     contexts = (ctypes.c_size_t * MAX_DEVICES)()
-    report = _reporter(label, native.error_name)
-    source = launch_handler_source(spec, label)
-    source = source.replace("{FUNCS}", str(ctypes.addressof(functions)))
-    source = source.replace("{CTXS}", str(ctypes.addressof(contexts)))
-    module = pytypes.ModuleType(f"ffi_core_cuda_handler_{abs(hash(source)):x}")
-    module.__dict__.update({name: getattr(nv, name) for name in _NATIVE_NAMES})
-    module.__dict__.update(
-        cfunc=cfunc,
-        types=types,
-        report=report,
-        launch=native.launch,
-        ctx_get_current=native.ctx_get_current,
-        ctx_push=native.ctx_push,
-        ctx_pop=native.ctx_pop,
-    )
-    exec(compile(source, f"<{module.__name__}>", "exec"), module.__dict__)
-    return Handler(module.handler, functions, contexts, report, source)
+    record = HandlerRecord(label, words=_WORDS)
+    record[_FUNCS] = ctypes.addressof(functions)
+    record[_CTXS] = ctypes.addressof(contexts)
+    launch = spec.launch
+    for i, value in enumerate((*launch.grid, *launch.block, launch.shared_mem)):
+        record[_GRID + i] = value
+    entry = bind_record(shared, record)
+    return Handler(entry, functions, contexts, record, shared, source)
