@@ -236,3 +236,12 @@ def test_bench_instrument_alone_reports_the_spread_and_the_load_of_other_process
         "other processes meanwhile",
     ]
     assert lines[-1].endswith("% of the CPUs") or lines[-1].endswith(": unknown")
+
+
+def test_bench_gpu_first_call_times_new_kernels_through_the_launcher():
+    command = [sys.executable, str(TOOLS / "bench_gpu_first_call.py"), "--processes", "1"]
+    command += ["--kernels", "2"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600).stdout
+    lines = out.splitlines()
+    assert lines[0].startswith("numba-cuda-ffi, new kernels' first calls under jit")
+    assert [line.split()[0] for line in lines[2:]] == ["cold", "cached"]
