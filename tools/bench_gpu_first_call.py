@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -81,8 +82,6 @@ def _run(cache: str, kernels: int, shapes: bool) -> dict:
         tools=str(TOOLS), kernels=kernels, dtypes=DTYPES, n_dtypes=len(DTYPES), shapes=shapes
     )
     env_cache = {"NUMBA_CUDA_FFI_CACHE_DIR": cache}
-    import os
-
     proc = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -120,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         f"numba-cuda-ffi, new kernels' first calls under jit through the launcher on the CPU "
         f"({what}; {args.kernels} kernels a process, {args.processes} processes a candidate)"
     )
-    print(f"{'candidate':10s} {'per new kernel, ms (median of kernels 2..K)':>46s} {'first op, s':>14s}")
+    print(
+        f"{'candidate':10s} {'per new kernel, ms (median of kernels 2..K)':>46s} {'first op, s':>14s}"
+    )
     for name, runs in found.items():
         per = [1e3 * statistics.median(r["per_kernel_s"][1:]) for r in runs]
         first = [r["first_op_s"] for r in runs]
