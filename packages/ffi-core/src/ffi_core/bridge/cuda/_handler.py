@@ -59,9 +59,10 @@ REPORT_FN = ctypes.CFUNCTYPE(
 
 # The words of a kernel's record after its label (``HandlerRecord``): the
 # addresses of its function and context tables (one entry per device
-# ordinal), then its launch: grid x, y, z, block x, y, z, shared memory.
-_FUNCS, _CTXS, _GRID, _BLOCK, _SHARED = 0, 1, 2, 5, 8
-_WORDS = 9
+# ordinal), then its launch from ``_LAUNCH`` on: grid x, y, z, block x, y,
+# z, shared memory.
+_FUNCS, _CTXS, _LAUNCH = 0, 1, 2
+_WORDS = _LAUNCH + 7
 
 # What failed, as passed to the report function.
 STEP_DEVICE, STEP_CONTEXT, STEP_LAUNCH = 1, 2, 3
@@ -248,7 +249,7 @@ def launch_handler_source(spec: LaunchSpec) -> str:
             ]
             value = " * ".join([str(int(field.value)), *rest])
         lines.append(f"    store({at}, {value}, {t})")
-    lines += [f"    g_{i} = types.uint32({_word(_GRID + i)})" for i in range(7)]
+    lines += [f"    g_{i} = types.uint32({_word(_LAUNCH + i)})" for i in range(_WORDS - _LAUNCH)]
     lines += [
         "    current = stack_buffer(8)",
         "    rc = ctx_get_current(current)",
@@ -371,6 +372,6 @@ def build_launch_handler(spec: LaunchSpec, label: str, native: NativeDriver) -> 
     record[_CTXS] = ctypes.addressof(contexts)
     launch = spec.launch
     for i, value in enumerate((*launch.grid, *launch.block, launch.shared_mem)):
-        record[_GRID + i] = value
+        record[_LAUNCH + i] = value
     entry = bind_record(shared, record)
     return Handler(entry, functions, contexts, record, shared, source)
