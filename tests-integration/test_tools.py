@@ -238,6 +238,18 @@ def test_bench_instrument_alone_reports_the_spread_and_the_load_of_other_process
     assert lines[-1].endswith("% of the CPUs") or lines[-1].endswith(": unknown")
 
 
+def test_bench_instrument_compares_arrangements_of_the_rounds():
+    command = [sys.executable, str(TOOLS / "bench_instrument.py"), "--quick", "--processes", "1"]
+    command += ["--arrangements", "passes-1", "--fresh-autotune"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600).stdout
+    lines = out.splitlines()
+    assert lines[0].startswith("passes-1, process 1: ")
+    assert lines[0].endswith("cases at most 5 %")
+    row = lines[-1].split(" | ")
+    assert row[0] == "| one pass (each case's rounds together)"
+    assert row[1].endswith(" of 5")
+
+
 def test_bench_gpu_first_call_times_new_kernels_through_the_launcher():
     command = [sys.executable, str(TOOLS / "bench_gpu_first_call.py"), "--processes", "1"]
     command += ["--kernels", "2"]

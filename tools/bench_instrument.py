@@ -1,8 +1,9 @@
 """How quiet kernel-bench's instrument is: the reference op's spread
-(interquartile range over median) in each case of the main job, with and
-without the untimed pause before each timed run (``SETTLE_SECONDS``).
+(interquartile range over median) in each case of the main job, under the
+current arrangement of its rounds and under others.
 
-    uv run python tools/bench_instrument.py --processes 4            # the default run
+    uv run python tools/bench_instrument.py --processes 4            # current, and a 2 ms pause
+    uv run python tools/bench_instrument.py --processes 3 --arrangements current passes-15 run-3ms
     uv run python tools/bench_instrument.py --processes 4 --quick
     uv run python tools/bench_instrument.py --alone 20               # the machine's own noise
 
@@ -13,27 +14,72 @@ prints their spread over the whole time and over every 15 consecutive runs
 and the share of the CPUs other processes used meanwhile (from /proc/stat:
 a spread with none used is the machine's, or on a virtual machine its host's).
 
-Each process runs ``kernel-bench`` (``--quick`` passed on) with the pause set
-to one of the values of ``--settle-ms`` (default: kernel-bench's own, none, and 2 ms),
-the values alternating process by process, forward then reversed; each prints
-the "machine noise" line the main job prints, which this script collects. Run
-it on an idle machine: the point is what the instrument adds, not what other
-jobs do.
+Each process runs ``kernel-bench`` (``--quick`` passed on) under one of the
+``--arrangements`` (:data:`ARRANGEMENTS`; the library is patched in that
+process only), the arrangements alternating process by process, forward then
+reversed; each process's per-case spreads are read from its records. The
+processes share one autotune directory, filled by an untimed first run, so
+that they time their rounds rather than autotune (``--fresh-autotune``: an
+empty one each). Run it on an idle machine: the point is what the instrument
+adds, not what other jobs do.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
+
+#: What each arrangement changes in its process, and its description.
+ARRANGEMENTS = {
+    "current": "the current arrangement",
+    "settle-2ms": "a 2 ms untimed pause before each timed run",
+    "run-3ms": "runs of 3 ms in the suite and the autotuner",
+    "passes-15": "15 passes of one round, a warm-up round each",
+    "passes-15-warmup-first": "15 passes, the warm-up round only in the first",
+    "passes-15-prime-warmup": "15 passes, one call of each backend as the warm-up",
+    "passes-1": "one pass (each case's rounds together)",
+    "omp-passive": "OMP_WAIT_POLICY=PASSIVE",
+    "numba-auto-only": "numba and auto only (--backends numba auto)",
+}
 
 CHILD = """
 import sys
-from kernel_bench import _timing
-_timing.SETTLE_SECONDS = float(sys.argv[1]) / 1000
+import jax, jax.numpy as jnp
+from kernel_bench import _program, _suite_cli, _timing
+from kernel_bench.autotune import _measure
+arrangement = sys.argv[1]
+if arrangement == "settle-2ms":
+    _timing.SETTLE_SECONDS = 0.002
+if arrangement == "run-3ms":
+    _timing.SECONDS_PER_RUN = _measure.SECONDS_PER_RUN = 3e-3
+    for scale in _suite_cli.PROGRAM_SECONDS:
+        _suite_cli.PROGRAM_SECONDS[scale] = 3e-3
+if arrangement.startswith("passes-"):
+    _program.program_times.__kwdefaults__["passes"] = int(arrangement.split("-")[1])
+interleaved = _program.interleaved
+if arrangement == "passes-15-warmup-first":
+    def first_only(*args, seed=0, **kwargs):
+        return interleaved(*args, seed=seed, warmup_rounds=int(seed == 0), **kwargs)
+    _program.interleaved = first_only
+if arrangement == "passes-15-prime-warmup":
+    def primed(runs, counts, data, *args, seed=0, **kwargs):
+        if seed:
+            one = jnp.asarray(1, dtype=jnp.int32)
+            for run in runs.values():
+                jax.block_until_ready(run(one, *data))
+        return interleaved(runs, counts, data, *args, seed=seed, warmup_rounds=int(seed == 0),
+                           **kwargs)
+    _program.interleaved = primed
 from kernel_bench._cli import main
 sys.argv = ["kernel-bench", *sys.argv[2:]]
+if arrangement == "numba-auto-only":
+    sys.argv += ["--backends", "numba", "auto"]
 main()
 """
 ALONE = """
@@ -54,20 +100,25 @@ print("load", meter.share())
 NOISE = re.compile(r"spread \(IQR/median\) ([\d.]+)% to ([\d.]+)% over the cases")
 
 
-def run(settle_ms: float, extra: list[str]) -> tuple[float, float] | None:
-    """One fresh process of the main job: the least and the greatest spread of the
-    reference op over its cases, in per cent, or None where it printed none."""
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(settle_ms), *extra],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    found = NOISE.search(proc.stdout)
-    if proc.returncode != 0 or found is None:
-        print(proc.stdout[-2000:] + proc.stderr[-2000:], file=sys.stderr)
-        return None
-    return float(found.group(1)), float(found.group(2))
+def run(arrangement: str, extra: list[str], autotune: str) -> list[float] | None:
+    """One fresh process of the main job under ``arrangement``: the reference
+    op's spread in each case, in per cent, or None where it gave none."""
+    with tempfile.TemporaryDirectory() as tmp:
+        records = Path(tmp) / "records.json"
+        env = {**os.environ, "KERNEL_BENCH_AUTOTUNE_DIR": autotune}
+        if arrangement == "omp-passive":
+            env["OMP_WAIT_POLICY"] = "PASSIVE"
+        command = [sys.executable, "-c", CHILD, arrangement, *extra, "--no-plot"]
+        proc = subprocess.run(
+            [*command, "--output", str(records)], capture_output=True, text=True, env=env
+        )
+        if proc.returncode != 0 or NOISE.search(proc.stdout) is None or not records.exists():
+            print(proc.stdout[-2000:] + proc.stderr[-2000:], file=sys.stderr)
+            return None
+        found = json.loads(records.read_text())["records"]
+    # One noise per case, the same on every record of the case.
+    per_case = {r["label"]: r["noise"] for r in found if r.get("noise") is not None}
+    return [100 * v for v in per_case.values()]
 
 
 def spread(values: list[float]) -> float:
@@ -100,39 +151,58 @@ def alone(seconds: float) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from kernel_bench._timing import SETTLE_SECONDS
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--processes", type=int, default=2, help="fresh processes per value")
+    parser.add_argument("--processes", type=int, default=2, help="fresh processes per arrangement")
     parser.add_argument(
-        "--settle-ms",
-        type=float,
+        "--arrangements",
         nargs="+",
-        default=[SETTLE_SECONDS * 1000, 2.0],
-        help="pauses to compare, in milliseconds (default: kernel-bench's own and 2)",
+        choices=list(ARRANGEMENTS),
+        default=["current", "settle-2ms"],
+        metavar="NAME",
+        help=f"arrangements to compare (default: current settle-2ms): {', '.join(ARRANGEMENTS)}",
     )
     parser.add_argument("--quick", action="store_true", help="kernel-bench --quick")
+    parser.add_argument(
+        "--fresh-autotune", action="store_true", help="an empty autotune directory each process"
+    )
     parser.add_argument(
         "--alone", type=float, metavar="SECONDS", help="time the reference op alone this long"
     )
     args = parser.parse_args(argv)
     if args.alone is not None:
         return alone(args.alone)
+    if args.processes < 1:
+        parser.error("--processes must be at least 1")
     extra = ["--quick"] if args.quick else []
-    results: dict[float, list[tuple[float, float]]] = {v: [] for v in args.settle_ms}
-    order = list(args.settle_ms)
-    for k in range(args.processes):
-        for value in order if k % 2 == 0 else order[::-1]:
-            found = run(value, extra)
-            print(f"settle {value:g} ms, process {k + 1}: {found}", flush=True)
-            if found is not None:
-                results[value].append(found)
-    print("\n| pause before each run | reference op spread over the cases, per process |")
-    print("|---|---|")
-    for value, found in results.items():
-        spans = ", ".join(f"{lo:.1f} to {hi:.1f} %" for lo, hi in found) or "no result"
-        print(f"| {value:g} ms | {spans} |")
+    results: dict[str, list[list[float]]] = {a: [] for a in args.arrangements}
+    order = list(args.arrangements)
+    with tempfile.TemporaryDirectory() as root:
+        shared = os.path.join(root, "autotune")
+        os.mkdir(shared, 0o700)
+        if not args.fresh_autotune:
+            run("current", extra, shared)  # fills the autotune directory, untimed
+        for k in range(args.processes):
+            for name in order if k % 2 == 0 else order[::-1]:
+                autotune = shared
+                if args.fresh_autotune:
+                    autotune = tempfile.mkdtemp(dir=root)
+                found = run(name, extra, autotune)
+                summary = "no result" if found is None else _summary(found)
+                print(f"{name}, process {k + 1}: {summary}", flush=True)
+                if found is not None:
+                    results[name].append(found)
+    print("\n| arrangement | cases at most 5 %, per process | spread over the cases, per process |")
+    print("|---|---|---|")
+    for name, found in results.items():
+        counts = ", ".join(f"{sum(v <= 5 for v in f)} of {len(f)}" for f in found) or "-"
+        spans = ", ".join(f"{min(f):.1f} to {max(f):.1f} %" for f in found) or "no result"
+        print(f"| {ARRANGEMENTS[name]} | {counts} | {spans} |")
     return 0
+
+
+def _summary(found: list[float]) -> str:
+    at_most = sum(v <= 5 for v in found)
+    return f"{min(found):.1f} to {max(found):.1f} %, {at_most} of {len(found)} cases at most 5 %"
 
 
 if __name__ == "__main__":
