@@ -12,13 +12,15 @@ if _FLAG.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
 from ffi_core.testing import cache_dir_fixture  # noqa: E402
 
 #: Disk caches written by what the tests run: backend "auto"'s decisions, the
-#: numba CPU handlers (compiled at lowering) and the GPU bridges' compiled kernels.
+#: numba CPU handlers (compiled at lowering), the GPU bridges' compiled kernels
+#: and the CUDA launcher's handlers.
 _CACHE_DIRS = (
     "KERNEL_BENCH_AUTOTUNE_DIR",
     "NUMBA_CPU_FFI_CACHE_DIR",
     "NUMBA_CUDA_FFI_CACHE_DIR",
     "TRITON_FFI_CACHE_DIR",
     "CUDA_SOURCE_FFI_CACHE_DIR",
+    "FFI_CORE_CUDA_HANDLER_CACHE_DIR",
 )
 
 # The tests and the tutorials they run (subprocesses inherit the environment)

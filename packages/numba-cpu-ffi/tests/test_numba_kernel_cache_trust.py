@@ -18,8 +18,8 @@ from pathlib import Path
 
 import ffi_core
 import pytest
+from ffi_core.abi.native._disk_cache import _MAGIC
 from numba_cpu_ffi import HandlerCacheWarning, cache_dir
-from numba_cpu_ffi._disk_cache import _MAGIC
 
 _SCRIPT = textwrap.dedent(
     """

@@ -2,6 +2,11 @@
 metadata, parameter packing (against the PTX parameter count), batches,
 zero-size outputs, the context and every error it returns."""
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import ffi_core
 import numpy as np
 import pytest
@@ -222,3 +227,97 @@ def test_kernels_of_one_call_shape_share_one_compiled_handler(fake_xla):
     launch = launch_config(grid=(1,), block=(1,))
     third = build_numba_launch_handler(batched, launch, LABEL, fake.native)
     assert third.shared is not first.shared
+
+
+def test_one_handler_serves_kernels_of_several_drivers(fake_xla):
+    # The driver's entry points come from each kernel's record: one compiled
+    # handler launches through whichever driver its kernel was built against.
+    n_params = len(param_layout(SIG.kernel_arrays))
+    drivers = [FakeDriver(n_params, current_ctx=99) for _ in range(2)]
+    handlers = [
+        build_numba_launch_handler(SIG, launch_config(grid=(n + 1,), block=(32,)), LABEL, d.native)
+        for n, d in enumerate(drivers)
+    ]
+    assert handlers[0].shared is handlers[1].shared
+    x, s, out = np.ones((2, 2), F32), np.array(1.0), np.zeros((2, 2), F32)
+    for n, h in enumerate(handlers):
+        h.set_device(0, 99, 100 + n)
+        assert fake_xla.call(h.cfunc, [x, s], [out]) == 0
+    assert [[(a.function, a.grid) for a in d.launches] for d in drivers] == [
+        [(100, (1, 1, 1))],
+        [(101, (2, 1, 1))],
+    ]
+
+
+_CACHED = textwrap.dedent(
+    """
+    import numpy as np
+    from ffi_core.bridge.cuda.testing import FakeDriver, FakeXLA
+    from numba_cuda_ffi._compile import param_layout
+    from numba_cuda_ffi._handler import build_numba_launch_handler
+    from numba_cuda_ffi._launch import launch_config
+    from numba_cuda_ffi._spec import ArraySig, CallSig
+
+    sig = CallSig((ArraySig("float32", 2), ArraySig("float64", 0)), (ArraySig("float32", 2),))
+    fake = FakeDriver(len(param_layout(sig.kernel_arrays)), current_ctx=99, launch_result={rc})
+    h = build_numba_launch_handler(sig, launch_config(grid=(3,), block=(64,)), "kernel 'k'",
+                                   fake.native)
+    h.set_device(0, 99, 4242)
+    xla = FakeXLA()
+    x, s, out = np.ones((2, 2), np.float32), np.array(1.0), np.zeros((2, 2), np.float32)
+    result = xla.call(h.cfunc, [x, s], [out])
+    print(h.shared._cache_hits, result, xla.errors,
+          [(a.function, a.grid, a.block) for a in fake.launches])
+    """
+)
+
+
+def _cached_run(cache, rc=0, **extra):
+    env = {**os.environ, "FFI_CORE_CUDA_HANDLER_CACHE_DIR": str(cache), **extra}
+    proc = subprocess.run(
+        [sys.executable, "-c", _CACHED.format(rc=rc)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1], proc.stderr
+
+
+def test_a_later_process_loads_the_handler_from_the_disk_cache(tmp_path):
+    cache = tmp_path / "handlers"
+    launched = "[(4242, (3, 1, 1), (64, 1, 1))]"
+    first, _ = _cached_run(cache)
+    assert first == f"0 0 [] {launched}"
+    assert len(list(cache.glob("*.nbc"))) == 1
+    assert cache.stat().st_mode & 0o777 == 0o700
+    second, _ = _cached_run(cache)
+    assert second == f"1 0 [] {launched}"
+    # The cached handler reports a failing launch with this process's reporter.
+    failed, _ = _cached_run(cache, rc=700)
+    assert failed.startswith("1 1 [(\"kernel 'k': cuLaunchKernel failed with ")
+    assert "CUDA_ERROR_ILLEGAL_ADDRESS (700)" in failed
+
+
+def test_a_corrupt_cached_handler_is_a_miss_compiled_again(tmp_path):
+    cache = tmp_path / "handlers"
+    _cached_run(cache)
+    (data,) = cache.glob("*.nbc")
+    content = bytearray(data.read_bytes())
+    content[-10] ^= 0xFF
+    data.write_bytes(bytes(content))
+    out, err = _cached_run(cache)
+    assert out.startswith("0 0 [] ")
+    assert f"the CUDA launcher's handler cache file {str(data)!r} does not match" in err
+    again, _ = _cached_run(cache)
+    assert again.startswith("1 0 [] ")
+
+
+def test_an_empty_variable_means_no_handler_cache(tmp_path):
+    # Not even the default directory (under $XDG_CACHE_HOME) is written.
+    out, _ = _cached_run("", XDG_CACHE_HOME=str(tmp_path))
+    assert out.startswith("0 0 [] ")
+    assert not list(tmp_path.iterdir())
+    out, _ = _cached_run("", XDG_CACHE_HOME=str(tmp_path))
+    assert out.startswith("0 0 [] ")

@@ -1,11 +1,12 @@
 """numba-cpu-ffi: Numba CPU kernels as native-speed JAX operations."""
 
+from ffi_core.abi.native import HandlerCacheWarning as HandlerCacheWarning
+
 from ._cache import add_prebuilt_dir as add_prebuilt_dir
 from ._cache import cache_dir as cache_dir
 from ._cache import prebuilt_dirs as prebuilt_dirs
 from ._codegen import parallel_min_elements as parallel_min_elements
 from ._compile import KernelCompileError as KernelCompileError
-from ._disk_cache import HandlerCacheWarning as HandlerCacheWarning
 from ._kernel import numba_kernel as numba_kernel
 from ._spec import SUPPORTED_DTYPES as SUPPORTED_DTYPES
 from ._spec import VMAP_METHODS as VMAP_METHODS

@@ -19,9 +19,8 @@ import warnings
 from pathlib import Path
 
 from ffi_core import CacheDirWarning, cache_root, checked_cache_dir
+from ffi_core.abi.native import Layers
 from ffi_core.bridge import unsafe_reason
-
-from ._disk_cache import Layers
 
 __all__ = [
     "CACHE_ENV",
@@ -113,4 +112,5 @@ def cache_layers() -> Layers:
     """The layers compiled code is looked up in: the user's cache directory
     (:func:`cache_dir`, written too) then the prebuilt directories."""
     write = cache_dir()
-    return Layers(write, tuple(d for d in prebuilt_dirs() if d != write))
+    read = tuple(d for d in prebuilt_dirs() if d != write)
+    return Layers(write, read, what="numba-cpu-ffi's handler cache")

@@ -31,6 +31,7 @@ from typing import Any
 
 import numba
 from ffi_core.abi import api_version
+from ffi_core.abi.native import Layers, cached_cfunc, cached_njit
 from ffi_core.bridge import ArraySig, target_name
 from ffi_core.bridge.cpu import (
     BoundHandler,
@@ -47,7 +48,6 @@ from numba.np.ufunc.parallel import _launch_threads
 
 from ._cache import cache_layers
 from ._compile import batch_address, kernel_address, versions
-from ._disk_cache import Layers, cached_cfunc, cached_njit
 from ._spec import CallSig, KernelInfo
 
 __all__ = [

@@ -8,7 +8,7 @@ calls them: about 1 MB per kernel, ``tools/bench_kernel_memory.py``). A
 ``parallel=True`` kernel is compiled serially first (``prange`` as
 ``range``), which every small call runs; its parallel form only when a call
 holds enough work to wake threads. Compiled code is kept in the checked
-cache (``_disk_cache``) under a name derived from the kernel's digest (its
+cache (``ffi_core.abi.native``'s checked cache) under a name derived from the kernel's digest (its
 code, globals, closure values and options), the argument types and the
 versions: a kernel made in a factory or a closure is found again by the next
 process, wherever its source file is and whatever its modification time.
@@ -28,13 +28,12 @@ import ffi_core
 import jaxlib
 import numba
 import numpy as np
-from ffi_core.abi.native import compiled_address
+from ffi_core.abi.native import cache_dispatcher, compiled_address
 from numba import types
 from numba.core.errors import NumbaError
 from numba.np.ufunc.parallel import _launch_threads
 
 from ._cache import cache_layers
-from ._disk_cache import cache_dispatcher
 from ._spec import CallSig, KernelInfo
 from ._version import __version__
 

@@ -2,8 +2,11 @@
 
 For handlers that run without Python: read buffers and dims, answer the
 metadata handshake, create errors, get the stream and device ordinal, and call
-a kernel so that an exception it raises becomes an ``XLA_FFI_Error*``. Needs
-the ``native`` extra (``pip install "ffi-core[native]"``).
+a kernel so that an exception it raises becomes an ``XLA_FFI_Error*``, call a
+C function at an address read at run time (``call_c``); and keep compiled
+handlers in a checked disk cache (``cached_cfunc``, ``cached_njit``,
+``cache_dispatcher`` over ``Layers``). Needs the ``native`` extra
+(``pip install "ffi-core[native]"``).
 """
 
 from ..._install import missing as _missing
@@ -13,6 +16,11 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise _missing("numba", needed_by=__name__, requirement="ffi-core[native]") from exc
 
+from ._disk_cache import HandlerCacheWarning as HandlerCacheWarning
+from ._disk_cache import Layers as Layers
+from ._disk_cache import cache_dispatcher as cache_dispatcher
+from ._disk_cache import cached_cfunc as cached_cfunc
+from ._disk_cache import cached_njit as cached_njit
 from ._frame import answer_metadata as answer_metadata
 from ._frame import arg_buffer as arg_buffer
 from ._frame import attr_array_data as attr_array_data
@@ -44,6 +52,7 @@ from ._guarded import call_guarded_at as call_guarded_at
 from ._guarded import compiled_address as compiled_address
 from ._guarded import error_from_exception as error_from_exception
 from ._intrinsics import call_api_fn as call_api_fn
+from ._intrinsics import call_c as call_c
 from ._intrinsics import call_void_fn as call_void_fn
 from ._intrinsics import cstring as cstring
 from ._intrinsics import load as load
@@ -52,6 +61,8 @@ from ._intrinsics import store as store
 from ._intrinsics import voidptr as voidptr
 
 __all__ = [
+    "HandlerCacheWarning",
+    "Layers",
     "answer_metadata",
     "arg_buffer",
     "attr_array_data",
@@ -64,7 +75,11 @@ __all__ = [
     "buffer_dim",
     "buffer_dtype",
     "buffer_rank",
+    "cache_dispatcher",
+    "cached_cfunc",
+    "cached_njit",
     "call_api_fn",
+    "call_c",
     "call_guarded",
     "call_guarded_at",
     "call_void_fn",

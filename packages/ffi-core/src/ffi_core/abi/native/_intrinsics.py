@@ -135,6 +135,35 @@ def call_void_fn(typingctx, fn, args):
 
 
 @intrinsic
+def call_c(typingctx, fn, restype, args):
+    """``((restype (*)(args...))fn)(*args)``: call the C function at address
+    ``fn`` (read at run time, so the compiled code holds no address of this
+    process and can be cached) with integer ``args`` of their Numba types,
+    returning a ``restype`` integer (a Numba type given as a constant, such
+    as ``types.int32``)."""
+    ret = getattr(restype, "instance_type", None)
+    _require(
+        isinstance(fn, types.Integer)
+        and isinstance(ret, types.Integer)
+        and isinstance(args, types.BaseTuple)
+        and all(isinstance(a, types.Integer) for a in args),
+        "call_c(fn: int, restype: an integer type, args: tuple of int)",
+    )
+    sig = ret(fn, restype, args)
+
+    def codegen(context, builder, sig, llargs):
+        argtys = list(sig.args[2])
+        fnty = ir.FunctionType(
+            context.get_value_type(sig.return_type), [context.get_value_type(t) for t in argtys]
+        )
+        callee = builder.inttoptr(llargs[0], fnty.as_pointer())
+        values = cgutils.unpack_tuple(builder, llargs[2], len(argtys))
+        return builder.call(callee, values)
+
+    return sig, codegen
+
+
+@intrinsic
 def stack_buffer(typingctx, nbytes):
     """The address of ``nbytes`` zeroed bytes on the caller's stack frame
     (``nbytes`` must be a literal); valid until the calling function returns."""

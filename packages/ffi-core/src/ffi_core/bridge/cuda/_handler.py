@@ -16,24 +16,38 @@ a kernel, so one handler serves every kernel of one call shape (buffers,
 batching and parameter layout: what its code is made of) and reads what is
 the kernel's own from a record (``ffi_core.bridge.cpu.HandlerRecord``, the
 CPU side's): the label its errors start with, its function and context per
-device, its grid, block and dynamic shared memory. Each kernel gets an entry
+device, its grid, block and dynamic shared memory, and the addresses of the
+driver's entry points and of the failure reporter. Each kernel gets an entry
 point that passes the frame and its record on (``bind_record``: about a
 millisecond). A new kernel of a shape seen before in the process costs no
 compile.
+
+The handler's code holds no address of the process (everything the process
+owns comes through the record), so it is cached on disk like numba-cpu-ffi's
+(``ffi_core.abi.native.cached_cfunc``: a checked directory, checksummed files,
+a bad entry a miss), under a name derived from its source and the versions it
+depends on: a later process loads it in milliseconds. The directory is
+:func:`handler_cache_dir`.
 """
 
 from __future__ import annotations
 
 import ctypes
 import dataclasses
+import hashlib
 import json
+import os
+import sys
 import threading
 import types as pytypes
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..._cache_dir import cache_root, checked_cache_dir
 from ..._spec import ArraySig
+from ..._version import __version__
 from ...abi import ErrorCode, HandlerTraits, code_from_dtype, create_error
 from ..cpu._record import HandlerRecord, bind_record
 from ._driver import NativeDriver
@@ -41,13 +55,19 @@ from ._launch import LaunchConfig
 from ._layout import Field, ParamLayout
 
 __all__ = [
+    "HANDLER_CACHE_ENV",
     "MAX_DEVICES",
     "REPORT_FN",
     "Handler",
     "LaunchSpec",
     "build_launch_handler",
+    "handler_cache_dir",
     "launch_handler_source",
 ]
+
+#: The environment variable naming the directory the CUDA launcher's
+#: handlers are cached in ("": none).
+HANDLER_CACHE_ENV = "FFI_CORE_CUDA_HANDLER_CACHE_DIR"
 
 #: Device ordinals a handler has a function table for.
 MAX_DEVICES = 64
@@ -60,9 +80,13 @@ REPORT_FN = ctypes.CFUNCTYPE(
 # The words of a kernel's record after its label (``HandlerRecord``): the
 # addresses of its function and context tables (one entry per device
 # ordinal), then its launch from ``_LAUNCH`` on: grid x, y, z, block x, y,
-# z, shared memory.
+# z, shared memory; then from ``_DRIVER`` on the addresses of the functions
+# the handler calls: cuLaunchKernel, cuCtxGetCurrent, cuCtxPushCurrent,
+# cuCtxPopCurrent and the failure reporter (``REPORT_FN``).
 _FUNCS, _CTXS, _LAUNCH = 0, 1, 2
-_WORDS = _LAUNCH + 7
+_DRIVER = _LAUNCH + 7
+_CALLS = ("launch", "ctx_get_current", "ctx_push", "ctx_pop", "report")
+_WORDS = _DRIVER + len(_CALLS)
 
 # What failed, as passed to the report function.
 STEP_DEVICE, STEP_CONTEXT, STEP_LAUNCH = 1, 2, 3
@@ -148,7 +172,8 @@ def launch_handler_source(spec: LaunchSpec) -> str:
     """Python source of the handler shared by every kernel of ``spec``'s call
     shape: its buffers, batching and parameter layout; the kernel's label,
     functions, contexts and launch (``spec.launch``) come from the record it
-    is called with (``cfunc`` of ``uintp(frame, record)``)."""
+    is called with (``cfunc`` of ``uintp(frame, record)``), and so do the
+    addresses of the driver's functions and of the failure reporter."""
     arrays, n_in, layout = spec.arrays, spec.n_in, spec.layout
     n_out = len(arrays) - n_in
     lead = spec.lead if spec.lead is not None and spec.batched else (False,) * len(arrays)
@@ -160,8 +185,18 @@ def launch_handler_source(spec: LaunchSpec) -> str:
             f"{indent}return error_create_prefixed(api, label, cstring({json.dumps(message)}), 3)"
         )
 
+    def call(name: str, restype: str, *args: str) -> str:
+        # The driver's or the reporter's function, at the address the record holds.
+        address = _word(_DRIVER + _CALLS.index(name))
+        return f"call_c({address}, types.{restype}, ({', '.join(args)},))"
+
+    def report(step: int, code: str) -> str:
+        return "return " + call(
+            "report", "uintp", "api", "record", f"types.int32({step})", f"types.int64({code})"
+        )
+
     lines = [
-        "@cfunc(types.uintp(types.uintp, types.uintp))",
+        "@compile_handler(types.uintp(types.uintp, types.uintp))",
         "def handler(frame, record):",
         "    if is_metadata_query(frame):",
         f"        return answer_metadata(frame, {int(HandlerTraits.COMMAND_BUFFER_COMPATIBLE)})",
@@ -201,10 +236,10 @@ def launch_handler_source(spec: LaunchSpec) -> str:
         "    if err != 0:",
         "        return err",
         f"    if ordinal < 0 or ordinal >= {MAX_DEVICES}:",
-        f"        return report(api, record, {STEP_DEVICE}, ordinal)",
+        f"        {report(STEP_DEVICE, 'ordinal')}",
         f"    fn = load({_word(_FUNCS)} + ordinal * 8, types.uintp)",
         "    if fn == 0:",
-        f"        return report(api, record, {STEP_DEVICE}, ordinal)",
+        f"        {report(STEP_DEVICE, 'ordinal')}",
         f"    ctx = load({_word(_CTXS)} + ordinal * 8, types.uintp)",
         f"    n = buffer_dim(b_{first_lead}, 0)" if first_lead is not None else "    n = 1",
     ]
@@ -251,14 +286,15 @@ def launch_handler_source(spec: LaunchSpec) -> str:
         lines.append(f"    store({at}, {value}, {t})")
     lines += [f"    g_{i} = types.uint32({_word(_LAUNCH + i)})" for i in range(_WORDS - _LAUNCH)]
     lines += [
+        "    nil = types.uintp(0)",
         "    current = stack_buffer(8)",
-        "    rc = ctx_get_current(current)",
+        f"    rc = {call('ctx_get_current', 'int32', 'current')}",
         "    pushed = False",
         "    if rc == 0 and load(current, types.uintp) != ctx:",
-        "        rc = ctx_push(ctx)",
+        f"        rc = {call('ctx_push', 'int32', 'ctx')}",
         "        pushed = rc == 0",
         "    if rc != 0:",
-        f"        return report(api, record, {STEP_CONTEXT}, rc)",
+        f"        {report(STEP_CONTEXT, 'rc')}",
         "    for b in range(n):",
     ]
     for field in data_fields:
@@ -268,13 +304,14 @@ def launch_handler_source(spec: LaunchSpec) -> str:
             f"        store(storage + {field.offset}, buffer_data(b_{k}){offset}, types.uintp)"
         )
     lines += [
-        "        rc = launch(fn, g_0, g_1, g_2, g_3, g_4, g_5, g_6, stream, ptrs, 0)",
+        "        rc = "
+        + call("launch", "int32", "fn", *(f"g_{i}" for i in range(7)), "stream", "ptrs", "nil"),
         "        if rc != 0:",
         "            break",
         "    if pushed:",
-        "        ctx_pop(current)",
+        f"        {call('ctx_pop', 'int32', 'current')}",
         "    if rc != 0:",
-        f"        return report(api, record, {STEP_LAUNCH}, rc)",
+        f"        {report(STEP_LAUNCH, 'rc')}",
         "    return 0",
     ]
     return "\n".join(lines) + "\n"
@@ -311,15 +348,36 @@ class Handler:
 
 _NATIVE_NAMES = (
     "answer_metadata arg_buffer attr_scalar_dtype attr_scalar_value attr_type buffer_data "
-    "buffer_dim buffer_dtype buffer_rank cstring device_ordinal_get error_create_prefixed "
-    "frame_api frame_stage is_metadata_query load num_args num_attrs num_rets ret_buffer "
-    "stack_buffer store stream_get"
+    "buffer_dim buffer_dtype buffer_rank call_c cstring device_ordinal_get "
+    "error_create_prefixed frame_api frame_stage is_metadata_query load num_args num_attrs "
+    "num_rets ret_buffer stack_buffer store stream_get"
 ).split()
 
 _lock = threading.Lock()
-# The handlers compiled in this process, by driver and call shape: each
-# with the driver and the reporter it calls (kept alive with it).
-_shared: dict[tuple[int, tuple[Any, ...]], tuple[Any, Any, Any, str]] = {}
+# The handlers compiled or loaded in this process, by call shape.
+_shared: dict[tuple[Any, ...], tuple[Any, str]] = {}
+# Each driver's failure reporter, by driver (kept alive with it).
+_reporters: dict[int, tuple[Any, NativeDriver]] = {}
+
+
+def handler_cache_dir() -> Path | None:
+    """Where the CUDA launcher's handlers are cached, or None when they are
+    not (then compiled once per call shape in every process).
+
+    ``$FFI_CORE_CUDA_HANDLER_CACHE_DIR`` wins (empty: no disk cache);
+    otherwise ``$XDG_CACHE_HOME/ffi-core-cuda-handlers``
+    (``~/.cache/ffi-core-cuda-handlers``). The directory is created with mode
+    0700; one that is a symlink, is not owned by the current user or may be
+    written by group or others is refused with an
+    ``ffi_core.CacheDirWarning`` (None), since compiled code is loaded from it.
+    """
+    explicit = os.environ.get(HANDLER_CACHE_ENV)
+    if explicit == "":
+        return None
+    path = Path(explicit) if explicit is not None else cache_root() / "ffi-core-cuda-handlers"
+    return checked_cache_dir(
+        path, purpose=f"the CUDA launcher's handler cache (${HANDLER_CACHE_ENV})"
+    )
 
 
 def _shape(spec: LaunchSpec) -> tuple[Any, ...]:
@@ -328,43 +386,68 @@ def _shape(spec: LaunchSpec) -> tuple[Any, ...]:
     return (spec.arrays, spec.n_in, lead, spec.layout)
 
 
-def _shared_handler(spec: LaunchSpec, native: NativeDriver) -> tuple[Any, Any, Any, str]:
-    # The handler of ``spec``'s call shape against ``native``, compiled once.
-    key = (id(native), _shape(spec))
+def _versions() -> tuple[str, ...]:
+    # What the compiled handler depends on besides its source.
+    import llvmlite
+    import numba
+
+    return (numba.__version__, llvmlite.__version__, __version__, sys.version)
+
+
+def _shared_handler(spec: LaunchSpec) -> tuple[Any, str]:
+    # The handler of ``spec``'s call shape: compiled once per process, or
+    # loaded from the disk cache.
+    key = _shape(spec)
     with _lock:
         found = _shared.get(key)
         if found is not None:
             return found
-        from numba import cfunc, types
+        from numba import types
 
         from ...abi import native as nv
 
-        report = _reporter(native.error_name)
         source = launch_handler_source(spec)
-        module = pytypes.ModuleType(f"ffi_core_cuda_handler_{len(_shared)}")
-        module.__dict__.update({name: getattr(nv, name) for name in _NATIVE_NAMES})
+        digest = hashlib.sha256(source.encode())
+        for part in _versions():
+            digest.update(part.encode())
+        name = f"h_{digest.hexdigest()[:24]}"
+        layers = nv.Layers(handler_cache_dir(), what="the CUDA launcher's handler cache")
+        module = pytypes.ModuleType(f"ffi_core_cuda_handlers.{name}")
+        module.__dict__.update({n: getattr(nv, n) for n in _NATIVE_NAMES})
         module.__dict__.update(
-            cfunc=cfunc,
-            types=types,
-            report=report,
-            launch=native.launch,
-            ctx_get_current=native.ctx_get_current,
-            ctx_push=native.ctx_push,
-            ctx_pop=native.ctx_pop,
+            types=types, compile_handler=nv.cached_cfunc(layers, f"cuda.{name}.handler")
         )
-        exec(compile(source, f"<{module.__name__}>", "exec"), module.__dict__)
-        found = (module.handler, report, native, source)
+        # Numba rebuilds a cached function's environment from its module,
+        # found through sys.modules.
+        sys.modules[module.__name__] = module
+        try:
+            exec(compile(source, f"<{module.__name__}>", "exec"), module.__dict__)
+        except BaseException:
+            del sys.modules[module.__name__]
+            raise
+        found = (module.handler, source)
         _shared[key] = found
         return found
+
+
+def _driver_words(native: NativeDriver) -> list[int]:
+    # The addresses the record holds from ``_DRIVER`` on, in ``_CALLS`` order.
+    with _lock:
+        found = _reporters.get(id(native))
+        if found is None:
+            found = _reporters[id(native)] = (_reporter(native.error_name), native)
+    report = found[0]
+    functions = [getattr(native, name) for name in _CALLS[:-1]] + [report]
+    return [ctypes.cast(fn, ctypes.c_void_p).value or 0 for fn in functions]
 
 
 def build_launch_handler(spec: LaunchSpec, label: str, native: NativeDriver) -> Handler:
     """The handler of ``spec`` (its errors start with ``label``) against
     ``native``'s driver entry points: the handler of its call shape, compiled
-    once per process, called through an entry point of its own with a
-    record of the kernel's label, device tables and launch."""
-    # The reporter and the driver stay alive with the shared handler.
-    shared, _report, _native, source = _shared_handler(spec, native)
+    once per process or loaded from the disk cache, called through an entry
+    point of its own with a record of the kernel's label, device tables and
+    launch and of the driver's entry points."""
+    shared, source = _shared_handler(spec)
     functions = (ctypes.c_size_t * MAX_DEVICES)()
     contexts = (ctypes.c_size_t * MAX_DEVICES)()
     record = HandlerRecord(label, words=_WORDS)
@@ -373,5 +456,7 @@ def build_launch_handler(spec: LaunchSpec, label: str, native: NativeDriver) -> 
     launch = spec.launch
     for i, value in enumerate((*launch.grid, *launch.block, launch.shared_mem)):
         record[_LAUNCH + i] = value
+    for i, address in enumerate(_driver_words(native)):
+        record[_DRIVER + i] = address
     entry = bind_record(shared, record)
     return Handler(entry, functions, contexts, record, shared, source)

@@ -1,13 +1,15 @@
 """Numba's cache for compiled kernels and handlers, kept in checked
-directories and verified before anything in them is loaded.
+directories and verified before anything in them is loaded: the bridges'
+native handlers (numba-cpu-ffi's kernels and handlers, the CUDA launcher's
+handlers) are cached through it.
 
 Numba's own ``cache=True`` chooses its directory itself (``$NUMBA_CACHE_DIR``,
 a ``__pycache__`` beside the source, ``~/.cache/numba``), names its files by
 the source file and line, and unpickles its index and data files as it finds
 them: a truncated or flipped file raises at every later call, in every
 process, and some flipped bytes make LLVM abort the process. Here compiled
-code goes only to the directory that :func:`numba_cpu_ffi.cache_dir` checked
-(0700, owned by the user), under a name the caller derives from everything
+code goes only to the directory the caller checked
+(:func:`ffi_core.checked_cache_dir`: 0700, owned by the user), under a name the caller derives from everything
 the code depends on, and each file carries a SHA-256 of its contents that is
 verified before Numba sees a byte of it. A file that fails the check, or an
 entry that fails to load, is deleted with a :class:`HandlerCacheWarning`
@@ -40,7 +42,8 @@ from numba.core.ccallback import CFunc
 
 __all__ = ["HandlerCacheWarning", "Layers", "cache_dispatcher", "cached_cfunc", "cached_njit"]
 
-#: The first bytes of every file written here, then the SHA-256 of the rest.
+#: The first bytes of every file written here, then the SHA-256 of the rest
+#: (the format's name, as numba-cpu-ffi's caches have always been written).
 _MAGIC = b"numba-cpu-ffi handler cache 1\n"
 _HEADER = len(_MAGIC) + hashlib.sha256().digest_size
 
@@ -50,7 +53,9 @@ class HandlerCacheWarning(UserWarning):
     deleted and the handler compiled again."""
 
 
-def _discard(path: str, seen: os.stat_result | None, reason: str, *, keep: bool = False) -> None:
+def _discard(
+    path: str, seen: os.stat_result | None, reason: str, what: str, *, keep: bool = False
+) -> None:
     # Delete only the file that was read: another process may have replaced
     # it with a healthy one since. ``keep``: a read-only layer, left as it is.
     if not keep:
@@ -58,10 +63,9 @@ def _discard(path: str, seen: os.stat_result | None, reason: str, *, keep: bool 
             now = os.lstat(path)
             if seen is None or (now.st_ino, now.st_mtime_ns) == (seen.st_ino, seen.st_mtime_ns):
                 os.unlink(path)
-    what = "it is ignored" if keep else "it was deleted"
+    done = "it is ignored" if keep else "it was deleted"
     warnings.warn(
-        f"numba-cpu-ffi's handler cache file {path!r} {reason}; {what} and the "
-        "handler is compiled again",
+        f"{what} file {path!r} {reason}; {done} and the handler is compiled again",
         HandlerCacheWarning,
         stacklevel=2,
     )
@@ -76,6 +80,8 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
     last_read: str | None = None
     #: A layer this process only reads (prebuilt): a bad file is left in place.
     readonly: bool = False
+    #: What the cache is called in warnings (``Layers.what``).
+    what: str = "the handler cache"
 
     def _read_verified(self, path: str) -> bytes | None:
         self.last_read = path
@@ -89,7 +95,11 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
             or content[len(_MAGIC) : _HEADER] != hashlib.sha256(payload).digest()
         ):
             _discard(
-                path, seen, "does not match its checksum (truncated or corrupt)", keep=self.readonly
+                path,
+                seen,
+                "does not match its checksum (truncated or corrupt)",
+                self.what,
+                keep=self.readonly,
             )
             return None
         return payload
@@ -128,10 +138,11 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
 class Layers:
     """Where compiled code is kept: ``write``, the user's checked cache
     directory (None: none), read and written; then ``read``, prebuilt
-    directories, only read."""
+    directories, only read. ``what`` names the cache in warnings."""
 
     write: Path | None = None
     read: tuple[Path, ...] = ()
+    what: str = "the handler cache"
 
     def __bool__(self) -> bool:
         return self.write is not None or bool(self.read)
@@ -190,6 +201,7 @@ class _LayeredCache(FunctionCache):
                 cache_path=str(directory), filename_base=base, source_stamp=base
             )
             file.readonly = k > 0 or not self._writable
+            file.what = layers.what
             self._files.append(file)
         self._cache_file = self._files[0]
         self.enable()
@@ -231,7 +243,11 @@ class _LayeredCache(FunctionCache):
         except Exception as error:  # any failure to load is a miss
             path = file.last_read or file._index_path
             _discard(
-                path, None, f"failed to load ({type(error).__name__}: {error})", keep=file.readonly
+                path,
+                None,
+                f"failed to load ({type(error).__name__}: {error})",
+                file.what,
+                keep=file.readonly,
             )
 
 
