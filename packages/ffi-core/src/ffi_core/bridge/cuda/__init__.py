@@ -6,6 +6,8 @@ pointers, sizes and strides, constants and scalar attributes of the call,
 packed per launch on XLA's stream, on the device the call frame names. Each
 kernel image is loaded once per CUDA context and device; handlers declare
 themselves command-buffer compatible so XLA can capture them in CUDA graphs.
+One handler is compiled per call shape and cached on disk
+(:func:`handler_cache_dir`), so a later process loads it in milliseconds.
 :mod:`ffi_core.bridge.cuda.testing` runs these handlers without a GPU, and
 :class:`ArtifactCache` keeps every GPU bridge's compiled kernels on disk, keyed
 by content. Needs numba (``ffi-core[native]``) to build handlers; the rest is
@@ -28,10 +30,12 @@ from ._driver import Driver as Driver
 from ._driver import DriverError as DriverError
 from ._driver import NativeDriver as NativeDriver
 from ._driver import driver as driver
+from ._handler import HANDLER_CACHE_ENV as HANDLER_CACHE_ENV
 from ._handler import MAX_DEVICES as MAX_DEVICES
 from ._handler import Handler as Handler
 from ._handler import LaunchSpec as LaunchSpec
 from ._handler import build_launch_handler as build_launch_handler
+from ._handler import handler_cache_dir as handler_cache_dir
 from ._handler import launch_handler_source as launch_handler_source
 from ._launch import MAX_BLOCK as MAX_BLOCK
 from ._launch import MAX_GRID as MAX_GRID
@@ -66,6 +70,7 @@ from ._target import local_capabilities as local_capabilities
 __all__ = [
     "CTX_FN",
     "CTYPES",
+    "HANDLER_CACHE_ENV",
     "LAUNCH_FN",
     "MAX_BLOCK",
     "MAX_DEVICES",
@@ -102,6 +107,7 @@ __all__ = [
     "device_ordinal",
     "driver",
     "ensure_target",
+    "handler_cache_dir",
     "launch_config",
     "launch_handler_source",
     "local_capabilities",
