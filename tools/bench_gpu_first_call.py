@@ -16,9 +16,9 @@ process's first op is reported apart, from the start of the imports to its
 first result. With ``--shapes`` every kernel takes another dtype, so no two
 share a call shape.
 
-Candidates: ``cold`` (numba-cuda-ffi's artifact cache empty: PTX and cubin
-compiled) and ``cached`` (the cache filled by an earlier process: what a
-user's second run pays), each in ``--processes`` fresh processes, in
+Candidates: ``cold`` (numba-cuda-ffi's artifact cache and the launcher's
+handler cache empty: PTX, cubin and handler compiled) and ``cached`` (both
+filled by an earlier process: what a user's second run pays), each in ``--processes`` fresh processes, in
 alternating order. What a GPU adds is not here: loading the image into each
 device's context (``cuModuleLoadData``) and the launch itself.
 """
@@ -81,7 +81,10 @@ def _run(cache: str, kernels: int, shapes: bool) -> dict:
     code = CHILD.format(
         tools=str(TOOLS), kernels=kernels, dtypes=DTYPES, n_dtypes=len(DTYPES), shapes=shapes
     )
-    env_cache = {"NUMBA_CUDA_FFI_CACHE_DIR": cache}
+    env_cache = {
+        "NUMBA_CUDA_FFI_CACHE_DIR": cache,
+        "FFI_CORE_CUDA_HANDLER_CACHE_DIR": os.path.join(cache, "handlers"),
+    }
     proc = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
