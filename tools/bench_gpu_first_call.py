@@ -18,8 +18,8 @@ share a call shape.
 
 Candidates: ``cold`` (numba-cuda-ffi's artifact cache and the launcher's
 handler cache empty: PTX, cubin and handler compiled) and ``cached`` (both
-filled by an earlier process: what a user's second run pays), each in ``--processes`` fresh processes, in
-alternating order. What a GPU adds is not here: loading the image into each
+filled by an earlier process: what a user's second run pays), each in
+``--processes`` fresh processes, in alternating order. What a GPU adds is not here: loading the image into each
 device's context (``cuModuleLoadData``) and the launch itself.
 """
 
