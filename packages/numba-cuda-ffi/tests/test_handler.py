@@ -2,6 +2,7 @@
 metadata, parameter packing (against the PTX parameter count), batches,
 zero-size outputs, the context and every error it returns."""
 
+import ctypes
 import os
 import subprocess
 import sys
@@ -321,3 +322,14 @@ def test_an_empty_variable_means_no_handler_cache(tmp_path):
     assert not list(tmp_path.iterdir())
     out, _ = _cached_run("", XDG_CACHE_HOME=str(tmp_path))
     assert out.startswith("0 0 [] ")
+
+
+def test_the_handler_source_holds_no_address_of_the_process():
+    # What can be cached: the driver's entry points come from the record, and
+    # the launch reads its seven words (grid, block, shared memory) only.
+    h, fake = _handler(SIG)
+    names = ("launch", "ctx_get_current", "ctx_push", "ctx_pop")
+    addresses = [ctypes.cast(getattr(fake.native, n), ctypes.c_void_p).value for n in names]
+    assert all(str(a) not in h.source for a in addresses)
+    launch_words = [line.split("=")[0].strip() for line in h.source.splitlines()]
+    assert [w for w in launch_words if w.startswith("g_")] == [f"g_{i}" for i in range(7)]

@@ -284,7 +284,7 @@ def launch_handler_source(spec: LaunchSpec) -> str:
             ]
             value = " * ".join([str(int(field.value)), *rest])
         lines.append(f"    store({at}, {value}, {t})")
-    lines += [f"    g_{i} = types.uint32({_word(_LAUNCH + i)})" for i in range(_WORDS - _LAUNCH)]
+    lines += [f"    g_{i} = types.uint32({_word(_LAUNCH + i)})" for i in range(_DRIVER - _LAUNCH)]
     lines += [
         "    nil = types.uintp(0)",
         "    current = stack_buffer(8)",
