@@ -253,6 +253,7 @@ def test_one_handler_serves_kernels_of_several_drivers(fake_xla):
 _CACHED = textwrap.dedent(
     """
     import numpy as np
+    {patch}
     from ffi_core.bridge.cuda.testing import FakeDriver, FakeXLA
     from numba_cuda_ffi._compile import param_layout
     from numba_cuda_ffi._handler import build_numba_launch_handler
@@ -268,15 +269,15 @@ _CACHED = textwrap.dedent(
     x, s, out = np.ones((2, 2), np.float32), np.array(1.0), np.zeros((2, 2), np.float32)
     result = xla.call(h.cfunc, [x, s], [out])
     print(h.shared._cache_hits, result, xla.errors,
-          [(a.function, a.grid, a.block) for a in fake.launches])
+          [(a.function, a.grid, a.block) for a in fake.launches], hex(fake.launches[-1].stream))
     """
 )
 
 
-def _cached_run(cache, rc=0, **extra):
+def _cached_run(cache, rc=0, patch="", **extra):
     env = {**os.environ, "FFI_CORE_CUDA_HANDLER_CACHE_DIR": str(cache), **extra}
     proc = subprocess.run(
-        [sys.executable, "-c", _CACHED.format(rc=rc)],
+        [sys.executable, "-c", _CACHED.format(rc=rc, patch=patch)],
         capture_output=True,
         text=True,
         env=env,
@@ -288,7 +289,7 @@ def _cached_run(cache, rc=0, **extra):
 
 def test_a_later_process_loads_the_handler_from_the_disk_cache(tmp_path):
     cache = tmp_path / "handlers"
-    launched = "[(4242, (3, 1, 1), (64, 1, 1))]"
+    launched = "[(4242, (3, 1, 1), (64, 1, 1))] 0x5000"
     first, _ = _cached_run(cache)
     assert first == f"0 0 [] {launched}"
     assert len(list(cache.glob("*.nbc"))) == 1
@@ -313,6 +314,31 @@ def test_a_corrupt_cached_handler_is_a_miss_compiled_again(tmp_path):
     assert f"the CUDA launcher's handler cache file {str(data)!r} does not match" in err
     again, _ = _cached_run(cache)
     assert again.startswith("1 0 [] ")
+
+
+_STAND_IN = """
+import numba
+from numba import types
+from ffi_core.abi import native as nv
+
+@numba.njit(inline="always")
+def stand_in(frame):
+    return 0, types.uintp(0x7000)
+
+nv.stream_get = stand_in
+"""
+
+
+def test_a_handler_calling_another_global_is_another_entry(tmp_path):
+    # A test harness standing in its own stream_get (as tools/bench_launch_host.py
+    # does) gets a handler of its own, and the next process the real one.
+    cache = tmp_path / "handlers"
+    assert _cached_run(cache)[0].endswith(" 0x5000")
+    stood_in, _ = _cached_run(cache, patch=_STAND_IN)
+    assert stood_in.startswith("0 0 [] ") and stood_in.endswith(" 0x7000")
+    again, _ = _cached_run(cache)
+    assert again.startswith("1 0 [] ") and again.endswith(" 0x5000")
+    assert _cached_run(cache, patch=_STAND_IN)[0].startswith("1 0 [] ")
 
 
 def test_an_empty_variable_means_no_handler_cache(tmp_path):

@@ -394,6 +394,12 @@ def _versions() -> tuple[str, ...]:
     return (numba.__version__, llvmlite.__version__, __version__, sys.version)
 
 
+def _origin(item: tuple[str, Any]) -> str:
+    # ``name=module.qualname`` of a global the handler's source calls.
+    name, value = item
+    return f"{name}={getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', '?')}"
+
+
 def _shared_handler(spec: LaunchSpec) -> tuple[Any, str]:
     # The handler of ``spec``'s call shape: compiled once per process, or
     # loaded from the disk cache.
@@ -407,13 +413,16 @@ def _shared_handler(spec: LaunchSpec) -> tuple[Any, str]:
         from ...abi import native as nv
 
         source = launch_handler_source(spec)
+        natives = {n: getattr(nv, n) for n in _NATIVE_NAMES}
         digest = hashlib.sha256(source.encode())
-        for part in _versions():
+        # The name covers the source, where each global it calls comes from
+        # (a test harness may stand in its own) and the versions.
+        for part in (*map(_origin, natives.items()), *_versions()):
             digest.update(part.encode())
         name = f"h_{digest.hexdigest()[:24]}"
         layers = nv.Layers(handler_cache_dir(), what="the CUDA launcher's handler cache")
         module = pytypes.ModuleType(f"ffi_core_cuda_handlers.{name}")
-        module.__dict__.update({n: getattr(nv, n) for n in _NATIVE_NAMES})
+        module.__dict__.update(natives)
         module.__dict__.update(
             types=types, compile_handler=nv.cached_cfunc(layers, f"cuda.{name}.handler")
         )
