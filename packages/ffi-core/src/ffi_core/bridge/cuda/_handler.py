@@ -25,8 +25,9 @@ compile.
 The handler's code holds no address of the process (everything the process
 owns comes through the record), so it is cached on disk like numba-cpu-ffi's
 (``ffi_core.abi.native.cached_cfunc``: a checked directory, checksummed files,
-a bad entry a miss), under a name derived from its source and the versions it
-depends on: a later process loads it in milliseconds. The directory is
+a bad entry a miss), under a name derived from its source, where each function
+it calls comes from and the versions it depends on: a later process loads it
+in milliseconds. The directory is
 :func:`handler_cache_dir`.
 """
 
