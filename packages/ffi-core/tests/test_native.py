@@ -216,6 +216,42 @@ def test_call_void_fn_typing_error() -> None:
         call()
 
 
+_MIXED = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_size_t, ctypes.c_uint32, ctypes.c_int64)
+
+
+@_MIXED
+def _mixed(a, b, c):
+    return (a + 10 * b + 100 * c) % 2**31
+
+
+def test_call_c_passes_each_argument_with_its_type_and_returns_the_result() -> None:
+    fn = ctypes.cast(_mixed, ctypes.c_void_p).value
+
+    @numba.njit
+    def call(fn):
+        return N.call_c(fn, types.int32, (types.uintp(1), types.uint32(2), types.int64(-3)))
+
+    assert call(fn) == (1 + 20 - 300) % 2**31
+
+
+@pytest.mark.parametrize(
+    "misuse",
+    [
+        lambda: N.call_c(1.0, types.int32, (types.uintp(1),)),
+        lambda: N.call_c(1, types.float64, (types.uintp(1),)),
+        lambda: N.call_c(1, types.int32, (2.0,)),
+        lambda: N.call_c(1, types.int32, 3),
+    ],
+)
+def test_call_c_typing_error(misuse) -> None:
+    call = numba.njit(misuse)
+    with pytest.raises(
+        numba.core.errors.TypingError,
+        match=re.escape("call_c(fn: int, restype: an integer type, args: tuple of int)"),
+    ):
+        call()
+
+
 # --- native handlers ---------------------------------------------------------
 
 

@@ -2,8 +2,9 @@
 
 The smallest set of LLVM-level operations that the call-frame helpers need:
 load and store a scalar at an address, turn an address into a ``voidptr`` (for
-``numba.carray``), embed a constant C string, and call an FFI API function
-pointer with one argument.
+``numba.carray``), embed a constant C string, call an FFI API function
+pointer with one argument, and call a C function at an address read at run
+time.
 """
 
 from __future__ import annotations
@@ -13,7 +14,16 @@ from numba.core import cgutils, types
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
-__all__ = ["call_api_fn", "call_void_fn", "cstring", "load", "stack_buffer", "store", "voidptr"]
+__all__ = [
+    "call_api_fn",
+    "call_c",
+    "call_void_fn",
+    "cstring",
+    "load",
+    "stack_buffer",
+    "store",
+    "voidptr",
+]
 
 
 def _require(ok: bool, usage: str) -> None:
