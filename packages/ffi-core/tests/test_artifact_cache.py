@@ -109,7 +109,7 @@ def test_a_package_cache_is_named_after_its_package(tmp_path, monkeypatch) -> No
         "the kernel",
     )
     monkeypatch.delenv(ENV, raising=False)
-    monkeypatch.setattr("ffi_core.bridge.cuda._artifact_cache.cache_root", lambda: tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache.directory() == tmp_path / "toy-ffi"
 
 

@@ -77,3 +77,30 @@ def test_cache_root_follows_xdg(monkeypatch, tmp_path):
     assert cache_root() == tmp_path
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")  # the XDG spec says: ignore it
     assert cache_root() == pathlib.Path(os.path.expanduser("~")) / ".cache"
+
+
+def test_env_cache_dir_follows_its_variable(tmp_path, monkeypatch):
+    from ffi_core.bridge import env_cache_dir
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("TEST_CACHE_DIR", raising=False)
+    default = env_cache_dir("TEST_CACHE_DIR", "test-cache", purpose="the test cache")
+    assert default == tmp_path / "xdg" / "test-cache"
+    assert stat.S_IMODE(os.lstat(default).st_mode) == 0o700
+    monkeypatch.setenv("TEST_CACHE_DIR", str(tmp_path / "named"))
+    assert env_cache_dir("TEST_CACHE_DIR", "test-cache", purpose="the test cache") == (
+        tmp_path / "named"
+    )
+    monkeypatch.setenv("TEST_CACHE_DIR", "")
+    assert env_cache_dir("TEST_CACHE_DIR", "test-cache", purpose="the test cache") is None
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    monkeypatch.setenv("TEST_CACHE_DIR", str(shared))
+    message = (
+        f"the test cache ($TEST_CACHE_DIR) is not kept on disk: the directory {str(shared)!r} "
+        "is refused because group or others may write into it (mode 0777). Use a directory "
+        "that only you own and may write (mode 0700), or remove this one so it is created anew."
+    )
+    with pytest.warns(CacheDirWarning, match=re.escape(message)):
+        assert env_cache_dir("TEST_CACHE_DIR", "test-cache", purpose="the test cache") is None

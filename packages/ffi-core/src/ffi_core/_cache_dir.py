@@ -15,7 +15,7 @@ import stat
 import warnings
 from pathlib import Path
 
-__all__ = ["CacheDirWarning", "cache_root", "checked_cache_dir", "unsafe_reason"]
+__all__ = ["CacheDirWarning", "cache_root", "checked_cache_dir", "env_cache_dir", "unsafe_reason"]
 
 
 class CacheDirWarning(UserWarning):
@@ -83,3 +83,17 @@ def checked_cache_dir(path: Path | str, *, purpose: str, warn: bool = True) -> P
             stacklevel=3,
         )
     return None
+
+
+def env_cache_dir(env: str, folder: str, *, purpose: str) -> Path | None:
+    """The checked directory a package keeps a cache in, or None for none:
+    ``$env`` when set (empty: no disk cache), else ``folder`` under
+    :func:`cache_root`; checked by :func:`checked_cache_dir`, whose warning
+    names ``purpose`` and the variable. Read at each call, so a test may
+    point the variable elsewhere.
+    """
+    configured = os.environ.get(env)
+    if configured == "":
+        return None
+    path = Path(configured) if configured is not None else cache_root() / folder
+    return checked_cache_dir(path, purpose=f"{purpose} (${env})")

@@ -18,9 +18,9 @@ import threading
 import warnings
 from pathlib import Path
 
-from ffi_core import CacheDirWarning, cache_root, checked_cache_dir
+from ffi_core import CacheDirWarning
 from ffi_core.abi.native import Layers
-from ffi_core.bridge import unsafe_reason
+from ffi_core.bridge import env_cache_dir, unsafe_reason
 
 __all__ = [
     "CACHE_ENV",
@@ -54,11 +54,7 @@ def cache_dir() -> Path | None:
     are loaded from it. A directory on a read-only file system (filled when
     a container image was built) is read and not written.
     """
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit == "":
-        return None
-    path = Path(explicit) if explicit is not None else cache_root() / "numba-cpu-ffi"
-    return checked_cache_dir(path, purpose=f"numba-cpu-ffi's handler cache (${CACHE_ENV})")
+    return env_cache_dir(CACHE_ENV, "numba-cpu-ffi", purpose="numba-cpu-ffi's handler cache")
 
 
 def add_prebuilt_dir(path: str | os.PathLike[str]) -> None:

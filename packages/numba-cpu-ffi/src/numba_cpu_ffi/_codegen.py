@@ -23,15 +23,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import sys
 import tempfile
 import threading
-import types as pytypes
 from typing import Any
 
 import numba
 from ffi_core.abi import api_version
-from ffi_core.abi.native import Layers, cached_cfunc, cached_njit
+from ffi_core.abi.native import Layers, cached_cfunc, cached_njit, handler_module
 from ffi_core.bridge import ArraySig, target_name
 from ffi_core.bridge.cpu import (
     BoundHandler,
@@ -154,28 +152,20 @@ def _load_module(name: str, source: str, namespace: dict[str, Any], layers: Laye
     """Run ``source`` as module ``name`` with ``namespace`` preset; its
     ``compile_handler``/``compile_loop`` decorators keep compiled code in
     ``layers``."""
-    module = pytypes.ModuleType(f"numba_cpu_ffi_handlers.{name}")
-    module.__dict__.update(
-        namespace,
-        compile_handler=cached_cfunc(layers, f"{name}.handler"),
-        compile_loop=cached_njit(layers, f"{name}.batch_loop"),
-    )
+    compilers = {
+        "compile_handler": cached_cfunc(layers, f"{name}.handler"),
+        "compile_loop": cached_njit(layers, f"{name}.batch_loop"),
+    }
     path = layers.write / f"{name}.py" if layers.write is not None else None
     filename = str(path) if path is not None else f"<{name}>"
-    module.__file__ = filename
     # A cfunc loaded from Numba's cache does not start the threading layer that
     # parallel code linked into it needs (Numba gathers the reload hooks before
     # the cfunc's library is linked), and its symbols must exist before the
     # cached code is loaded; without this a prange crashes the process.
     _launch_threads()
-    # Numba rebuilds a cached function's environment from its module, found
-    # through sys.modules.
-    sys.modules[module.__name__] = module
-    try:
-        exec(compile(source, filename, "exec"), module.__dict__)
-    except BaseException:
-        del sys.modules[module.__name__]
-        raise
+    module = handler_module(
+        f"numba_cpu_ffi_handlers.{name}", source, {**namespace, **compilers}, filename
+    )
     if path is not None and not module.handler._cache_hits:
         # Compiled here: its source beside its compiled code, for tracebacks
         # and readers; it is never imported (the text run is the one in memory).

@@ -28,6 +28,7 @@ from .._batching import batch_to_front as batch_to_front
 from .._batching import expand_batch as expand_batch
 from .._batching import leading_batch as leading_batch
 from .._batching import scan_batch as scan_batch
+from .._cache_dir import env_cache_dir as env_cache_dir
 from .._cache_dir import unsafe_reason as unsafe_reason
 from .._checks import check_aliases as check_aliases
 from .._checks import check_arity as check_arity
@@ -128,6 +129,7 @@ __all__ = [
     "def_eager_impl",
     "derivative_fix",
     "distributed_client",
+    "env_cache_dir",
     "expand_batch",
     "function_digest",
     "function_kernel_fields",

@@ -5,7 +5,7 @@ metadata handshake, create errors, get the stream and device ordinal, and call
 a kernel so that an exception it raises becomes an ``XLA_FFI_Error*``, call a
 C function at an address read at run time (``call_c``); and keep compiled
 handlers in a checked disk cache (``cached_cfunc``, ``cached_njit``,
-``cache_dispatcher`` over ``Layers``). Needs the ``native`` extra
+``cache_dispatcher`` over ``Layers``; ``handler_module`` runs their source). Needs the ``native`` extra
 (``pip install "ffi-core[native]"``).
 """
 
@@ -21,6 +21,7 @@ from ._disk_cache import Layers as Layers
 from ._disk_cache import cache_dispatcher as cache_dispatcher
 from ._disk_cache import cached_cfunc as cached_cfunc
 from ._disk_cache import cached_njit as cached_njit
+from ._disk_cache import handler_module as handler_module
 from ._frame import answer_metadata as answer_metadata
 from ._frame import arg_buffer as arg_buffer
 from ._frame import attr_array_data as attr_array_data
@@ -94,6 +95,7 @@ __all__ = [
     "frame_api",
     "frame_ctx",
     "frame_stage",
+    "handler_module",
     "is_metadata_query",
     "load",
     "num_args",

@@ -25,8 +25,10 @@ import dataclasses
 import hashlib
 import os
 import pickle
+import sys
+import types as pytypes
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,14 @@ from numba.core.caching import (
 )
 from numba.core.ccallback import CFunc
 
-__all__ = ["HandlerCacheWarning", "Layers", "cache_dispatcher", "cached_cfunc", "cached_njit"]
+__all__ = [
+    "HandlerCacheWarning",
+    "Layers",
+    "cache_dispatcher",
+    "cached_cfunc",
+    "cached_njit",
+    "handler_module",
+]
 
 #: The first bytes of every file written here, then the SHA-256 of the rest
 #: (the format's name, as numba-cpu-ffi's caches have always been written).
@@ -289,3 +298,21 @@ def cache_dispatcher(dispatcher: Any, layers: Layers, base: str) -> Any:
         # What Dispatcher.enable_caching does, with this cache.
         dispatcher._cache = _LayeredCache(dispatcher.py_func, layers, base)
     return dispatcher
+
+
+def handler_module(name: str, source: str, namespace: Mapping[str, Any], filename: str) -> Any:
+    """``source`` run as the module ``name`` with ``namespace`` preset and
+    ``filename`` as its ``__file__``. The module is registered in
+    ``sys.modules``, where Numba finds a cached function's module when it
+    rebuilds the function's environment, and removed again if the source
+    raises."""
+    module = pytypes.ModuleType(name)
+    module.__dict__.update(namespace)
+    module.__file__ = filename
+    sys.modules[name] = module
+    try:
+        exec(compile(source, filename, "exec"), module.__dict__)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

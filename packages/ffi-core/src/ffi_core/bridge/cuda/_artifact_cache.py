@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from ..._cache_dir import cache_root, checked_cache_dir
+from ..._cache_dir import env_cache_dir
 from ..._version import __version__
 
 __all__ = ["ArtifactCache", "ArtifactCacheWarning", "ArtifactField", "BadArtifact"]
@@ -218,11 +218,7 @@ class ArtifactCache:
 
     def directory(self) -> Path | None:
         """The checked directory, or None when there is no disk cache."""
-        configured = os.environ.get(self.env)
-        if configured == "":
-            return None
-        path = Path(configured) if configured is not None else cache_root() / self.folder
-        return checked_cache_dir(path, purpose=f"{self.purpose} (${self.env})")
+        return env_cache_dir(self.env, self.folder, purpose=self.purpose)
 
     @functools.cached_property
     def _versions(self) -> list[list[str]]:

@@ -37,16 +37,14 @@ import ctypes
 import dataclasses
 import hashlib
 import json
-import os
 import sys
 import threading
-import types as pytypes
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..._cache_dir import cache_root, checked_cache_dir
+from ..._cache_dir import env_cache_dir
 from ..._spec import ArraySig
 from ..._version import __version__
 from ...abi import ErrorCode, HandlerTraits, code_from_dtype, create_error
@@ -372,12 +370,8 @@ def handler_cache_dir() -> Path | None:
     written by group or others is refused with an
     ``ffi_core.CacheDirWarning`` (None), since compiled code is loaded from it.
     """
-    explicit = os.environ.get(HANDLER_CACHE_ENV)
-    if explicit == "":
-        return None
-    path = Path(explicit) if explicit is not None else cache_root() / "ffi-core-cuda-handlers"
-    return checked_cache_dir(
-        path, purpose=f"the CUDA launcher's handler cache (${HANDLER_CACHE_ENV})"
+    return env_cache_dir(
+        HANDLER_CACHE_ENV, "ffi-core-cuda-handlers", purpose="the CUDA launcher's handler cache"
     )
 
 
@@ -422,19 +416,10 @@ def _shared_handler(spec: LaunchSpec) -> tuple[Any, str]:
             digest.update(part.encode())
         name = f"h_{digest.hexdigest()[:24]}"
         layers = nv.Layers(handler_cache_dir(), what="the CUDA launcher's handler cache")
-        module = pytypes.ModuleType(f"ffi_core_cuda_handlers.{name}")
-        module.__dict__.update(natives)
-        module.__dict__.update(
-            types=types, compile_handler=nv.cached_cfunc(layers, f"cuda.{name}.handler")
-        )
-        # Numba rebuilds a cached function's environment from its module,
-        # found through sys.modules.
-        sys.modules[module.__name__] = module
-        try:
-            exec(compile(source, f"<{module.__name__}>", "exec"), module.__dict__)
-        except BaseException:
-            del sys.modules[module.__name__]
-            raise
+        compile_handler = nv.cached_cfunc(layers, f"cuda.{name}.handler")
+        module_name = f"ffi_core_cuda_handlers.{name}"
+        namespace = {**natives, "types": types, "compile_handler": compile_handler}
+        module = nv.handler_module(module_name, source, namespace, f"<{module_name}>")
         found = (module.handler, source)
         _shared[key] = found
         return found
