@@ -12,7 +12,6 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-TODAY = datetime.date.today().isoformat()
 
 
 @pytest.fixture
@@ -82,7 +81,7 @@ def _files(tree, package):
 
 def test_bump_patch_writes_the_version_the_changelog_and_the_snapshot(tree):
     _set(tree, "numba-cpu-ffi", changelog=CHANGELOG, version="0.1.0", snapshot=SNAPSHOT)
-    proc = _release(tree, "bump", "numba-cpu-ffi", "patch")
+    proc = _release(tree, "bump", "numba-cpu-ffi", "patch", "--date", "2026-03-04")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[:2] == [
         "done:",
@@ -95,7 +94,7 @@ def test_bump_patch_writes_the_version_the_changelog_and_the_snapshot(tree):
     # Every unreleased section, "## 0.1.0 (unreleased)" too, goes into the release.
     assert changelog == (
         "# Changelog\n\n## Unreleased\n\n"
-        f"## 0.1.1 ({TODAY})\n\n"
+        "## 0.1.1 (2026-03-04)\n\n"
         "- `numba_kernel` takes `sharding_rule`.\n\n- First version.\n\n"
         "## 0.0.9 (2026-01-02)\n\n- An older release.\n"
     )
@@ -145,15 +144,32 @@ def test_bump_that_a_dependent_refuses_names_it_and_writes_nothing(tree):
 def test_dry_run_writes_nothing(tree):
     _set(tree, "ffi-core", changelog=CHANGELOG, version="0.1.4")
     before = _files(tree, "ffi-core")
+    # Without --date the release is dated today; the run may cross midnight.
+    days = {datetime.date.today().isoformat()}
     proc = _release(tree, "bump", "ffi-core", "patch", "--dry-run")
+    days.add(datetime.date.today().isoformat())
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[:3] == [
+    assert lines[:2] == [
         "would do (dry run):",
         "  packages/ffi-core/src/ffi_core/_version.py: 0.1.4 -> 0.1.5",
-        f"  packages/ffi-core/CHANGELOG.md: 3 unreleased line(s) under `## 0.1.5 ({TODAY})`",
     ]
+    assert lines[2] in {
+        f"  packages/ffi-core/CHANGELOG.md: 3 unreleased line(s) under `## 0.1.5 ({day})`"
+        for day in days
+    }
     assert "  warp-ffi requires `ffi-core[native]>=0.1,<0.2`: admits 0.1.5" in lines
+    assert _files(tree, "ffi-core") == before
+
+
+def test_a_date_that_is_not_iso_is_refused(tree):
+    _set(tree, "ffi-core", changelog=CHANGELOG, version="0.1.4")
+    before = _files(tree, "ffi-core")
+    proc = _release(tree, "bump", "ffi-core", "patch", "--date", "27.11.2026")
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1].endswith(
+        "argument --date: `--date` must be a date as YYYY-MM-DD, got '27.11.2026'"
+    )
     assert _files(tree, "ffi-core") == before
 
 

@@ -5,6 +5,7 @@ Each package's version lives in one place, `src/<import_name>/_version.py`
 
     uv run python tools/release.py bump ffi-core patch             # 0.1.0 -> 0.1.1
     uv run python tools/release.py bump ffi-core minor --dry-run   # say what would change
+    uv run python tools/release.py bump ffi-core patch --date 2026-03-04   # date it yourself
     uv run python tools/release.py notes ffi-core [0.1.1]          # a release's notes
     uv run python tools/release.py check                           # every range admits its package
 
@@ -12,7 +13,7 @@ Each package's version lives in one place, `src/<import_name>/_version.py`
 is empty, or when a sibling's requirement (`ffi-core>=0.1,<0.2` in its
 pyproject.toml) would not admit the new version: raise that sibling's range
 first, in the same change. Otherwise it writes `_version.py`, moves the
-Unreleased entries under `## <version> (<today>)` with a fresh empty
+Unreleased entries under `## <version> (<today or --date>)` with a fresh empty
 `## Unreleased` above, and marks the package's api.txt as the released API.
 """
 
@@ -270,6 +271,15 @@ def check(root: pathlib.Path) -> list[str]:
     ]
 
 
+def _iso_date(text: str) -> datetime.date:
+    try:
+        return datetime.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"`--date` must be a date as YYYY-MM-DD, got {text!r}"
+        ) from None
+
+
 def main(argv: list[str] | None = None, root: pathlib.Path = ROOT) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -277,6 +287,11 @@ def main(argv: list[str] | None = None, root: pathlib.Path = ROOT) -> int:
     bump_parser.add_argument("package", choices=packages(root))
     bump_parser.add_argument("part", choices=PARTS)
     bump_parser.add_argument("--dry-run", action="store_true", help="write nothing")
+    bump_parser.add_argument(
+        "--date",
+        type=_iso_date,
+        help="the release's date in the CHANGELOG, YYYY-MM-DD (default: today)",
+    )
     notes_parser = commands.add_parser("notes", help="print a release's notes")
     notes_parser.add_argument("package", choices=packages(root))
     notes_parser.add_argument("version", nargs="?")
@@ -284,7 +299,7 @@ def main(argv: list[str] | None = None, root: pathlib.Path = ROOT) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "bump":
-            done = bump(root, args.package, args.part, dry_run=args.dry_run)
+            done = bump(root, args.package, args.part, dry_run=args.dry_run, today=args.date)
             print(("would do (dry run):" if args.dry_run else "done:") + "\n  " + "\n  ".join(done))
         elif args.command == "notes":
             print(notes(root, args.package, args.version))
