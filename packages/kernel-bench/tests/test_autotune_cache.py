@@ -252,6 +252,21 @@ def test_clear_removes_bad_files_and_keeps_good_entries(monkeypatch):
     assert sorted(p.name for p in autotune.cache_dir().iterdir()) == [".lock"]
 
 
+def test_forget_removes_one_decision_from_disk_and_memory(monkeypatch):
+    op, decision, path = _decided(monkeypatch)
+    second = _op()
+    other = _explain(second)
+    assert sorted(json.loads(path.read_text())["decisions"]) == sorted([decision.key, other.key])
+    assert _explain(op).source == "disk"  # in memory now
+    assert _autotune_decide.forget("cpu", [decision.key]) == 1
+    assert list(json.loads(path.read_text())["decisions"]) == [other.key]
+    assert [d.key for d in _autotune_decide._memory.values()] == [other.key]
+    assert _autotune_decide.forget("cpu", [decision.key]) == 0
+    # Neither memory nor the disk holds it: measured again, and written back.
+    assert _explain(op).source == "measured"
+    assert sorted(json.loads(path.read_text())["decisions"]) == sorted([decision.key, other.key])
+
+
 def test_writes_replace_the_file_whole_and_merge_other_processes_entries(monkeypatch):
     op, decision, path = _decided(monkeypatch)
     assert stat.S_IMODE(os.stat(autotune.cache_dir()).st_mode) == 0o700

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -11,7 +12,9 @@ import pytest
 import xla_custom_kernel as xck
 from jax.experimental import io_callback
 from kernel_bench import BenchmarkConfig, BenchmarkRecord, _program, _timing, benchmark_kernel
-from kernel_bench._consistency import check_consistency
+from kernel_bench._consistency import check_consistency, forget_stale
+from kernel_bench.autotune import _cache as _autotune_cache
+from kernel_bench.autotune import _decide as _autotune_decide
 
 _names = itertools.count()
 
@@ -25,11 +28,12 @@ class FakeClock:
     def __call__(self) -> float:
         return self.now
 
-    def costing(self, seconds: float):
-        """A backend doubling its input that costs ``seconds`` of this clock per call."""
+    def costing(self, seconds: float | Callable[[], float]):
+        """A backend doubling its input that costs ``seconds`` of this clock per
+        call (or what ``seconds()`` says at each call)."""
 
         def tick() -> np.ndarray:
-            self.now += seconds
+            self.now += seconds() if callable(seconds) else seconds
             return np.zeros((), np.float32)
 
         def backend(x):
@@ -94,6 +98,49 @@ def test_the_verdict_and_the_autotuner_agree(clock, costs):
     assert decision["margin"] == pytest.approx(ranked[1] / ranked[0])
     assert by_backend["auto"].program_median_ms == pytest.approx(costs["fast"] * 1e3)
     assert check_consistency(result.records) == ([], 1)
+
+
+def test_a_decision_from_disk_that_the_run_contradicts_is_forgotten(clock):
+    costs = {"a": 100e-6, "b": 300e-6}
+    op = xck.XLACustomKernel(f"consistency_test_{next(_names)}")
+    for name in costs:
+        backend = clock.costing(lambda name=name: costs[name])
+        op.def_kernel(name, "cpu", lambda outs, fn=backend: fn)
+    op.def_call(lambda x: op(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype)))
+    op.def_benchmark_data(
+        lambda *, platform: [BenchmarkConfig("n=16", (np.arange(16, dtype=np.float32),))]
+    )
+
+    def run():
+        jax.clear_caches()  # "auto" is chosen again where the program is lowered
+        result = benchmark_kernel(
+            op, platform="cpu", n_warmup=1, n_runs=3, autotune=True, seconds_per_run=1e-3
+        )
+        return result.records, next(r for r in result.records if r.backend == "auto").autotune
+
+    records, decision = run()
+    assert (decision["backend"], decision["source"]) == ("a", "measured")
+    assert check_consistency(records) == ([], 1)
+    # A later process, on a machine where b has become the faster: auto reads
+    # a from the disk, and the run times it slower than b beyond the noise.
+    _autotune_decide._memory.clear()
+    _autotune_cache._disk.clear()
+    costs.update(a=300e-6, b=100e-6)
+    records, decision = run()
+    assert (decision["backend"], decision["source"]) == ("a", "disk")
+    (found,), _ = check_consistency(records)
+    assert found.stale_key == decision["key"] and found.reason.startswith("decision from disk")
+    (forgotten,) = forget_stale([found])
+    assert forgotten.reason == (
+        f"{found.reason}; removed from the autotune cache, so the next run measures it again"
+    )
+    assert _autotune_cache.from_disk("cpu", decision["key"], op.name, ("a", "b")) is None
+    # Said once: nothing is left to forget.
+    assert forget_stale([found]) == [found]
+    # The next run measures again and picks b.
+    records, decision = run()
+    assert (decision["backend"], decision["source"]) == ("b", "measured")
+    assert check_consistency(records) == ([], 1)
 
 
 def rec(backend, program, *, spread=0.01, noise=0.01, autotune=None):
@@ -192,3 +239,18 @@ def test_cases_without_auto_or_in_program_times_are_not_compared():
     no_program = BenchmarkRecord("cpu", "auto", "k/n=1", 1.0, 0.0, 1.0, 1e3, True)
     assert check_consistency([rec("numba", 1.0), no_program]) == ([], 0)
     assert check_consistency([rec("numba", 1.0)]) == ([], 0)
+
+
+@pytest.mark.parametrize(
+    ("source", "picked", "stale"),
+    [
+        ("disk", "jax", True),
+        ("disk", "numba", False),  # auto ran the fastest backend: timing noise
+        ("measured", "jax", False),
+        ("process 0", "jax", False),  # process 0's decision, not this machine's disk
+    ],
+)
+def test_only_a_decision_read_from_disk_that_picked_another_backend_is_stale(source, picked, stale):
+    auto = rec("auto", 2.0, autotune={**decided(picked, source=source), "key": "k" * 32})
+    (found,), _ = check_consistency([rec("numba", 1.0), rec("jax", 2.0), auto])
+    assert found.stale_key == ("k" * 32 if stale else None)

@@ -6,7 +6,9 @@ the fastest fixed backend's by more than the noise is listed with a reason:
 - **noise**: auto runs the fastest backend itself; two timings of the same
   code differ by more than the machine's measured spread;
 - **decision from disk**: the decision was measured in an earlier process (or
-  by process 0), on another day's machine load;
+  by process 0), on another day's machine load. This run's times contradict
+  it beyond the noise, so :func:`forget_stale` removes it from this
+  machine's autotune cache: the next process measures it again;
 - **machine busy when decided**: the autotuner saw a loaded machine (with
   the share of the CPUs other processes used then, where it was measured);
 - **tie within noise**: the autotuner's own margin between its pick and the
@@ -37,9 +39,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._record import BenchmarkRecord
+from .autotune._decide import forget
 from .autotune._decision import TIE
 
-__all__ = ["AUTO", "MIN_TOLERANCE", "NOISY", "Disagreement", "check_consistency"]
+__all__ = [
+    "AUTO",
+    "MIN_TOLERANCE",
+    "NOISY",
+    "Disagreement",
+    "check_consistency",
+    "forget_stale",
+]
 
 AUTO = "auto"
 #: The least relative difference counted as a difference: the autotuner's tie.
@@ -61,6 +71,9 @@ class Disagreement:
         picked: the backend auto ran (None where no decision was recorded).
         noise: the machine's noise in those rounds (the reference op's spread).
         reason: why, in words (see the module's docstring).
+        platform: the case's platform.
+        stale_key: the key of auto's decision where it was read from this
+            machine's disk (``Decision.key``): this run's times contradict it.
     """
 
     label: str
@@ -70,6 +83,8 @@ class Disagreement:
     picked: str | None
     noise: float | None
     reason: str
+    platform: str = "cpu"
+    stale_key: str | None = None
 
     @property
     def ratio(self) -> float:
@@ -162,7 +177,7 @@ def check_consistency(
         if r.success and r.program_median_ms is not None:
             cases.setdefault((r.label, r.platform), {})[r.backend] = r
     found, compared = [], 0
-    for (label, _), by_backend in cases.items():
+    for (label, platform), by_backend in cases.items():
         auto = by_backend.get(AUTO)
         fixed = [r for b, r in by_backend.items() if b != AUTO]
         if auto is None or not fixed:
@@ -180,6 +195,32 @@ def check_consistency(
                 picked=(auto.autotune or {}).get("backend"),
                 noise=auto.noise,
                 reason=_reason(auto, best, by_backend),
+                platform=platform,
+                stale_key=_from_disk(auto.autotune or {}, best.backend),
             )
         )
     return found, compared
+
+
+def _from_disk(decision: dict[str, Any], best: str) -> str | None:
+    # The key of a decision read from this machine's disk that picked another
+    # backend than this run's fastest (process 0's decisions are its own).
+    key = decision.get("key")
+    stale = decision.get("source") == "disk" and decision.get("backend") != best
+    return key if stale and isinstance(key, str) else None
+
+
+def forget_stale(found: Sequence[Disagreement]) -> list[Disagreement]:
+    """``found`` after forgetting each decision from disk that this run
+    contradicts (``stale_key``), on disk and in this process, so that the next
+    process measures it again; the reason of each forgotten one says so."""
+    out = []
+    for d in found:
+        if d.stale_key is not None and forget(d.platform, [d.stale_key]):
+            d = dataclasses.replace(
+                d,
+                reason=f"{d.reason}; removed from the autotune cache, so the next run "
+                "measures it again",
+            )
+        out.append(d)
+    return out

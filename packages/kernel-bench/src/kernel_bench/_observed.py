@@ -52,8 +52,8 @@ def decision_data(found: Sequence[Any], op: str) -> dict[str, Any] | None:
     is taken from the candidates' times), ``noise`` the relative spread of the
     autotuner's measurement, ``busy`` whether the machine was loaded then,
     ``load`` the share of the CPUs other processes used then (None where
-    unknown) and
-    ``ms_per_call`` the autotuner's median of each backend it timed."""
+    unknown), ``ms_per_call`` the autotuner's median of each backend it timed
+    and ``key`` the decision's key in the autotune cache."""
     mine = [d for d in found if d.op == op] or list(found)
     if not mine:
         return None
@@ -76,4 +76,5 @@ def decision_data(found: Sequence[Any], op: str) -> dict[str, Any] | None:
         "load": d.load,
         "left_out": [f"{c.backend} ({c.status})" for c in d.candidates if c.status != "ok"],
         "ms_per_call": {b: us / 1e3 for us, b in timed},
+        "key": d.key,
     }

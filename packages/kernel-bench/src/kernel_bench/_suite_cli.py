@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ._cli_common import SUITE_MODULE, resolve
-from ._consistency import MIN_TOLERANCE, NOISY, check_consistency
+from ._consistency import MIN_TOLERANCE, NOISY, check_consistency, forget_stale
 from ._console import ProgressBar, print_table
 from ._kernel import benchmark_kernel, default_platform
 from ._load import OtherLoad
@@ -186,6 +186,7 @@ def _print_noise(result: BenchmarkResult) -> None:
 
 def _print_consistency(result: BenchmarkResult) -> None:
     found, compared = check_consistency(result.records)
+    found = forget_stale(found)
     result.metadata["consistency"] = {
         "compared": compared,
         "disagreements": [d.to_dict() for d in found],

@@ -27,7 +27,9 @@ registered backends (``xla_custom_kernel.CallSite``). It comes, in order, from:
    its margin is within its noise, or it was measured while the machine was
    busy), or one measured without the load of other processes on a machine
    that measures it (written by an earlier version), is measured again, once
-   per process, and the disk updated;
+   per process, and the disk updated. A run of the suite (``kernel-bench``)
+   that times a decision from the disk slower than the fastest fixed backend
+   beyond the noise removes it, so the next process measures it again;
 4. a measurement (``_measure``): every backend runs once on data of
    the call's shapes (from the kernel's ``def_autotune_data``, else random
    floats and zero integers); their results are compared with the reference

@@ -28,7 +28,7 @@ import re
 import tempfile
 import threading
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 import jax
@@ -230,20 +230,25 @@ def _write(
     decisions: dict[str, Any],
     *,
     merge: bool = True,
-) -> None:
+    drop: Collection[str] = (),
+) -> int:
     # Another process may have written decisions since this one read the
-    # file: merge its valid entries (unless the point is to drop some), then
-    # replace the file in one step (a temporary file, flushed to disk, renamed
-    # over it). A fingerprint of None keeps the file's.
+    # file: merge its valid entries (unless the point is to drop some), less
+    # the keys in ``drop``, then replace the file in one step (a temporary
+    # file, flushed to disk, renamed over it). A fingerprint of None keeps the
+    # file's. Returns how many of ``drop`` the file held.
     with _file_lock(path.parent):
         try:
             found, entries = _load(path)
         except InvalidDecision:
             found, entries = None, {}
         merged = {**_valid_entries(entries), **decisions} if merge else decisions
+        dropped = [key for key in drop if merged.pop(key, None) is not None]
+        if drop and not dropped and not decisions:
+            return 0  # nothing to change
         fingerprint_ = found if fingerprint_ is None else fingerprint_
         if fingerprint_ is None:
-            return
+            return 0
         text = json.dumps({"fingerprint": fingerprint_, "decisions": merged}, indent=1)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
@@ -256,6 +261,7 @@ def _write(
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
+        return len(dropped)
 
 
 def from_disk(platform: str, key: str, op: str, backends: tuple[str, ...]) -> Decision | None:
@@ -347,3 +353,16 @@ def remove(op: str | None) -> int:
             elif len(keep) != len(stored):
                 _write(path, None, keep, merge=False)
     return removed
+
+
+def remove_keys(platform: str, keys: Collection[str]) -> int:
+    """Remove the decisions of ``keys`` from this machine's file for ``platform``
+    (the one :func:`from_disk` reads; other machines' and versions' files are
+    left alone); returns how many it held."""
+    directory = usable_directory()
+    if directory is None or not keys:
+        return 0
+    path = directory / _file_name(fingerprint(platform))
+    with _lock:
+        _disk.pop(path, None)
+        return _write(path, None, {}, drop=keys)

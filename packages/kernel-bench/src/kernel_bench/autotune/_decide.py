@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Collection
 from typing import Any
 
 import jax
@@ -26,6 +27,7 @@ __all__ = [
     "AutotuneChooser",
     "clear",
     "decide_site",
+    "forget",
     "get_budget",
     "set_budget",
     "stats",
@@ -87,6 +89,17 @@ def clear(op: str | None = None) -> int:
             del _memory[key]
     jax.clear_caches()
     return removed
+
+
+def forget(platform: str, keys: Collection[str]) -> int:
+    """Forget the decisions of ``keys`` on ``platform`` (``Decision.key``), on this
+    machine's disk file and in this process, so that the next call site of
+    each is measured again; returns how many the disk held. Functions already
+    compiled keep their backends."""
+    with _lock:
+        for lookup in [k for k, d in _memory.items() if d.platform == platform and d.key in keys]:
+            del _memory[lookup]
+        return _cache.remove_keys(platform, keys)
 
 
 # ------------------------------------------------------------------ deciding
