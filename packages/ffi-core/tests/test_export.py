@@ -143,6 +143,28 @@ def test_export_needs_no_disabled_checks_for_our_targets(request):
     assert custom_call_targets(ffi_core.export(jax.jit(_calls(target)))(X)) == [target]
 
 
+def test_export_finds_the_targets_of_the_platform_it_exports_for(request, monkeypatch):
+    # A GPU machine under jax.default_device(cpu): jit lowers for the CPU,
+    # jax.export exports for the default backend. Simulated on the CPU by
+    # making "cuda" the export default; each branch calls a target of its own.
+    cpu, cuda = _fresh_target(request) + "_cpu", _fresh_target(request) + "_cuda"
+    for target in (cpu, cuda):
+        record_recipe(target, {"kind": "ffi_core_tests.double", "target": target})
+
+    def f(x):
+        return jax.lax.platform_dependent(x, cpu=_calls(cpu), cuda=_calls(cuda))
+
+    from jax._src.export import _export as jax_export
+
+    monkeypatch.setattr(jax_export, "default_export_platform", lambda: "cuda")
+    monkeypatch.setattr(jax.export, "default_export_platform", lambda: "cuda")
+    exported = ffi_core.export(f)(X)
+    assert exported.platforms == ("cuda",)
+    assert custom_call_targets(exported) == [cuda]
+    exported = ffi_core.export(f, platforms=["cpu", "cuda"])(X)
+    assert custom_call_targets(exported) == sorted([cpu, cuda])
+
+
 def test_plain_jax_export_gives_the_message_the_docs_quote(request):
     # The README's Export section and ffi_core.export's docstring quote JAX's
     # message, which names the target, as what to replace by ffi_core.export.

@@ -237,12 +237,14 @@ def export(
     extra = tuple(disabled_checks)
 
     def do(*args: Any, **kwargs: Any) -> jax.export.Exported:
-        lowered = jitted.trace(*args, **kwargs).lower(lowering_platforms=platforms)
+        # Lowered for the platforms jax.export.export exports for: by default
+        # the default backend, which under ``jax.default_device`` is not
+        # the platform a plain lowering follows.
+        targets = platforms or (jax.export.default_export_platform(),)
+        lowered = jitted.trace(*args, **kwargs).lower(lowering_platforms=targets)
         ours = _known(custom_call_targets(lowered.as_text()))
         checks = [*extra, *(jax.export.DisabledSafetyCheck.custom_call(t) for t in ours)]
-        return jax.export.export(jitted, platforms=platforms, disabled_checks=checks)(
-            *args, **kwargs
-        )
+        return jax.export.export(jitted, platforms=targets, disabled_checks=checks)(*args, **kwargs)
 
     return do
 
