@@ -16,6 +16,7 @@ from pathlib import Path
 
 import ffi_core
 import pytest
+from ffi_core.abi.native import portable_cpus
 from numba_cpu_ffi import prebuilt_dirs
 from numba_cpu_ffi.prebuild import PrebuildError, build, main
 
@@ -89,9 +90,11 @@ def _env(library: Path, **extra: str) -> dict[str, str]:
     return {**env, "PYTHONPATH": path, **extra}
 
 
-def _use(library: Path, *args: str, strict: bool = True, **env: str) -> tuple[int, str]:
+def _use(
+    library: Path, *args: str, strict: bool = True, prelude: str = "", **env: str
+) -> tuple[int, str]:
     result = subprocess.run(
-        [sys.executable, *(["-W", "error"] if strict else []), "-c", _USER, *args],
+        [sys.executable, *(["-W", "error"] if strict else []), "-c", prelude + _USER, *args],
         env=_env(library, **env),
         capture_output=True,
         text=True,
@@ -170,6 +173,54 @@ def test_the_user_cache_serves_factory_kernels_across_processes(library, user_ca
     assert first >= 4
     user = _copy(filled, tmp_path / "user")
     assert _use(library, NUMBA_CPU_FFI_CACHE_DIR=str(user)) == (0, "")
+
+
+@pytest.fixture(scope="module")
+def prebuilt_portable(library: Path, built_once) -> Path:
+    """The library prebuilt for the portable CPU model x86-64-v2 (through
+    :func:`build`), once per test run."""
+    if "x86-64-v2" not in portable_cpus():
+        pytest.skip("this machine does not run x86-64-v2 code")
+
+    def prebuild(folder: Path) -> None:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.delenv("NUMBA_CPU_FFI_PREBUILT", raising=False)
+            patch.setenv("PYTHONPATH", str(library))
+            patch.syspath_prepend(str(library))
+            result = build("scale_lib:kernels", folder / "kernels", jobs=2, cpu="x86-64-v2")
+        assert result.entries == 4
+
+    return built_once("prebuild-portable", prebuild) / "kernels"
+
+
+# This machine, seen as one without x86-64-v2's features.
+_OLD_CPU = (
+    "import ffi_core.abi.native._disk_cache as disk_cache\n"
+    "disk_cache.portable_cpus = lambda: ('generic',)\n"
+)
+
+
+def test_a_directory_built_for_a_portable_cpu_serves_machines_that_run_it(
+    library, prebuilt_portable, tmp_path
+):
+    prebuilt = _copy(prebuilt_portable, tmp_path / "prebuilt")
+    env = {"NUMBA_CPU_FFI_CACHE_DIR": "", "NUMBA_CPU_FFI_PREBUILT": str(prebuilt)}
+    # Built for x86-64-v2, not for this machine's model: loaded, nothing compiled.
+    assert _use(library, **env) == (0, "")
+    # A machine without x86-64-v2's features does not load it: it compiles.
+    compiles, _ = _use(library, prelude=_OLD_CPU, **env)
+    assert compiles >= 4
+
+
+def test_a_cpu_this_machine_does_not_run_is_refused(tmp_path):
+    accepted = ", ".join(map(repr, portable_cpus()))
+    message = (
+        "`cpu` must be None (this machine's CPU model) or a portable CPU model this machine "
+        f"runs code for, one of {accepted}; got 'pentium2'"
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        build("mod", tmp_path / "out", cpu="pentium2")
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_bad_prebuilt_file_is_ignored_not_deleted(library, prebuilt, tmp_path):

@@ -24,6 +24,12 @@ The library then reads the directory at import::
 or its users name it in ``$NUMBA_CPU_FFI_PREBUILT``. Compiled code is for the
 machine's CPU model (Numba's cache key): a directory built on one CPU model
 is a miss, not an error, on another, and the kernel is compiled as usual.
+With ``--cpu MODEL`` the workers compile for a portable CPU model instead
+(``generic``, or on x86-64 ``x86-64-v2``, ``x86-64-v3``, ``x86-64-v4``:
+``ffi_core.abi.native.PORTABLE_CPUS``), and the directory serves every
+machine that has that model's features. Run it once per model to ship
+several: a process loads code for its own CPU model first, then the best
+portable model it runs.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ffi_core import checked_cache_dir
+from ffi_core.abi.native import portable_cpus
 
 from ._cache import CACHE_ENV
 
@@ -70,7 +77,11 @@ def _check_target(target: Any) -> tuple[str, str | None]:
 
 
 def build(
-    targets: str | Sequence[str], out: str | os.PathLike[str], *, jobs: int = 1
+    targets: str | Sequence[str],
+    out: str | os.PathLike[str],
+    *,
+    jobs: int = 1,
+    cpu: str | None = None,
 ) -> PrebuildResult:
     """Build the kernels that ``targets`` lower or call into ``out``.
 
@@ -80,13 +91,17 @@ def build(
         out: the directory to build into (created with mode 0700); what is
             there already is kept and reused.
         jobs: worker processes per target (units of work are shared among them).
+        cpu: None to compile for this machine's CPU model; or a portable model
+            this machine runs (``ffi_core.abi.native.portable_cpus()``), whose
+            code loads on every machine with its features.
 
     Returns:
         A :class:`PrebuildResult`.
 
     Raises:
-        ValueError: a malformed target, ``jobs`` below 1, or ``out`` refused
-            as a cache directory (a symlink, someone else's, writable by others).
+        ValueError: a malformed target, ``jobs`` below 1, a ``cpu`` this
+            machine cannot run code for, or ``out`` refused as a cache
+            directory (a symlink, someone else's, writable by others).
         PrebuildError: a worker failed (its output is in the message).
     """
     names = [targets] if isinstance(targets, str) else list(targets)
@@ -96,6 +111,12 @@ def build(
         _check_target(target)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"`jobs` must be an int of at least 1, got {jobs!r}")
+    if cpu is not None and cpu not in portable_cpus():
+        # The workers run what they build: only a model this machine runs.
+        raise ValueError(
+            f"`cpu` must be None (this machine's CPU model) or a portable CPU model this "
+            f"machine runs code for, one of {', '.join(map(repr, portable_cpus()))}; got {cpu!r}"
+        )
     directory = checked_cache_dir(Path(out), purpose="the prebuilt kernels", warn=False)
     if directory is None:
         raise ValueError(
@@ -103,6 +124,10 @@ def build(
             "you own and may write (it is created with mode 0700 when missing)"
         )
     env = {**os.environ, CACHE_ENV: str(directory.absolute())}
+    if cpu is not None:
+        # Numba's settings, in the workers' environment only: code for the
+        # model with its own features, none of this machine's.
+        env |= {"NUMBA_CPU_NAME": cpu, "NUMBA_CPU_FEATURES": ""}
     # The worker imports targets by name: the caller's sys.path, as the CLI's.
     env["PYTHONPATH"] = os.pathsep.join(p for p in [os.getcwd(), *sys.path] if p)
     workers = [
@@ -165,6 +190,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("targets", nargs="+", metavar="TARGET", help="module or module:function")
     parser.add_argument("--out", help="the directory to build into")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes per target")
+    parser.add_argument(
+        "--cpu",
+        help="compile for this portable CPU model instead of this machine's "
+        f"(one of: {', '.join(portable_cpus())})",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker is not None:
@@ -173,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out is None:
         parser.error("--out is required")
     try:
-        result = build(args.targets, args.out, jobs=args.jobs)
+        result = build(args.targets, args.out, jobs=args.jobs, cpu=args.cpu)
     except (ValueError, PrebuildError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -5,7 +5,9 @@ metadata handshake, create errors, get the stream and device ordinal, and call
 a kernel so that an exception it raises becomes an ``XLA_FFI_Error*``, call a
 C function at an address read at run time (``call_c``); and keep compiled
 handlers in a checked disk cache (``cached_cfunc``, ``cached_njit``,
-``cache_dispatcher`` over ``Layers``; ``handler_module`` runs their source). Needs the ``native`` extra
+``cache_dispatcher`` over ``Layers``; ``handler_module`` runs their source;
+prebuilt directories may hold code for a portable CPU model, ``PORTABLE_CPUS``,
+loaded where ``portable_cpus()`` names it). Needs the ``native`` extra
 (``pip install "ffi-core[native]"``).
 """
 
@@ -16,12 +18,14 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise _missing("numba", needed_by=__name__, requirement="ffi-core[native]") from exc
 
+from ._disk_cache import PORTABLE_CPUS as PORTABLE_CPUS
 from ._disk_cache import HandlerCacheWarning as HandlerCacheWarning
 from ._disk_cache import Layers as Layers
 from ._disk_cache import cache_dispatcher as cache_dispatcher
 from ._disk_cache import cached_cfunc as cached_cfunc
 from ._disk_cache import cached_njit as cached_njit
 from ._disk_cache import handler_module as handler_module
+from ._disk_cache import portable_cpus as portable_cpus
 from ._frame import answer_metadata as answer_metadata
 from ._frame import arg_buffer as arg_buffer
 from ._frame import attr_array_data as attr_array_data

@@ -15,20 +15,24 @@ verified before Numba sees a byte of it. A file that fails the check, or an
 entry that fails to load, is deleted with a :class:`HandlerCacheWarning`
 naming it, and the code is compiled again and saved afresh. Prebuilt
 directories (:class:`Layers`' ``read``) are searched after it and never
-written: a bad file there is ignored with the same warning.
+written: a bad file there is ignored with the same warning. Besides code
+compiled for this machine's CPU model, a prebuilt directory may hold code
+compiled for a portable CPU model (:data:`PORTABLE_CPUS`), loaded where this
+machine has the features it needs (:func:`portable_cpus`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import os
 import pickle
 import sys
 import types as pytypes
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,18 +47,57 @@ from numba.core.caching import (
 from numba.core.ccallback import CFunc
 
 __all__ = [
+    "PORTABLE_CPUS",
     "HandlerCacheWarning",
     "Layers",
     "cache_dispatcher",
     "cached_cfunc",
     "cached_njit",
     "handler_module",
+    "portable_cpus",
 ]
 
 #: The first bytes of every file written here, then the SHA-256 of the rest
 #: (the format's name, as numba-cpu-ffi's caches have always been written).
 _MAGIC = b"numba-cpu-ffi handler cache 1\n"
 _HEADER = len(_MAGIC) + hashlib.sha256().digest_size
+
+
+_X86_64_V2 = frozenset({"cx16", "popcnt", "sahf", "sse3", "sse4.1", "sse4.2", "ssse3"})
+_X86_64_V3 = _X86_64_V2 | {"avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave"}
+_X86_64_V4 = _X86_64_V3 | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
+
+#: The CPU models code may be compiled for to run on other CPU models (LLVM's
+#: names, best first), each with the LLVM features a machine needs to run it:
+#: the x86-64 levels on x86-64 machines, ``"generic"`` (the architecture's
+#: baseline) everywhere.
+PORTABLE_CPUS: Mapping[str, frozenset[str]] = pytypes.MappingProxyType(
+    {
+        "x86-64-v4": _X86_64_V4,
+        "x86-64-v3": _X86_64_V3,
+        "x86-64-v2": _X86_64_V2,
+        "generic": frozenset(),
+    }
+)
+
+
+@functools.cache
+def portable_cpus() -> tuple[str, ...]:
+    """The models of :data:`PORTABLE_CPUS` whose code this machine runs, best first.
+
+    Example:
+        >>> portable_cpus()[-1]
+        'generic'
+    """
+    from llvmlite import binding
+
+    if not binding.get_process_triple().startswith("x86_64"):
+        return ("generic",)
+    try:
+        host = {name for name, on in binding.get_host_cpu_features().items() if on}
+    except RuntimeError:  # LLVM cannot tell on this machine: the baseline only
+        host = set()
+    return tuple(cpu for cpu, needs in PORTABLE_CPUS.items() if needs <= host)
 
 
 class HandlerCacheWarning(UserWarning):
@@ -91,6 +134,8 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
     readonly: bool = False
     #: What the cache is called in warnings (``Layers.what``).
     what: str = "the handler cache"
+    #: A prebuilt directory: it may hold code for a portable CPU model.
+    prebuilt: bool = False
 
     def _read_verified(self, path: str) -> bytes | None:
         self.last_read = path
@@ -138,6 +183,18 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
     def _load_data(self, name: str) -> Any:
         payload = self._read_verified(self._data_path(name))
         return None if payload is None else pickle.loads(payload)
+
+    def load_first(self, keys: Sequence[Any]) -> Any:
+        """The data of the first of ``keys`` the index holds (the index read
+        once), or None."""
+        overloads = self._load_index()
+        name = next((overloads[key] for key in keys if key in overloads), None)
+        if name is None:
+            return None
+        try:
+            return self._load_data(name)
+        except OSError:  # removed since the index was read, as in Numba
+            return None
 
     def _save_data(self, name: str, data: Any) -> None:
         self._write_checksummed(self._data_path(name), self._dump(data))
@@ -211,6 +268,7 @@ class _LayeredCache(FunctionCache):
             )
             file.readonly = k > 0 or not self._writable
             file.what = layers.what
+            file.prebuilt = directory in layers.read
             self._files.append(file)
         self._cache_file = self._files[0]
         self.enable()
@@ -224,10 +282,15 @@ class _LayeredCache(FunctionCache):
         if not self._enabled:
             return None
         key = self._index_key(sig, target_context.codegen())
+        # A prebuilt directory's code for this machine's CPU model, else for
+        # the best portable model this machine runs (the names are ours,
+        # never read from the files).
+        triple = key[1][0]
+        portable = [(sig, (triple, cpu, ""), self._base) for cpu in portable_cpus()]
         for file in self._files:
             file.last_read = None
             with self._bad_entry_is_a_miss(file):
-                data = file.load(key)
+                data = file.load_first([key, *portable] if file.prebuilt else [key])
                 if data is not None:
                     return self._impl.rebuild(target_context, data)
         return None
