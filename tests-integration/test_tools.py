@@ -257,3 +257,17 @@ def test_bench_gpu_first_call_times_new_kernels_through_the_launcher():
     lines = out.splitlines()
     assert lines[0].startswith("numba-cuda-ffi, new kernels' first calls under jit")
     assert [line.split()[0] for line in lines[2:]] == ["cold", "cached"]
+
+
+def test_bench_portable_cpu_times_each_model_in_its_own_process():
+    out = subprocess.run(
+        [sys.executable, str(TOOLS / "bench_portable_cpu.py"), "--processes", "1"]
+        + ["--models", "host", "generic"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout.splitlines()
+    assert out[0] == "median µs per call over 1 processes [range]; Numba alone"
+    assert out[1].split()[-2:] == ["host", "generic"]
+    assert [line.split()[0] for line in out[2:]] == ["add", "LIF", "65,536"]
