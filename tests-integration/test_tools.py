@@ -261,8 +261,11 @@ def test_bench_gpu_first_call_times_new_kernels_through_the_launcher():
 
 def test_bench_portable_cpu_times_each_model_in_its_own_process():
     out = subprocess.run(
-        [sys.executable, str(TOOLS / "bench_portable_cpu.py"), "--processes", "1"]
-        + ["--models", "host", "generic"],
+        [
+            sys.executable,
+            str(TOOLS / "bench_portable_cpu.py"),
+            *("--processes", "1", "--models", "host", "generic"),
+        ],
         capture_output=True,
         text=True,
         check=True,
