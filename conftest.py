@@ -12,8 +12,8 @@ if _FLAG.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
 from ffi_core.testing import cache_dir_fixture  # noqa: E402
 
 #: Disk caches written by what the tests run: backend "auto"'s decisions, the
-#: numba CPU handlers (compiled at lowering), the GPU bridges' compiled kernels
-#: and the CUDA launcher's handlers.
+#: numba CPU handlers (compiled at lowering), the GPU bridges' compiled kernels,
+#: the CUDA launcher's handlers and warp-ffi's CPU handlers.
 _CACHE_DIRS = (
     "KERNEL_BENCH_AUTOTUNE_DIR",
     "NUMBA_CPU_FFI_CACHE_DIR",
@@ -21,6 +21,7 @@ _CACHE_DIRS = (
     "TRITON_FFI_CACHE_DIR",
     "CUDA_SOURCE_FFI_CACHE_DIR",
     "FFI_CORE_CUDA_HANDLER_CACHE_DIR",
+    "WARP_FFI_HANDLER_CACHE_DIR",
 )
 
 # The tests and the tutorials they run (subprocesses inherit the environment)

@@ -23,9 +23,9 @@ median of the per-round ratios. Groups:
   callback per call): 100 chained tiny adds in one jit, an add of 2^20
   float32, the default vmap over 64 rows of 1,000, and ``jax.grad`` of the
   sum of a tiny add (``enable_backward=True``);
-- ``first_call``: the first result in a fresh process, with an empty Warp kernel
-  cache and then with the cache the first process left (Warp compiles the
-  module; warp-ffi compiles the handler in every process).
+- ``first_call``: the first result in a fresh process, with empty caches (Warp's
+  kernel cache and warp-ffi's handler cache) and then with the caches the first
+  process left; and a second new kernel of the same layout in each process.
 """
 
 from __future__ import annotations
@@ -209,6 +209,12 @@ def scale_add(x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32),
               out: wp.array(dtype=wp.float32)):
     i = wp.tid()
     out[i] = 2.0 * x[i] + y[i]
+
+@wp.kernel
+def sub(x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32),
+        out: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    out[i] = x[i] - y[i]
 """
 
 _FIRST_CALL = """
@@ -221,7 +227,9 @@ import first_call_kernels as k
 x = jnp.ones(8, jnp.float32)
 t1 = time.perf_counter()
 jax.block_until_ready(jax.jit(warp_kernel(k.scale_add, jax.ShapeDtypeStruct(x.shape, x.dtype)))(x, x))
-print(t1 - t0, time.perf_counter() - t1)
+t2 = time.perf_counter()
+jax.block_until_ready(jax.jit(warp_kernel(k.sub, jax.ShapeDtypeStruct(x.shape, x.dtype)))(x, x))
+print(t1 - t0, t2 - t1, time.perf_counter() - t2)
 """
 
 
@@ -277,8 +285,14 @@ def bench_jax_kernel(rounds: int) -> dict:
 
 def bench_first_call() -> dict:
     with tempfile.TemporaryDirectory() as folder:
-        # Warp's kernel cache of this measurement alone, and the kernels' module.
-        env = {**os.environ, "WARP_CACHE_PATH": folder, "PYTHONPATH": folder}
+        # Warp's kernel cache and warp-ffi's handler cache of this measurement
+        # alone, and the kernels' module.
+        env = {
+            **os.environ,
+            "WARP_CACHE_PATH": folder,
+            "WARP_FFI_HANDLER_CACHE_DIR": os.path.join(folder, "handlers"),
+            "PYTHONPATH": folder,
+        }
         pathlib.Path(folder, "first_call_kernels.py").write_text(_FIRST_CALL_KERNELS)
         runs = []
         for _ in range(2):
@@ -290,8 +304,14 @@ def bench_first_call() -> dict:
                 capture_output=True,
                 text=True,
             ).stdout.split()
-            runs.append(float(out[-1]))
-    return {"first_call_cold_cache_s": runs[0], "first_call_warm_cache_s": runs[1]}
+            runs.append((float(out[-2]), float(out[-1])))
+    # The first op of a process, and a second kernel of the same layout after it.
+    return {
+        "first_call_cold_cache_s": runs[0][0],
+        "first_call_warm_cache_s": runs[1][0],
+        "new_kernel_cold_cache_s": runs[0][1],
+        "new_kernel_warm_cache_s": runs[1][1],
+    }
 
 
 def _table(results: dict[str, dict]) -> str:

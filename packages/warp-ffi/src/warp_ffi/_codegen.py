@@ -17,14 +17,28 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import hashlib
 import math
+import sys
 import threading
+from pathlib import Path
 from typing import Any, cast
 
 import ffi_core.bridge.cpu
 import numpy as np
 from ffi_core import KernelCompileError as _KernelCompileError
-from ffi_core.bridge.cpu import AttrSig, CpuPlan, HandlerBody, HandlerSpec, build_cpu_handler
+from ffi_core.bridge import env_cache_dir
+from ffi_core.bridge.cpu import (
+    AttrSig,
+    BoundHandler,
+    CpuPlan,
+    HandlerBody,
+    HandlerRecord,
+    HandlerSpec,
+    bind_record,
+    cpu_handler_source,
+    handler_globals,
+)
 from ffi_core.export import Unexportable
 
 from ._checked import MESSAGE_BYTES, checked_copy
@@ -33,11 +47,16 @@ from ._native import ARRAY_T, bounds_layout
 from ._spec import DIMS_ATTR, CallSig, KernelInfo, attribute_dtype, attribute_order, backward_counts
 from ._warp import runtime, wp, wp_context
 
+#: The environment variable naming the directory of the handler cache.
+HANDLER_CACHE_ENV = "WARP_FFI_HANDLER_CACHE_DIR"
+
 __all__ = [
+    "HANDLER_CACHE_ENV",
     "KernelCompileError",
     "Loaded",
     "ensure_target",
     "handler_body",
+    "handler_cache_dir",
     "handler_spec",
     "load_kernel",
     "plan",
@@ -144,7 +163,6 @@ def handler_spec(info: KernelInfo, sig: CallSig, loaded: Loaded) -> HandlerSpec:
     """The buffers and attributes the handler of one signature checks: the
     scalar parameters (float16 as its bits) and, unless the grid is the first
     output's shape, the grid (``DIMS_ATTR``: its dims and the folded count)."""
-    label = f"warp kernel '{info.name}'" + (" (backward)" if sig.backward else "")
     dtypes = {p.name: attribute_dtype(cast(str, p.dtype)) for p in info.scalars}
     attrs = tuple(
         AttrSig(name, "int64", loaded.kernel_dim + 1)
@@ -152,7 +170,23 @@ def handler_spec(info: KernelInfo, sig: CallSig, loaded: Loaded) -> HandlerSpec:
         else AttrSig(name, dtypes[name])
         for name in attribute_order(info, dims=not sig.grid_from_output)
     )
-    return HandlerSpec(label, sig.inputs, sig.outputs, sig.batched, int(sig.hint), attrs)
+    # The kernel's name is in its record (errors start with it), not in the
+    # handler: kernels of one layout share a handler.
+    label = "warp kernels" + (" (backward)" if sig.backward else "")
+    return HandlerSpec(
+        label,
+        sig.inputs,
+        sig.outputs,
+        sig.batched,
+        int(sig.hint),
+        attrs,
+        record_words=_WORDS,
+    )
+
+
+def _label(info: KernelInfo, sig: CallSig) -> str:
+    # What the handler's errors start with: the record's label.
+    return f"warp kernel '{info.name}'" + (" (backward)" if sig.backward else "")
 
 
 def handler_body(info: KernelInfo, sig: CallSig, loaded: Loaded) -> HandlerBody:
@@ -233,7 +267,8 @@ def handler_body(info: KernelInfo, sig: CallSig, loaded: Loaded) -> HandlerBody:
         if batched:
             lines.append(f"d{m} = buffer_data(b_{index})")
             stores.append(f"store({struct} + {offsets[pname]}, d{m} + b * r{m}, types.uint64)")
-    fn = loaded.backward if sig.backward else loaded.forward
+    # Process addresses come from the record, so the handler's code holds none.
+    fn = f"word_{_ENTRY}"
     pointers = "(bounds, args, adj)" if sig.backward else "(bounds, args)"
     lines += ["if size * mult == 0:", "    return 0"]
     entry = f"call_void_fn({fn}, {pointers})"
@@ -243,20 +278,16 @@ def handler_body(info: KernelInfo, sig: CallSig, loaded: Loaded) -> HandlerBody:
     else:
         # Cooperative CPU blocks report a failure (a block that cannot run)
         # through Warp's runtime, taken (and cleared) around each launch.
-        take = f"call_message_fn({_take_block_error()})"
-        label = f"warp kernel '{info.name}'" + (" (backward)" if sig.backward else "")
-        lines.insert(0, f"block_label = cstring({label!r})")
-        failed = "error_create_prefixed(api, block_label, message, ErrorCode.INTERNAL)"
+        take = f"call_message_fn(word_{_TAKE})"
+        failed = "error_create_prefixed(api, name, message, ErrorCode.INTERNAL)"
         launch = (take, entry, f"message = {take}")
         call = (*launch, "if message != 0:", f"    return {failed}", "return 0")
         row = (*launch, "error = np.uintp(0)", "if message != 0:", f"    error = {failed}")
     if sig.boundscheck:  # first in a forked child (_checked.probe)
-        label = f"warp kernel '{info.name}'" + (" (backward)" if sig.backward else "")
-        lines.insert(0, f"oob_label = cstring({label + ' indexed an array out of bounds'!r})")
         lines.append(f"oob_text = stack_buffer({MESSAGE_BYTES})")
         adj = "adj" if sig.backward else "0"
         check = f"failed = probe({fn}, oob_text, bounds, args, {adj}, {sig.backward})"
-        oob = "error_create_prefixed(api, oob_label, failed, ErrorCode.INVALID_ARGUMENT)"
+        oob = f"error_create_prefixed(api, word_{_OOB}, failed, ErrorCode.INVALID_ARGUMENT)"
         call = (check, "if failed != 0:", f"    return {oob}", *call)
         row = (check, "if failed != 0:", f"    error = {oob}", "else:", *(f"    {x}" for x in row))
     return HandlerBody(
@@ -279,11 +310,94 @@ def _take_block_error() -> int:
     return cast(int, ctypes.cast(core.wp_take_cpu_block_error, ctypes.c_void_p).value)
 
 
+#: The record's words: the entry point Warp loaded (forward or backward),
+#: Warp's ``wp_take_cpu_block_error`` (cooperative blocks) and the label of
+#: an out-of-bounds error (bounds checks); 0 where unused.
+_ENTRY, _TAKE, _OOB = 0, 1, 2
+_WORDS = 3
+
+_shared: dict[str, Any] = {}
+_texts: dict[str, Any] = {}
+
+
+def _text(text: str) -> int:
+    # A NUL-terminated copy of ``text`` alive for the life of the process.
+    with _lock:
+        found = _texts.get(text)
+        if found is None:
+            found = _texts[text] = ctypes.create_string_buffer(text.encode("utf-8"))
+        return ctypes.addressof(found)
+
+
+def _versions() -> tuple[str, ...]:
+    # What a compiled handler depends on besides its source.
+    import ffi_core
+    import llvmlite
+    import numba
+
+    from ._version import __version__
+
+    return (numba.__version__, llvmlite.__version__, ffi_core.__version__, __version__, sys.version)
+
+
+def handler_cache_dir() -> Path | None:
+    """Where warp-ffi's CPU handlers are cached, or None when they are not
+    (then compiled once per layout in every process).
+
+    ``$WARP_FFI_HANDLER_CACHE_DIR`` wins (empty: no disk cache); otherwise
+    ``$XDG_CACHE_HOME/warp-ffi-handlers`` (``~/.cache/warp-ffi-handlers``),
+    created with mode 0700 and refused with an ``ffi_core.CacheDirWarning``
+    (None) when it is a symlink, someone else's, or writable by others, since
+    compiled code is loaded from it.
+    """
+    return env_cache_dir(HANDLER_CACHE_ENV, "warp-ffi-handlers", purpose="warp-ffi's handler cache")
+
+
+def _shared_handler(spec: HandlerSpec, body: HandlerBody, *, cached: bool = True) -> Any:
+    # The handler of one layout: compiled once per process, or loaded from
+    # the disk cache where ``cached``; named by a digest of its source and
+    # the versions.
+    source = cpu_handler_source(spec, body)
+    digest = hashlib.sha256(source.encode())
+    for part in _versions():
+        digest.update(part.encode())
+    name = f"w_{digest.hexdigest()[:24]}"
+    with _lock:
+        found = _shared.get(name)
+        if found is None:
+            from ffi_core.abi import native as nv
+
+            directory = handler_cache_dir() if cached else None
+            layers = nv.Layers(directory, what="warp-ffi's handler cache")
+            namespace = {
+                **handler_globals(spec),
+                "compile_handler": nv.cached_cfunc(layers, f"{name}.handler"),
+            }
+            module = f"warp_ffi_handlers.{name}"
+            found = nv.handler_module(module, source, namespace, f"<{module}>").handler
+            _shared[name] = found
+        return found
+
+
 @functools.cache
-def compiled_handler(info: KernelInfo, sig: CallSig, loaded: Loaded) -> Any:
-    """The handler (a Numba ``cfunc``) of one signature, compiled once per process."""
+def compiled_handler(info: KernelInfo, sig: CallSig, loaded: Loaded) -> BoundHandler:
+    """The entry point of one signature's target: the shared handler of its
+    layout (``_shared_handler``) bound to a record of the kernel's label and
+    entry point (and, where used, Warp's block-error function and the label
+    of an out-of-bounds error)."""
     spec = handler_spec(info, sig, loaded)
-    return build_cpu_handler(spec, handler_body(info, sig, loaded))
+    # A bounds-checked handler calls libc through ctypes (_checked): its
+    # code holds this process's addresses, so it is not cached on disk.
+    handler = _shared_handler(spec, handler_body(info, sig, loaded), cached=not sig.boundscheck)
+    label = _label(info, sig)
+    record = HandlerRecord(label, words=_WORDS)
+    entry = loaded.backward if sig.backward else loaded.forward
+    record[_ENTRY] = cast(int, entry)
+    if loaded.block_dim != 1:
+        record[_TAKE] = _take_block_error()
+    if sig.boundscheck:
+        record[_OOB] = _text(f"{label} indexed an array out of bounds")
+    return bind_record(handler, record)
 
 
 def plan(info: KernelInfo, sig: CallSig, loaded: Loaded) -> CpuPlan:

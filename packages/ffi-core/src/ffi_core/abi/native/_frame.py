@@ -83,6 +83,11 @@ _MAJOR, _MINOR = api_version()
 
 _inline = numba.njit(inline="always", cache=False)
 _njit = numba.njit(cache=False)
+# For functions only compiled code calls: no Python or C wrapper to build, no
+# reference counting (the options numba's stubs do not declare).
+_njit_native = numba.njit(  # type: ignore[call-overload]
+    cache=False, no_cpython_wrapper=True, no_cfunc_wrapper=True, _nrt=False
+)
 
 
 # One-load readers: a field at a fixed offset of the call frame, of a buffer or
@@ -237,27 +242,40 @@ def error_create(api, message, code):
     return _call_api(api, _API_ERROR_CREATE, args)
 
 
-@_njit
+#: The longest message :func:`error_create_prefixed` makes, NUL included (its
+#: text is built on the stack); the end of a longer one is cut.
+PREFIXED_BYTES = 4096
+
+
+@_njit_native
 def error_create_prefixed(api, prefix, message, code):
     """As :func:`error_create`, with the message ``"<prefix>: <message>"``
-    (both NUL-terminated C strings given by address): for a handler that
-    learns the kernel's name at run time."""
-    n_prefix = 0
-    while load(prefix + n_prefix, types.uint8) != 0:
-        n_prefix += 1
-    n_message = 0
-    while load(message + n_message, types.uint8) != 0:
-        n_message += 1
-    text = np.empty(n_prefix + n_message + 3, np.uint8)
-    for i in range(n_prefix):
-        text[i] = load(prefix + i, types.uint8)
-    text[n_prefix] = 58  # ":"
-    text[n_prefix + 1] = 32  # " "
-    for i in range(n_message):
-        text[n_prefix + 2 + i] = load(message + i, types.uint8)
-    text[n_prefix + n_message + 2] = 0
+    (both NUL-terminated C strings given by address; at most
+    ``PREFIXED_BYTES - 1`` bytes of it): for a handler that learns the
+    kernel's name at run time."""
+    # On the stack, not in a NumPy array: no allocator to compile (a quarter
+    # of a second of a process's first handler).
+    text = stack_buffer(PREFIXED_BYTES)  # zeroed: what is written stays terminated
+    last = PREFIXED_BYTES - 1
+    n = 0
+    i = 0
+    while n < last and load(prefix + i, types.uint8) != 0:
+        store(text + n, load(prefix + i, types.uint8), types.uint8)
+        n += 1
+        i += 1
+    if n < last:
+        store(text + n, 58, types.uint8)  # ":"
+        n += 1
+    if n < last:
+        store(text + n, 32, types.uint8)  # " "
+        n += 1
+    i = 0
+    while n < last and load(message + i, types.uint8) != 0:
+        store(text + n, load(message + i, types.uint8), types.uint8)
+        n += 1
+        i += 1
     # XLA copies the message before this returns.
-    return error_create(api, text.ctypes.data, code)
+    return error_create(api, text, code)
 
 
 @_inline
