@@ -607,3 +607,44 @@ def test_first_error(layout: list[int], ffi_api: int) -> None:
     # The first survives with its message; first_error destroyed the others.
     assert ffi_core.abi.error_message(ffi_api, first) == f"error {index}"
     ffi_core.abi.destroy_error(ffi_api, first)
+
+
+# --- error_create_prefixed -----------------------------------------------------
+
+_PREFIX = ctypes.create_string_buffer(b"my kernel")
+_SHORT = ctypes.create_string_buffer(b"went wrong")
+_LONG_PREFIX = ctypes.create_string_buffer(b"p" * 3000)
+_LONG = ctypes.create_string_buffer(b"m" * 3000)
+_PREFIX_AT, _SHORT_AT = ctypes.addressof(_PREFIX), ctypes.addressof(_SHORT)
+_LONG_PREFIX_AT, _LONG_AT = ctypes.addressof(_LONG_PREFIX), ctypes.addressof(_LONG)
+
+
+@numba.cfunc(types.uintp(types.uintp))
+def prefixed_error_handler(frame):
+    """Fails with "<prefix>: <message>": short ones when its argument holds 0,
+    3,000 bytes of each otherwise."""
+    if N.is_metadata_query(frame):
+        return N.answer_metadata(frame, 0)
+    api = N.frame_api(frame)
+    if N.load(N.buffer_data(N.arg_buffer(frame, 0)), types.int32) == 0:
+        return N.error_create_prefixed(api, _PREFIX_AT, _SHORT_AT, 3)
+    return N.error_create_prefixed(api, _LONG_PREFIX_AT, _LONG_AT, 3)
+
+
+def test_error_create_prefixed_joins_and_cuts_at_its_capacity(cpu: jax.Device) -> None:
+    from ffi_core.abi.native._frame import PREFIXED_BYTES
+
+    name = _register("ffi_core_tests.native_error_prefixed", prefixed_error_handler)
+
+    def fail(flag: int) -> str:
+        x = jax.device_put(jnp.full((1,), flag, jnp.int32), cpu)
+        f = jax.jit(jax.ffi.ffi_call(name, jax.ShapeDtypeStruct(x.shape, x.dtype)))
+        with pytest.raises(RUNTIME_ERRORS) as raised:
+            f(x).block_until_ready()
+        return str(raised.value)
+
+    assert "INVALID_ARGUMENT: my kernel: went wrong" in fail(0)
+    # 3,000 + 2 + 3,000 bytes: cut to the capacity, less the terminating NUL.
+    text = "p" * 3000 + ": " + "m" * (PREFIXED_BYTES - 1 - 3002)
+    message = fail(1)
+    assert text in message and text + "m" not in message
