@@ -21,7 +21,6 @@ Handlers are cached on disk by a digest of their source, like kernels.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import tempfile
 import threading
@@ -29,7 +28,7 @@ from typing import Any
 
 import numba
 from ffi_core.abi import api_version
-from ffi_core.abi.native import Layers, cached_cfunc, cached_njit, handler_module
+from ffi_core.abi.native import Layers, cached_cfunc, cached_njit, handler_module, handler_name
 from ffi_core.bridge import ArraySig, target_name
 from ffi_core.bridge.cpu import (
     BoundHandler,
@@ -204,13 +203,9 @@ def shared_handler(
         extra_optional=True,
     )
     source = cpu_handler_source(spec, handler_body(sig, parallel))
-    h = hashlib.sha256(source.encode())
-    for part in (*versions(), repr(api_version())):
-        h.update(part.encode())
+    name = handler_name("s_", source, (*versions(), repr(api_version())))
     with _lock:
-        module = _load_module(
-            f"s_{h.hexdigest()[:24]}", source, handler_globals(spec), cache_layers()
-        )
+        module = _load_module(name, source, handler_globals(spec), cache_layers())
     return module.handler
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import math
 import sys
 import threading
@@ -357,16 +356,13 @@ def _shared_handler(spec: HandlerSpec, body: HandlerBody, *, cached: bool = True
     # The handler of one layout: compiled once per process, or loaded from
     # the disk cache where ``cached``; named by a digest of its source and
     # the versions.
+    from ffi_core.abi import native as nv
+
     source = cpu_handler_source(spec, body)
-    digest = hashlib.sha256(source.encode())
-    for part in _versions():
-        digest.update(part.encode())
-    name = f"w_{digest.hexdigest()[:24]}"
+    name = nv.handler_name("w_", source, _versions())
     with _lock:
         found = _shared.get(name)
         if found is None:
-            from ffi_core.abi import native as nv
-
             directory = handler_cache_dir() if cached else None
             layers = nv.Layers(directory, what="warp-ffi's handler cache")
             namespace = {

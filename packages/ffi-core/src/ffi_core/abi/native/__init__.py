@@ -25,6 +25,7 @@ from ._disk_cache import cache_dispatcher as cache_dispatcher
 from ._disk_cache import cached_cfunc as cached_cfunc
 from ._disk_cache import cached_njit as cached_njit
 from ._disk_cache import handler_module as handler_module
+from ._disk_cache import handler_name as handler_name
 from ._disk_cache import portable_cpus as portable_cpus
 from ._frame import answer_metadata as answer_metadata
 from ._frame import arg_buffer as arg_buffer

@@ -32,7 +32,7 @@ import pickle
 import sys
 import types as pytypes
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ __all__ = [
     "cached_cfunc",
     "cached_njit",
     "handler_module",
+    "handler_name",
     "portable_cpus",
 ]
 
@@ -361,6 +362,22 @@ def cache_dispatcher(dispatcher: Any, layers: Layers, base: str) -> Any:
         # What Dispatcher.enable_caching does, with this cache.
         dispatcher._cache = _LayeredCache(dispatcher.py_func, layers, base)
     return dispatcher
+
+
+def handler_name(prefix: str, source: str, parts: Iterable[str]) -> str:
+    """The name a generated handler is cached under: ``prefix`` and 24 hex
+    digits of the SHA-256 of its ``source`` and of ``parts``, everything else
+    its compiled code depends on (the versions of the compilers and of the
+    packages whose code it inlines; where its globals come from).
+
+    Example:
+        >>> handler_name("h_", "def handler(): ...", ["numba 0.61"])[:2]
+        'h_'
+    """
+    digest = hashlib.sha256(source.encode())
+    for part in parts:
+        digest.update(part.encode())
+    return f"{prefix}{digest.hexdigest()[:24]}"
 
 
 def handler_module(name: str, source: str, namespace: Mapping[str, Any], filename: str) -> Any:

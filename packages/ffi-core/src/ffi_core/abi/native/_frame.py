@@ -10,7 +10,6 @@ from __future__ import annotations
 import ctypes
 
 import numba
-import numpy as np
 from numba import types
 
 from .. import _capi as C

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import hashlib
 import json
 import sys
 import threading
@@ -409,12 +408,9 @@ def _shared_handler(spec: LaunchSpec) -> tuple[Any, str]:
 
         source = launch_handler_source(spec)
         natives = {n: getattr(nv, n) for n in _NATIVE_NAMES}
-        digest = hashlib.sha256(source.encode())
         # The name covers the source, where each global it calls comes from
         # (a test harness may stand in its own) and the versions.
-        for part in (*map(_origin, natives.items()), *_versions()):
-            digest.update(part.encode())
-        name = f"h_{digest.hexdigest()[:24]}"
+        name = nv.handler_name("h_", source, (*map(_origin, natives.items()), *_versions()))
         layers = nv.Layers(handler_cache_dir(), what="the CUDA launcher's handler cache")
         compile_handler = nv.cached_cfunc(layers, f"cuda.{name}.handler")
         module_name = f"ffi_core_cuda_handlers.{name}"
