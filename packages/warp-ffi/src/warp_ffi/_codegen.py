@@ -1,5 +1,5 @@
-"""Load the Warp module, generate the native handler of one (kernel, signature),
-and register it.
+"""Load the Warp module, bind one (kernel, signature) to the native handler of
+its layout, and register it.
 
 Warp compiles a kernel's Python module to machine code once (kept in Warp's
 kernel cache on disk, so later processes load it) and exposes each kernel as C
@@ -9,8 +9,11 @@ Numba ``cfunc`` from ffi-core's one CPU template (``ffi_core.bridge.cpu``: the
 handshake, the buffer and attribute checks, the errors, the batch loop); what
 is Warp's here (``handler_body``) fills Warp's launch-bounds and argument
 structs on its stack from the call frame (array data, shape, strides; scalars
-from the call's attributes) and calls the entry point directly. No Python and
-no GIL per call; one registration serves every shape.
+from the call's attributes) and calls the entry point whose address the
+target's record holds (``HandlerRecord``). The handler's code holds no address
+of the process, so kernels of one layout share it and it is cached on disk
+(``handler_cache_dir``). No Python and no GIL per call; one registration
+serves every shape.
 """
 
 from __future__ import annotations
