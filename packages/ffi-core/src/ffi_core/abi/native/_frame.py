@@ -1,8 +1,12 @@
 """Call-frame operations compiled with Numba, for handlers that run no Python.
 
 Every offset comes from the ctypes structures in :mod:`ffi_core.abi.capi`, the
-one description of the ABI. The functions are ``@njit(inline="always")`` so a
-handler that calls them reads the frame with a handful of loads.
+one description of the ABI. The readers of one field (``arg_buffer``,
+``buffer_dim``, ``num_args``, ...) are intrinsics made by ``reader``: each
+call is the field's loads, emitted straight into the handler, with nothing for
+Numba to type or inline (a handler reads dozens of fields). The others are
+``@njit(inline="always")``, so a handler that calls them reads the frame with a
+handful of loads.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from numba import types
 
 from .. import _capi as C
 from .._api_version import api_version
-from ._intrinsics import call_api_fn, load, stack_buffer, store
+from ._intrinsics import call_api_fn, load, reader, stack_buffer, store
 
 # The public names are listed once, in the package's ``__all__``.
 
@@ -89,10 +93,7 @@ _njit_native = numba.njit(  # type: ignore[call-overload]
 )
 
 
-# One-load readers: a field at a fixed offset of the call frame, of a buffer or
-# of an attribute. Each is compiled as its own inlined function (offset and
-# type are constants of its closure), so a handler still reads a field with
-# one load.
+# Readers of one field of the call frame, of a buffer or of an attribute.
 _Frame = C.XLA_FFI_CallFrame
 _Buffer = C.XLA_FFI_Buffer
 _Scalar = C.XLA_FFI_Scalar
@@ -100,30 +101,19 @@ _Array = C.XLA_FFI_Array
 _HOLDER = {_Frame: "frame", _Buffer: "buf"}
 
 
+def _reader(name: str, params: str, path: tuple[tuple[str, int], ...], ty, doc: str):
+    return reader(name, tuple(params.split()), path, ty, doc=doc, module=__name__)
+
+
 def _field(name: str, struct, field: str, ty, doc: str):
-    offset = C.offset_of(struct, field)
-
-    def read(address):
-        return load(address + offset, ty)
-
-    # The parameter is named for what it points to (``frame``, ``buf``), as help() shows.
-    read.__code__ = read.__code__.replace(co_varnames=(_HOLDER[struct],))
-    return _named(read, name, doc)
+    # A field of the struct the argument points to.
+    return _reader(name, _HOLDER[struct], (("read", C.offset_of(struct, field)),), ty, doc)
 
 
 def _attr_field(name: str, struct, field: str, ty, doc: str):
-    offset = C.offset_of(struct, field)
-
-    def read(frame, i):
-        return load(_entry(load(frame + _FRAME_ATTRS, _u), i) + offset, ty)
-
-    return _named(read, name, doc)
-
-
-def _named(read, name: str, doc: str):
-    read.__name__ = read.__qualname__ = name
-    read.__doc__ = doc
-    return _inline(read)
+    # A field of the struct attribute ``i`` points to.
+    path = (("deref", _FRAME_ATTRS), ("index", _PTR), ("deref", 0))
+    return _reader(name, "frame i", (*path, ("read", C.offset_of(struct, field))), ty, doc)
 
 
 @_inline
@@ -200,34 +190,49 @@ def answer_metadata(frame, traits):
     return _u(0)
 
 
-@_inline
-def arg_buffer(frame, i):
-    """The ``XLA_FFI_Buffer*`` of argument ``i``."""
-    return _entry(load(frame + _FRAME_ARGS, _u), i)
+arg_buffer = _reader(
+    "arg_buffer",
+    "frame i",
+    (("deref", _FRAME_ARGS), ("index", _PTR), ("read", 0)),
+    _u,
+    "The ``XLA_FFI_Buffer*`` of argument ``i``.",
+)
 
 
-@_inline
-def ret_buffer(frame, i):
-    """The ``XLA_FFI_Buffer*`` of result ``i``."""
-    return _entry(load(frame + _FRAME_RETS, _u), i)
+ret_buffer = _reader(
+    "ret_buffer",
+    "frame i",
+    (("deref", _FRAME_RETS), ("index", _PTR), ("read", 0)),
+    _u,
+    "The ``XLA_FFI_Buffer*`` of result ``i``.",
+)
 
 
-@_inline
-def attr_type(frame, i):
-    """The ``XLA_FFI_AttrType`` of attribute ``i`` (3 for a scalar)."""
-    return load(load(frame + _FRAME_ATTRS_TYPES, _u) + i * _ENUM, _i32)
+attr_type = _reader(
+    "attr_type",
+    "frame i",
+    (("deref", _FRAME_ATTRS_TYPES), ("index", _ENUM), ("read", 0)),
+    _i32,
+    "The ``XLA_FFI_AttrType`` of attribute ``i`` (3 for a scalar).",
+)
 
 
-@_inline
-def attr_name_size(frame, i):
-    """The length in bytes of attribute ``i``'s name."""
-    return load(_entry(load(frame + _FRAME_ATTRS_NAMES, _u), i) + _SPAN_LEN, _size_t)
+attr_name_size = _reader(
+    "attr_name_size",
+    "frame i",
+    (("deref", _FRAME_ATTRS_NAMES), ("index", _PTR), ("deref", 0), ("read", _SPAN_LEN)),
+    _size_t,
+    "The length in bytes of attribute ``i``'s name.",
+)
 
 
-@_inline
-def buffer_dim(buf, i):
-    """Size ``i`` of a buffer's shape."""
-    return load(load(buf + _BUF_DIMS, _u) + i * 8, _i64)
+buffer_dim = _reader(
+    "buffer_dim",
+    "buf i",
+    (("deref", _BUF_DIMS), ("index", 8), ("read", 0)),
+    _i64,
+    "Size ``i`` of a buffer's shape.",
+)
 
 
 @_inline

@@ -3,11 +3,15 @@
 The smallest set of LLVM-level operations that the call-frame helpers need:
 load and store a scalar at an address, turn an address into a ``voidptr`` (for
 ``numba.carray``), embed a constant C string, call an FFI API function
-pointer with one argument, and call a C function at an address read at run
-time.
+pointer with one argument, call a C function at an address read at run
+time, and make readers that follow pointers to one field (``reader``).
 """
 
 from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
 
 from llvmlite import ir
 from numba.core import cgutils, types
@@ -20,6 +24,7 @@ __all__ = [
     "call_void_fn",
     "cstring",
     "load",
+    "reader",
     "stack_buffer",
     "store",
     "voidptr",
@@ -189,3 +194,71 @@ def stack_buffer(typingctx, nbytes):
         return builder.ptrtoint(slot, context.get_value_type(types.uintp))
 
     return sig, codegen
+
+
+def reader(
+    name: str,
+    params: tuple[str, ...],
+    path: tuple[tuple[str, int], ...],
+    ty: types.Type,
+    *,
+    doc: str,
+    module: str,
+) -> Any:
+    """An intrinsic ``name(*params)`` that reads one ``ty`` by following
+    ``path`` from the address given first: ``("deref", offset)`` replaces the
+    address with the pointer stored at ``address + offset``, ``("index",
+    scale)`` adds the second argument times ``scale``, and ``("read",
+    offset)``, the last step, loads the value at ``address + offset``.
+
+    Its code is a few LLVM instructions emitted at each call, with no Numba
+    IR to type or inline: a handler that reads many fields of its call frame
+    compiles a good deal faster than with ``@njit(inline="always")`` readers.
+    """
+    *steps, (last, read_at) = path
+    if last != "read" or any(op not in ("deref", "index") for op, _ in steps):
+        raise ValueError(f"{name}: a path is deref/index steps then one read, got {path}")
+    if len(params) != 1 + any(op == "index" for op, _ in steps):
+        raise ValueError(f"{name}: takes the address, and an index where the path has one")
+    usage = f"{name}({', '.join(f'{p}: int' for p in params)})"
+
+    def typed(*args: Any) -> Any:
+        _require(all(isinstance(a, types.Integer) for a in args), usage)
+        sig = ty(*args)
+
+        def codegen(context: Any, builder: ir.IRBuilder, sig: Any, llargs: Any) -> ir.Value:
+            word = context.get_value_type(types.uintp)
+            at = context.cast(builder, llargs[0], sig.args[0], types.uintp)
+            for op, value in steps:
+                if op == "deref":
+                    at = builder.load(
+                        _as_pointer(builder, builder.add(at, ir.Constant(word, value)), word)
+                    )
+                else:
+                    i = context.cast(builder, llargs[1], sig.args[1], types.uintp)
+                    at = builder.add(at, builder.mul(i, ir.Constant(word, value)))
+            lltype = context.get_value_type(ty)
+            return builder.load(
+                _as_pointer(builder, builder.add(at, ir.Constant(word, read_at)), lltype)
+            )
+
+        return sig, codegen
+
+    # Numba folds a call's arguments by the typer's own parameters: one
+    # named parameter each, no ``*args``.
+    def one(typingctx: Any, a: Any) -> Any:
+        return typed(a)
+
+    def two(typingctx: Any, a: Any, b: Any) -> Any:
+        return typed(a, b)
+
+    typer: Callable[..., Any] = one if len(params) == 1 else two
+    typer.__name__ = typer.__qualname__ = name
+    typer.__doc__ = doc
+    typer.__module__ = module
+    result = intrinsic(typer)
+    # What help() and the API listing show: the reader's own parameters.
+    result.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params]
+    )
+    return result
