@@ -2,6 +2,7 @@
 internals (a short run: the figures themselves come from full runs, never from
 tests) and the GPU check's driver where there is no GPU."""
 
+import json
 import os
 import pathlib
 import subprocess
@@ -274,3 +275,19 @@ def test_bench_portable_cpu_times_each_model_in_its_own_process():
     assert out[0] == "median µs per call over 1 processes [range]; Numba alone"
     assert out[1].split()[-2:] == ["host", "generic"]
     assert [line.split()[0] for line in out[2:]] == ["add", "LIF", "65,536"]
+
+
+def test_bench_first_call_times_kernels_of_another_dtype_each(tmp_path):
+    # --shapes: each kernel its own dtype, so numba-cpu-ffi compiles a handler for each.
+    result = tmp_path / "first_call.json"
+    command = [sys.executable, str(TOOLS / "bench_first_call.py"), "--shapes"]
+    command += ["--processes", "1", "--kernels", "2", "--json", str(result)]
+    subprocess.run(command, capture_output=True, text=True, check=True, timeout=600)
+    runs = json.loads(result.read_text())["results"]
+    assert list(runs) == ["numba_kernel cold", "numba_kernel cached", "njit cold", "jnp jit"]
+    assert all(len(r[0]["per_kernel_s"]) == 2 for r in runs.values())
+    refused = subprocess.run(
+        [*command[:3], "--vmap", "64"], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert refused.returncode == 2
+    assert "--shapes and --vmap measure different things" in refused.stderr

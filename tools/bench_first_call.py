@@ -3,7 +3,9 @@
 Run: ``uv run python tools/bench_first_call.py`` (``--processes N``,
 ``--kernels K``; ``--json FILE`` to keep the figures; ``--vmap ROWS``: each
 kernel's first call is a default ``jax.vmap`` over ``ROWS`` rows of 16
-elements, for numba-cpu-ffi and ``jnp`` only).
+elements, for numba-cpu-ffi and ``jnp`` only; ``--shapes``: each kernel takes
+another dtype, so no two share a call shape and numba-cpu-ffi compiles a
+handler for each, for numba-cpu-ffi, ``njit`` and ``jnp`` only).
 
 Each candidate runs in fresh processes, several times, in alternating order
 (A B C ..., then ... C B A) so that machine noise falls on all alike. In each
@@ -133,6 +135,37 @@ def _vmapped(rows: int) -> dict[str, str]:
     }
 
 
+#: The dtypes of ``--shapes``, one per kernel (Numba casts ``c * x + y`` to each).
+SHAPE_DTYPES = ("float32", "int32", "int16", "int8", "uint8", "uint16", "uint32", "int64")
+
+
+def _shaped() -> dict[str, str]:
+    """The numba_kernel, njit and jnp scripts, kernel ``j`` called on arrays
+    of ``SHAPE_DTYPES[j]``."""
+    dtypes = f"DTYPES = {SHAPE_DTYPES!r}\n"
+    return {
+        "numba_kernel": _SCRIPTS["numba_kernel"]
+        .replace(
+            "x = jnp.ones(1000, jnp.float32)\ns = jax.ShapeDtypeStruct(x.shape, x.dtype)\n", dtypes
+        )
+        .replace(
+            "    jax.block_until_ready(jax.jit(numba_kernel(make(0.5 + j), s))(x, x))",
+            "    x = jnp.ones(1000, DTYPES[j])\n"
+            "    s = jax.ShapeDtypeStruct(x.shape, x.dtype)\n"
+            "    jax.block_until_ready(jax.jit(numba_kernel(make(0.5 + j), s))(x, x))",
+        ),
+        "njit": _SCRIPTS["njit"]
+        .replace("x = np.ones(1000, np.float32)\n", dtypes)
+        .replace(
+            "    make(0.5 + j)(x, x, np.empty_like(x))",
+            "    x = np.ones(1000, DTYPES[j])\n    make(0.5 + j)(x, x, np.empty_like(x))",
+        ),
+        "jnp": _SCRIPTS["jnp"]
+        .replace("x = jnp.ones(1000, jnp.float32)\n", dtypes)
+        .replace("    c = 0.5 + j\n", "    c = 0.5 + j\n    x = jnp.ones(1000, DTYPES[j])\n"),
+    }
+
+
 def _module_source(kernels: int) -> str:
     body = ["import numba", ""]
     for j in range(kernels):
@@ -179,15 +212,27 @@ def main() -> None:
     parser.add_argument(
         "--vmap", type=int, metavar="ROWS", help="first calls under jax.vmap of ROWS rows"
     )
+    parser.add_argument(
+        "--shapes", action="store_true", help="each kernel another dtype: no call shape shared"
+    )
     args = parser.parse_args()
+    if args.shapes and args.vmap is not None:
+        parser.error("--shapes and --vmap measure different things: give one")
+    if args.shapes and args.kernels > len(SHAPE_DTYPES):
+        parser.error(f"--shapes has {len(SHAPE_DTYPES)} dtypes: --kernels at most that")
 
     candidates = ["numba_kernel cold", "numba_kernel cached"]
     if args.vmap is None:
-        candidates += ["njit cold", "njit cache=True"]
+        candidates.append("njit cold")
+    if args.vmap is None and not args.shapes:
+        candidates.append("njit cache=True")
     candidates.append("jnp jit")
-    if _available("brainevent") and args.vmap is None:
+    if _available("brainevent") and args.vmap is None and not args.shapes:
         candidates.append("brainevent")
-    scripts = _SCRIPTS if args.vmap is None else _vmapped(args.vmap)
+    if args.shapes:
+        scripts = _shaped()
+    else:
+        scripts = _SCRIPTS if args.vmap is None else _vmapped(args.vmap)
     results: dict[str, list[dict]] = {c: [] for c in candidates}
     with tempfile.TemporaryDirectory() as work:
         module_dir = Path(work) / "module"
@@ -203,12 +248,13 @@ def main() -> None:
             args.kernels,
             str(module_dir),
         )
-        _run(
-            scripts["njit_cached"],
-            {**base, "NUMBA_CACHE_DIR": str(numba_cache)},
-            args.kernels,
-            str(module_dir),
-        )
+        if "njit cache=True" in candidates:
+            _run(
+                scripts["njit_cached"],
+                {**base, "NUMBA_CACHE_DIR": str(numba_cache)},
+                args.kernels,
+                str(module_dir),
+            )
         for p in range(args.processes):
             order = candidates if p % 2 == 0 else candidates[::-1]
             for name in order:
