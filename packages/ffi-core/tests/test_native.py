@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import inspect
 import re
 
 import jax
@@ -142,9 +143,21 @@ def _misuse_guarded_args(x):
     return N.call_guarded(_store_one, x, N.cstring("k"), 1)
 
 
+@numba.njit
+def _misuse_reader(x):
+    return N.buffer_dim(x, 0)
+
+
+@numba.njit
+def _misuse_reader_index(x):
+    return N.arg_buffer(1, x)
+
+
 @pytest.mark.parametrize(
     ("fn", "arg", "message"),
     [
+        (_misuse_reader, 1.5, "buffer_dim(buf: int, i: int)"),
+        (_misuse_reader_index, 0.5, "arg_buffer(frame: int, i: int)"),
         (_misuse_load, 1.5, "load(address: int, ty: numba scalar type)"),
         (_misuse_load_type, 1, "load(address: int, ty: numba scalar type)"),
         (_misuse_store, 1.5, "store(address: int, value, ty: numba scalar type)"),
@@ -162,6 +175,46 @@ def test_intrinsic_typing_errors(fn: object, arg: object, message: str) -> None:
     # Numba wraps the intrinsic's message in its own report of the failed typing.
     with pytest.raises(numba.core.errors.TypingError, match=re.escape(message)):
         fn(arg)  # type: ignore[operator]
+
+
+def test_reader_follows_its_path() -> None:
+    # A table of two pointers, each to a struct whose int32 at offset 4 is read.
+    from ffi_core.abi.native._intrinsics import reader
+
+    read = reader(
+        "second_field",
+        ("table", "i"),
+        (("index", 8), ("deref", 0), ("read", 4)),
+        types.int32,
+        doc="The int32 at offset 4 of the struct that entry ``i`` points to.",
+        module=__name__,
+    )
+    structs = np.array([[1, 10], [2, 20]], dtype=np.int32)
+    table = np.array([structs[0].ctypes.data, structs[1].ctypes.data], dtype=np.uintp)
+
+    @numba.njit
+    def both(address):
+        return read(address, 0), read(address, 1)
+
+    assert both(table.ctypes.data) == (10, 20)
+    assert str(inspect.signature(read)) == "(table, i)"
+    assert read.__doc__.startswith("The int32 at offset 4")
+
+
+@pytest.mark.parametrize(
+    ("params", "path", "message"),
+    [
+        (("a",), (("deref", 0),), "a path is deref/index steps then one read"),
+        (("a",), (("read", 0), ("read", 8)), "a path is deref/index steps then one read"),
+        (("a",), (("index", 8), ("read", 0)), "takes the address, and an index where"),
+        (("a", "i"), (("read", 0),), "takes the address, and an index where"),
+    ],
+)
+def test_reader_refuses_a_path_it_cannot_follow(params, path, message) -> None:
+    from ffi_core.abi.native._intrinsics import reader
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        reader("bad", params, path, types.int32, doc="", module=__name__)
 
 
 def test_stack_buffer_is_zeroed_and_writable() -> None:
