@@ -701,3 +701,34 @@ def test_error_create_prefixed_joins_and_cuts_at_its_capacity(cpu: jax.Device) -
     text = "p" * 3000 + ": " + "m" * (PREFIXED_BYTES - 1 - 3002)
     message = fail(1)
     assert text in message and text + "m" not in message
+
+
+def test_handler_name_covers_source_parts_and_the_native_helpers(monkeypatch) -> None:
+    from ffi_core.abi.native import _disk_cache
+
+    name = N.handler_name("h_", "def handler(): ...", ["numba 0.61"])
+    assert re.fullmatch(r"h_[0-9a-f]{24}", name)
+    assert N.handler_name("h_", "def handler(): ...", ["numba 0.61"]) == name
+    assert N.handler_name("h_", "def handler(): pass", ["numba 0.61"]) != name
+    assert N.handler_name("h_", "def handler(): ...", ["numba 0.62"]) != name
+    # Other code in the helpers every handler inlines: another name, whatever
+    # the versions say.
+    monkeypatch.setattr(_disk_cache, "_native_code", lambda: b"other helpers")
+    assert N.handler_name("h_", "def handler(): ...", ["numba 0.61"]) != name
+
+
+def test_the_native_code_digest_follows_the_helpers_source(tmp_path, monkeypatch) -> None:
+    from ffi_core.abi.native import _disk_cache
+
+    assert "ffi_core.abi.native._frame" in _disk_cache.NATIVE_MODULES
+    helper = tmp_path / "stand_in_helpers.py"
+    helper.write_text("OFFSET = 8\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(_disk_cache, "NATIVE_MODULES", ("stand_in_helpers",))
+    _disk_cache._native_code.cache_clear()
+    before = _disk_cache._native_code()
+    helper.write_text("OFFSET = 16\n")
+    _disk_cache._native_code.cache_clear()
+    after = _disk_cache._native_code()
+    _disk_cache._native_code.cache_clear()
+    assert before != after

@@ -364,11 +364,42 @@ def cache_dispatcher(dispatcher: Any, layers: Layers, base: str) -> Any:
     return dispatcher
 
 
+#: The modules whose code reaches a compiled handler: the call-frame helpers
+#: it inlines or links and the ABI they read (offsets, dtype codes, enums).
+NATIVE_MODULES = (
+    "ffi_core.abi._capi",
+    "ffi_core.abi._dtypes",
+    "ffi_core.abi.native._frame",
+    "ffi_core.abi.native._guarded",
+    "ffi_core.abi.native._intrinsics",
+)
+
+
+@functools.cache
+def _native_code() -> bytes:
+    # The SHA-256 of NATIVE_MODULES' source files (the installed ffi-core's
+    # version where a file cannot be read: an installation without sources).
+    import importlib
+    import importlib.metadata
+
+    digest = hashlib.sha256()
+    for name in NATIVE_MODULES:
+        module = importlib.import_module(name)
+        try:
+            digest.update(Path(module.__file__ or "").read_bytes())
+        except OSError:
+            digest.update(f"{name} {importlib.metadata.version('ffi-core')}".encode())
+    return digest.digest()
+
+
 def handler_name(prefix: str, source: str, parts: Iterable[str]) -> str:
     """The name a generated handler is cached under: ``prefix`` and 24 hex
-    digits of the SHA-256 of its ``source`` and of ``parts``, everything else
-    its compiled code depends on (the versions of the compilers and of the
-    packages whose code it inlines; where its globals come from).
+    digits of the SHA-256 of its ``source``, of ``parts`` (everything else its
+    compiled code depends on: the versions of the compilers and of the
+    packages whose code it inlines; where its globals come from) and of the
+    code of ffi-core's call-frame helpers and ABI (:data:`NATIVE_MODULES`),
+    which every handler inlines: a handler compiled against other helpers is
+    a miss, whatever the versions say.
 
     Example:
         >>> handler_name("h_", "def handler(): ...", ["numba 0.61"])[:2]
@@ -377,6 +408,7 @@ def handler_name(prefix: str, source: str, parts: Iterable[str]) -> str:
     digest = hashlib.sha256(source.encode())
     for part in parts:
         digest.update(part.encode())
+    digest.update(_native_code())
     return f"{prefix}{digest.hexdigest()[:24]}"
 
 
