@@ -144,6 +144,16 @@ def _misuse_guarded_args(x):
 
 
 @numba.njit
+def _misuse_array_view(x):
+    return N.array_view(x, (4,), np.float32)
+
+
+@numba.njit
+def _misuse_array_view_shape(x):
+    return N.array_view(8, (x,), np.float32)
+
+
+@numba.njit
 def _misuse_reader(x):
     return N.buffer_dim(x, 0)
 
@@ -157,6 +167,8 @@ def _misuse_reader_index(x):
     ("fn", "arg", "message"),
     [
         (_misuse_reader, 1.5, "buffer_dim(buf: int, i: int)"),
+        (_misuse_array_view, 1.5, "array_view(address: int, shape: tuple of int, dtype"),
+        (_misuse_array_view_shape, 1.5, "array_view(address: int, shape: tuple of int, dtype"),
         (_misuse_reader_index, 0.5, "arg_buffer(frame: int, i: int)"),
         (_misuse_load, 1.5, "load(address: int, ty: numba scalar type)"),
         (_misuse_load_type, 1, "load(address: int, ty: numba scalar type)"),
@@ -175,6 +187,23 @@ def test_intrinsic_typing_errors(fn: object, arg: object, message: str) -> None:
     # Numba wraps the intrinsic's message in its own report of the failed typing.
     with pytest.raises(numba.core.errors.TypingError, match=re.escape(message)):
         fn(arg)  # type: ignore[operator]
+
+
+@numba.njit
+def _views(address):
+    # The same 6 float32 seen as a scalar, a vector and a matrix.
+    scalar = N.array_view(address, (), np.float32)
+    vector = N.array_view(address, (6,), np.float32)
+    matrix = N.array_view(address, (2, 3), np.float32)
+    matrix[1, 2] = 50.0  # writes through to the memory
+    return scalar[()], vector.sum(), matrix[1, 0], matrix.strides, vector[5]
+
+
+def test_array_view_is_a_c_contiguous_array_over_the_memory() -> None:
+    data = np.arange(6, dtype=np.float32)
+    first, total, at_1_0, strides, last = _views(data.ctypes.data)
+    assert (first, total, at_1_0, strides) == (0.0, 60.0, 3.0, (12, 4))  # 5 became 50
+    assert last == 50.0 and data[5] == 50.0
 
 
 def test_reader_follows_its_path() -> None:

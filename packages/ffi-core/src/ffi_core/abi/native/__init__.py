@@ -57,6 +57,7 @@ from ._guarded import call_guarded as call_guarded
 from ._guarded import call_guarded_at as call_guarded_at
 from ._guarded import compiled_address as compiled_address
 from ._guarded import error_from_exception as error_from_exception
+from ._intrinsics import array_view as array_view
 from ._intrinsics import call_api_fn as call_api_fn
 from ._intrinsics import call_c as call_c
 from ._intrinsics import call_void_fn as call_void_fn
@@ -71,6 +72,7 @@ __all__ = [
     "Layers",
     "answer_metadata",
     "arg_buffer",
+    "array_view",
     "attr_array_data",
     "attr_array_size",
     "attr_name_size",

@@ -1,7 +1,8 @@
 """Raw memory and function-pointer access for Numba ``nopython`` code.
 
 The smallest set of LLVM-level operations that the call-frame helpers need:
-load and store a scalar at an address, turn an address into a ``voidptr`` (for
+load and store a scalar at an address, make an array over memory at an
+address (``array_view``), turn an address into a ``voidptr`` (for
 ``numba.carray``), embed a constant C string, call an FFI API function
 pointer with one argument, call a C function at an address read at run
 time, and make readers that follow pointers to one field (``reader``).
@@ -17,8 +18,10 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
+from numba.np.arrayobj import np_cfarray
 
 __all__ = [
+    "array_view",
     "call_api_fn",
     "call_c",
     "call_void_fn",
@@ -86,6 +89,30 @@ def voidptr(typingctx, address):
 
     def codegen(context, builder, sig, args):
         return builder.inttoptr(args[0], ir.IntType(8).as_pointer())
+
+    return sig, codegen
+
+
+@intrinsic
+def array_view(typingctx, address, shape, dtype):
+    """A C-contiguous array of ``dtype`` (a NumPy scalar type given as a
+    global, e.g. ``np.float32``) and ``shape`` (a tuple of ints) over the
+    memory at ``address``, owned by someone else: ``numba.carray`` without its
+    overload, which Numba compiles anew for each call's types."""
+    _require(
+        isinstance(address, types.Integer)
+        and isinstance(dtype, types.DTypeSpec)
+        and isinstance(shape, types.BaseTuple)
+        and all(isinstance(s, types.Integer) for s in shape),
+        "array_view(address: int, shape: tuple of int, dtype: a NumPy scalar type)",
+    )
+    retty = types.Array(dtype.dtype, len(shape), "C")
+    sig = retty(address, shape, dtype)
+
+    def codegen(context, builder, sig, args):
+        pointer = types.CPointer(dtype.dtype)
+        data = builder.inttoptr(args[0], context.get_value_type(pointer))
+        return np_cfarray(context, builder, retty(pointer, sig.args[1]), (data, args[1]))
 
     return sig, codegen
 
