@@ -2,23 +2,30 @@
 
 Every offset comes from the ctypes structures in :mod:`ffi_core.abi.capi`, the
 one description of the ABI. The readers of one field (``arg_buffer``,
-``buffer_dim``, ``num_args``, ...) are intrinsics made by ``reader``: each
-call is the field's loads, emitted straight into the handler, with nothing for
-Numba to type or inline (a handler reads dozens of fields). The others are
-``@njit(inline="always")``, so a handler that calls them reads the frame with a
-handful of loads.
+``buffer_dim``, ``num_args``, ...) are intrinsics made by ``reader``, and the
+helpers that fill an args struct and call the API (``error_create``,
+``stream_get``, ``answer_metadata``, ...) are intrinsics too: each call is a
+handful of loads, stores and calls emitted straight into the handler, with no
+Numba IR to type or inline (compiling a handler was mostly that). Only
+``error_create_prefixed`` and ``first_error`` are compiled functions, once per
+process.
 """
 
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import numba
+from llvmlite import ir
 from numba import types
+from numba.core import cgutils
+from numba.core.errors import TypingError
+from numba.extending import intrinsic
 
 from .. import _capi as C
 from .._api_version import api_version
-from ._intrinsics import call_api_fn, load, reader, stack_buffer, store
+from ._intrinsics import load, reader, stack_buffer, store
 
 # The public names are listed once, in the package's ``__all__``.
 
@@ -43,8 +50,8 @@ def _args_struct(struct, last: str, *fields: str) -> tuple[int, ...]:
 
 
 # Offsets, named after the C fields they address.
-_FRAME_EXT, _FRAME_ARGS, _FRAME_RETS = _offsets(
-    C.XLA_FFI_CallFrame, "extension_start", "args.args", "rets.rets"
+_FRAME_EXT, _FRAME_ARGS, _FRAME_RETS, _FRAME_API, _FRAME_CTX = _offsets(
+    C.XLA_FFI_CallFrame, "extension_start", "args.args", "rets.rets", "api", "ctx"
 )
 _FRAME_ATTRS_TYPES, _FRAME_ATTRS_NAMES, _FRAME_ATTRS = _offsets(
     C.XLA_FFI_CallFrame, "attrs.types", "attrs.names", "attrs.attrs"
@@ -84,7 +91,6 @@ _ORD_SIZE, _ORD_BYTES, _ORD_CTX, _ORD_OUT = _args_struct(
 _METADATA = int(C.ExtensionType.METADATA)
 _MAJOR, _MINOR = api_version()
 
-_inline = numba.njit(inline="always", cache=False)
 _njit = numba.njit(cache=False)
 # For functions only compiled code calls: no Python or C wrapper to build, no
 # reference counting (the options numba's stubs do not declare).
@@ -116,26 +122,6 @@ def _attr_field(name: str, struct, field: str, ty, doc: str):
     return _reader(name, "frame i", (*path, ("read", C.offset_of(struct, field))), ty, doc)
 
 
-@_inline
-def _entry(table, i):
-    # Entry ``i`` of a C array of pointers (the frame's args, rets, attrs, names).
-    return load(table + i * _PTR, _u)
-
-
-@_inline
-def _call_api(api, entry, args):
-    # Call the API table's function at offset ``entry`` with its args struct.
-    return call_api_fn(load(api + entry, _u), args)
-
-
-@_inline
-def _ask_context(frame, args, size, ctx_at, entry):
-    # Fill an args struct that carries the execution context and ask the API.
-    store(args, size, _size_t)
-    store(args + ctx_at, frame_ctx(frame), _u)
-    return _call_api(frame_api(frame), entry, args)
-
-
 frame_api = _field("frame_api", _Frame, "api", _u, "The frame's ``XLA_FFI_Api*``.")
 frame_ctx = _field("frame_ctx", _Frame, "ctx", _u, "The frame's ``XLA_FFI_ExecutionContext*``.")
 frame_stage = _field(
@@ -165,29 +151,105 @@ attr_array_data = _attr_field(
 )
 
 
-@_inline
-def is_metadata_query(frame):
+class _Emit:
+    """LLVM for the helpers below, written as their Python would read: loads
+    and stores at ``address + offset`` (addresses are integers), zeroed args
+    structs on the stack and calls into the FFI API table. A helper made with
+    it is an intrinsic: its code is emitted into the caller, with no Numba IR
+    to type or inline."""
+
+    def __init__(self, context: Any, builder: ir.IRBuilder) -> None:
+        self.context, self.builder = context, builder
+        self.word = context.get_value_type(_u)
+
+    def const(self, ty: Any, value: int) -> ir.Value:
+        return ir.Constant(self.context.get_value_type(ty), value)
+
+    def _at(self, address: ir.Value, offset: int, ty: Any) -> ir.Value:
+        moved = self.builder.add(address, ir.Constant(self.word, offset))
+        return self.builder.inttoptr(moved, self.context.get_value_type(ty).as_pointer())
+
+    def load(self, address: ir.Value, offset: int, ty: Any) -> ir.Value:
+        return self.builder.load(self._at(address, offset, ty))
+
+    def store(self, address: ir.Value, offset: int, value: ir.Value, ty: Any) -> None:
+        self.builder.store(value, self._at(address, offset, ty))
+
+    def arg(self, value: ir.Value, fromty: Any, ty: Any = _u) -> ir.Value:
+        return self.context.cast(self.builder, value, fromty, ty)
+
+    def args_struct(self, nbytes: int) -> ir.Value:
+        # A zeroed struct on the caller's stack, as an address.
+        slot = cgutils.alloca_once(
+            self.builder, ir.ArrayType(ir.IntType(64), -(-nbytes // 8)), zfill=True
+        )
+        return self.builder.ptrtoint(slot, self.word)
+
+    def call_api(self, api: ir.Value, entry: int, args: ir.Value) -> ir.Value:
+        # The API table's function at offset ``entry``, called with its args struct.
+        i8p = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(i8p, [i8p])
+        callee = self.builder.inttoptr(self.load(api, entry, _u), fnty.as_pointer())
+        result = self.builder.call(callee, [self.builder.inttoptr(args, i8p)])
+        return self.builder.ptrtoint(result, self.word)
+
+    def ask_context(
+        self, frame: ir.Value, size: int, nbytes: int, ctx_at: int, entry: int
+    ) -> ir.Value:
+        # Fill an args struct that carries the execution context and ask the
+        # API; returns the struct's address (the error is ``self.error``).
+        args = self.args_struct(nbytes)
+        self.store(args, 0, self.const(_size_t, size), _size_t)
+        self.store(args, ctx_at, self.load(frame, _FRAME_CTX, _u), _u)
+        self.error = self.call_api(self.load(frame, _FRAME_API, _u), entry, args)
+        return args
+
+
+def _integers(name: str, *args: Any) -> None:
+    # Addresses and codes: integers, or members of an IntEnum (``ErrorCode``).
+    if not all(isinstance(a, types.Integer | types.IntEnumMember) for a in args):
+        raise TypingError(f"{name} takes integers (addresses, codes), got {args}")
+
+
+@intrinsic
+def is_metadata_query(typingctx, frame):
     """True when XLA is asking the handler for its metadata, not running it."""
-    ext = load(frame + _FRAME_EXT, _u)
-    return ext != 0 and load(ext + _EXT_TYPE, _i32) == _METADATA
+    _integers("is_metadata_query(frame)", frame)
+
+    def codegen(context, builder, sig, args):
+        e = _Emit(context, builder)
+        ext = e.load(e.arg(args[0], sig.args[0]), _FRAME_EXT, _u)
+        found = cgutils.alloca_once_value(builder, cgutils.false_bit)
+        with builder.if_then(builder.icmp_unsigned("!=", ext, e.const(_u, 0))):
+            kind = e.load(ext, _EXT_TYPE, _i32)
+            builder.store(builder.icmp_signed("==", kind, e.const(_i32, _METADATA)), found)
+        return builder.load(found)
+
+    return types.boolean(frame), codegen
 
 
-@_inline
-def answer_metadata(frame, traits):
+@intrinsic
+def answer_metadata(typingctx, frame, traits):
     """Fill the metadata extension: API version of the installed jaxlib,
     ``traits`` and no state type. Returns a null error (0)."""
-    ext = load(frame + _FRAME_EXT, _u)
-    meta = load(ext + _EXT_METADATA, _u)
-    version = meta + _META_VERSION
-    store(version + _VER_SIZE, _VER_STRUCT_SIZE, _size_t)
-    store(version + _VER_EXT, 0, _u)
-    store(version + _VER_MAJOR, _MAJOR, _i32)
-    store(version + _VER_MINOR, _MINOR, _i32)
-    store(meta + _META_TRAITS, traits, _u32)
-    # Older frameworks allocate the struct without the trailing state_type_id.
-    if load(meta + _META_SIZE, _size_t) >= _META_FULL_SIZE:
-        store(meta + _META_STATE, 0, _i64)
-    return _u(0)
+    _integers("answer_metadata(frame, traits)", frame, traits)
+
+    def codegen(context, builder, sig, args):
+        e = _Emit(context, builder)
+        ext = e.load(e.arg(args[0], sig.args[0]), _FRAME_EXT, _u)
+        meta = e.load(ext, _EXT_METADATA, _u)
+        e.store(meta, _META_VERSION + _VER_SIZE, e.const(_size_t, _VER_STRUCT_SIZE), _size_t)
+        e.store(meta, _META_VERSION + _VER_EXT, e.const(_u, 0), _u)
+        e.store(meta, _META_VERSION + _VER_MAJOR, e.const(_i32, _MAJOR), _i32)
+        e.store(meta, _META_VERSION + _VER_MINOR, e.const(_i32, _MINOR), _i32)
+        e.store(meta, _META_TRAITS, e.arg(args[1], sig.args[1], _u32), _u32)
+        # Older frameworks allocate the struct without the trailing state_type_id.
+        size = e.load(meta, _META_SIZE, _size_t)
+        with builder.if_then(builder.icmp_unsigned(">=", size, e.const(_size_t, _META_FULL_SIZE))):
+            e.store(meta, _META_STATE, e.const(_i64, 0), _i64)
+        return e.const(_u, 0)
+
+    return _u(frame, traits), codegen
 
 
 arg_buffer = _reader(
@@ -235,15 +297,21 @@ buffer_dim = _reader(
 )
 
 
-@_inline
-def error_create(api, message, code):
+@intrinsic
+def error_create(typingctx, api, message, code):
     """An ``XLA_FFI_Error*`` with the NUL-terminated ``message`` (an address,
     e.g. from ``cstring``) and error ``code``; XLA copies the message."""
-    args = stack_buffer(_ERR_BYTES)
-    store(args, _ERR_SIZE, _size_t)
-    store(args + _ERR_MESSAGE, message, _u)
-    store(args + _ERR_CODE, code, _i32)
-    return _call_api(api, _API_ERROR_CREATE, args)
+    _integers("error_create(api, message, code)", api, message, code)
+
+    def codegen(context, builder, sig, args):
+        e = _Emit(context, builder)
+        struct = e.args_struct(_ERR_BYTES)
+        e.store(struct, 0, e.const(_size_t, _ERR_SIZE), _size_t)
+        e.store(struct, _ERR_MESSAGE, e.arg(args[1], sig.args[1]), _u)
+        e.store(struct, _ERR_CODE, e.arg(args[2], sig.args[2], _i32), _i32)
+        return e.call_api(e.arg(args[0], sig.args[0]), _API_ERROR_CREATE, struct)
+
+    return _u(api, message, code), codegen
 
 
 #: The longest message :func:`error_create_prefixed` makes, NUL included (its
@@ -282,13 +350,20 @@ def error_create_prefixed(api, prefix, message, code):
     return error_create(api, text, code)
 
 
-@_inline
-def error_destroy(api, error):
+@intrinsic
+def error_destroy(typingctx, api, error):
     """Free an ``XLA_FFI_Error*`` that will not be returned to XLA."""
-    args = stack_buffer(_DESTROY_BYTES)
-    store(args, _DESTROY_SIZE, _size_t)
-    store(args + _DESTROY_ERROR, error, _u)
-    _call_api(api, _API_ERROR_DESTROY, args)
+    _integers("error_destroy(api, error)", api, error)
+
+    def codegen(context, builder, sig, args):
+        e = _Emit(context, builder)
+        struct = e.args_struct(_DESTROY_BYTES)
+        e.store(struct, 0, e.const(_size_t, _DESTROY_SIZE), _size_t)
+        e.store(struct, _DESTROY_ERROR, e.arg(args[1], sig.args[1]), _u)
+        e.call_api(e.arg(args[0], sig.args[0]), _API_ERROR_DESTROY, struct)
+        return context.get_dummy_value()
+
+    return types.void(api, error), codegen
 
 
 @_njit
@@ -305,17 +380,44 @@ def first_error(api, errors):
     return first
 
 
-@_inline
-def stream_get(frame):
-    """``(error, stream)``: the platform stream of the call (error is 0 on success)."""
-    args = stack_buffer(_STREAM_BYTES)
-    error = _ask_context(frame, args, _STREAM_SIZE, _STREAM_CTX, _API_STREAM_GET)
-    return error, load(args + _STREAM_OUT, _u)
+def _context_getter(
+    name: str, size: int, nbytes: int, ctx_at: int, entry: int, out_at: int, ty, doc: str
+):
+    # ``(error, value)``: one value of the call's execution context, asked of the API.
+    def typer(typingctx, frame):
+        _integers(f"{name}(frame)", frame)
+        result = types.Tuple((_u, ty))
+
+        def codegen(context, builder, sig, args):
+            e = _Emit(context, builder)
+            struct = e.ask_context(e.arg(args[0], sig.args[0]), size, nbytes, ctx_at, entry)
+            values = [e.error, e.load(struct, out_at, ty)]
+            return context.make_tuple(builder, result, values)
+
+        return result(frame), codegen
+
+    typer.__name__ = typer.__qualname__ = name
+    typer.__doc__ = doc
+    return intrinsic(typer)
 
 
-@_inline
-def device_ordinal_get(frame):
-    """``(error, ordinal)``: the device ordinal of the call (error is 0 on success)."""
-    args = stack_buffer(_ORD_BYTES)
-    error = _ask_context(frame, args, _ORD_SIZE, _ORD_CTX, _API_ORDINAL_GET)
-    return error, load(args + _ORD_OUT, _i32)
+stream_get = _context_getter(
+    "stream_get",
+    _STREAM_SIZE,
+    _STREAM_BYTES,
+    _STREAM_CTX,
+    _API_STREAM_GET,
+    _STREAM_OUT,
+    _u,
+    "``(error, stream)``: the platform stream of the call (error is 0 on success).",
+)
+device_ordinal_get = _context_getter(
+    "device_ordinal_get",
+    _ORD_SIZE,
+    _ORD_BYTES,
+    _ORD_CTX,
+    _API_ORDINAL_GET,
+    _ORD_OUT,
+    _i32,
+    "``(error, ordinal)``: the device ordinal of the call (error is 0 on success).",
+)
