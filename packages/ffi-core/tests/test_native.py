@@ -154,6 +154,16 @@ def _misuse_array_view_shape(x):
 
 
 @numba.njit
+def _misuse_error_create(x):
+    return N.error_create(x, 0, 3)
+
+
+@numba.njit
+def _misuse_stream_get(x):
+    return N.stream_get(x)
+
+
+@numba.njit
 def _misuse_reader(x):
     return N.buffer_dim(x, 0)
 
@@ -167,6 +177,8 @@ def _misuse_reader_index(x):
     ("fn", "arg", "message"),
     [
         (_misuse_reader, 1.5, "buffer_dim(buf: int, i: int)"),
+        (_misuse_error_create, 1.5, "error_create(api, message, code) takes integers"),
+        (_misuse_stream_get, 1.5, "stream_get(frame) takes integers"),
         (_misuse_array_view, 1.5, "array_view(address: int, shape: tuple of int, dtype"),
         (_misuse_array_view_shape, 1.5, "array_view(address: int, shape: tuple of int, dtype"),
         (_misuse_reader_index, 0.5, "arg_buffer(frame: int, i: int)"),
