@@ -14,6 +14,7 @@ process.
 from __future__ import annotations
 
 import ctypes
+import inspect
 from typing import Any
 
 import numba
@@ -205,13 +206,22 @@ class _Emit:
         return args
 
 
+def _helper(typer: Any) -> Any:
+    # An intrinsic listed (help(), the API listing) with the call's own
+    # parameters: ``typingctx`` left out.
+    result = intrinsic(typer)
+    params = list(inspect.signature(typer).parameters.values())[1:]
+    result.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    return result
+
+
 def _integers(name: str, *args: Any) -> None:
     # Addresses and codes: integers, or members of an IntEnum (``ErrorCode``).
     if not all(isinstance(a, types.Integer | types.IntEnumMember) for a in args):
         raise TypingError(f"{name} takes integers (addresses, codes), got {args}")
 
 
-@intrinsic
+@_helper
 def is_metadata_query(typingctx, frame):
     """True when XLA is asking the handler for its metadata, not running it."""
     _integers("is_metadata_query(frame)", frame)
@@ -228,7 +238,7 @@ def is_metadata_query(typingctx, frame):
     return types.boolean(frame), codegen
 
 
-@intrinsic
+@_helper
 def answer_metadata(typingctx, frame, traits):
     """Fill the metadata extension: API version of the installed jaxlib,
     ``traits`` and no state type. Returns a null error (0)."""
@@ -297,7 +307,7 @@ buffer_dim = _reader(
 )
 
 
-@intrinsic
+@_helper
 def error_create(typingctx, api, message, code):
     """An ``XLA_FFI_Error*`` with the NUL-terminated ``message`` (an address,
     e.g. from ``cstring``) and error ``code``; XLA copies the message."""
@@ -350,7 +360,7 @@ def error_create_prefixed(api, prefix, message, code):
     return error_create(api, text, code)
 
 
-@intrinsic
+@_helper
 def error_destroy(typingctx, api, error):
     """Free an ``XLA_FFI_Error*`` that will not be returned to XLA."""
     _integers("error_destroy(api, error)", api, error)
@@ -398,7 +408,7 @@ def _context_getter(
 
     typer.__name__ = typer.__qualname__ = name
     typer.__doc__ = doc
-    return intrinsic(typer)
+    return _helper(typer)
 
 
 stream_get = _context_getter(
