@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numba
 import numpy as np
-from numba_cpu_ffi import cache_dir, numba_kernel
+from numba_cpu_ffi import cache_dir, numba_kernel, parallel_min_elements
 
 S = jax.ShapeDtypeStruct
 
@@ -64,10 +64,11 @@ def test_cache_dir_follows_environment(tmp_path, monkeypatch):
 
 
 # Runs a serial kernel, a parallel (prange) kernel on a small and on a large
-# input (its serial and its parallel form) and two default vmaps, of a few rows
-# (the handler's parallel row loop) and of many small rows (the kernel's batch
-# loop): the parallel code crashes a process that loads it from Numba's cache
-# unless the threading layer is started first.
+# input (its serial and its parallel form) and three default vmaps, of a few
+# rows (the handler's row loop), of many small rows (the kernel's batch loop)
+# and of a few large rows (the call shape's loop of threads): the parallel
+# code crashes a process that loads it from Numba's cache unless the
+# threading layer is started first.
 _SCRIPT = textwrap.dedent(
     """
     import jax, jax.numpy as jnp, numba, numpy as np
@@ -94,6 +95,9 @@ _SCRIPT = textwrap.dedent(
     np.testing.assert_array_equal(jax.vmap(numba_kernel(cached_serial, s))(rows), rows + 1)
     many = jnp.tile(x, (600, 1))
     np.testing.assert_array_equal(jax.vmap(numba_kernel(cached_serial, s))(many), many + 1)
+    wide = jnp.tile(jnp.arange(2**18, dtype=jnp.float32), (4, 1))
+    wide_s = jax.ShapeDtypeStruct((2**18,), jnp.float32)
+    np.testing.assert_array_equal(jax.vmap(numba_kernel(cached_serial, wide_s))(wide), wide + 1)
     print("ok")
     """
 )
@@ -134,12 +138,17 @@ def test_disk_cache_across_processes(tmp_path):
     assert sum(name.endswith(".nbc") for name in kernels) == 4
     # One generated source per call shape, shared by the kernels of that shape
     # (serial and parallel kernels apart; with or without the cost hint of the
-    # large call), and the index and code of each handler (the batched one has
-    # its batch loop too).
+    # large call), and the index and code of each handler; the batched call
+    # shape's loop of threads apart, built for the vmap of large rows only
+    # (where threads pay: never with one thread).
     handlers = {name for name in names if name.startswith("s_")}
     assert sum(name.endswith(".py") for name in handlers) == 3
-    assert sum(name.endswith(".nbi") for name in handlers) == 4
-    assert sum(name.endswith(".nbc") for name in handlers) == 4
-    assert names == kernels | handlers
+    assert sum(name.endswith(".nbi") for name in handlers) == 3
+    assert sum(name.endswith(".nbc") for name in handlers) == 3
+    loops = {name for name in names if name.startswith("t_")}
+    threaded = 1 if parallel_min_elements() < 4 * 2**18 else 0
+    assert sum(name.endswith(".nbi") for name in loops) == threaded
+    assert sum(name.endswith(".nbc") for name in loops) == threaded
+    assert names == kernels | handlers | loops
     _run(tmp_path)
     assert _files(tmp_path) == first, "the second process compiled instead of loading"

@@ -159,3 +159,24 @@ def test_a_vmapped_parallel_kernel_runs_serial_rows():
     out = np.asarray(jax.jit(jax.vmap(op))(x))
     assert all(len(set(row.tolist())) == 1 for row in out)
     assert len(np.unique(out)) > 1
+
+
+@numba.njit
+def _refuses_a_negative_row(x, out):
+    if x[0] < 0:
+        raise ValueError("a negative row")
+    for i in range(x.size):
+        out[i] = x[i]
+
+
+@needs_threads
+def test_an_error_in_a_row_run_across_threads_names_the_kernel():
+    # 64 rows of 8192: enough work for the call shape's loop of threads.
+    rows, cols = 64, 8192
+    op = jax.jit(
+        jax.vmap(numba_kernel(_refuses_a_negative_row, jax.ShapeDtypeStruct((cols,), jnp.float32)))
+    )
+    ok = jnp.ones((rows, cols), jnp.float32)
+    np.testing.assert_array_equal(op(ok), ok)
+    with pytest.raises(Exception, match=r"_refuses_a_negative_row.*a negative row"):
+        jax.block_until_ready(op(ok.at[37, 0].set(-1.0)))

@@ -72,7 +72,10 @@ RENAMED: dict[str, dict[str, str]] = {
 #: ``__all__``, the names it had, and each name the new module renamed since
 #: (its entry of ``RENAMED``) under its old name.
 MOVED_MODULES: dict[str, tuple[str, frozenset[str]]] = {
-    "ffi_core.cpu": ("ffi_core.bridge.cpu", frozenset({"cpu_call_bind"})),
+    "ffi_core.cpu": (
+        "ffi_core.bridge.cpu",
+        frozenset({"cpu_call_bind", "cpu_threaded_loop_source"}),
+    ),
     "ffi_core.cuda": (
         "ffi_core.bridge.cuda",
         frozenset(

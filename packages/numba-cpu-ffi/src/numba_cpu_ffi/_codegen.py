@@ -20,6 +20,7 @@ Handlers are cached on disk by a digest of their source, like kernels.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import tempfile
@@ -28,7 +29,14 @@ from typing import Any
 
 import numba
 from ffi_core.abi import api_version
-from ffi_core.abi.native import Layers, cached_cfunc, cached_njit, handler_module, handler_name
+from ffi_core.abi.native import (
+    Layers,
+    cached_cfunc,
+    cached_njit,
+    compiled_address,
+    handler_module,
+    handler_name,
+)
 from ffi_core.bridge import ArraySig, target_name
 from ffi_core.bridge.cpu import (
     BoundHandler,
@@ -38,13 +46,15 @@ from ffi_core.bridge.cpu import (
     HandlerSpec,
     bind_record,
     cpu_handler_source,
+    cpu_threaded_loop_source,
     handler_globals,
 )
 from ffi_core.export import Unexportable
+from numba import types
 from numba.np.ufunc.parallel import _launch_threads
 
 from ._cache import cache_layers
-from ._compile import batch_address, kernel_address, versions
+from ._compile import batch_address, kernel_address, kernel_argtypes, versions
 from ._spec import CallSig, KernelInfo
 
 __all__ = [
@@ -56,15 +66,17 @@ __all__ = [
     "prepare_handler",
     "shared_handler",
     "target_plan",
+    "threaded_loop_address",
 ]
 
 #: The record's words: the serial kernel, the parallel one and, for a
-#: batched call, the kernel's batch loop (each 0 until built).
-_SERIAL, _PARALLEL, _BATCH = 0, 1, 2
+#: batched call, the kernel's batch loop and the call shape's loop of threads
+#: over the rows (each 0 until built).
+_SERIAL, _PARALLEL, _BATCH, _THREADED = 0, 1, 2, 3
 
 
 def _words(sig: CallSig) -> int:
-    return 3 if sig.batched is not None else 2
+    return 4 if sig.batched is not None else 2
 
 
 def handler_label(info: KernelInfo, sig: CallSig) -> str:
@@ -78,8 +90,11 @@ def handler_body(sig: CallSig, parallel: bool) -> HandlerBody:
     record: the serial form (``word_0``), or for a ``parallel`` kernel its
     parallel form (``word_1``) when the call holds enough work to wake
     threads and that form is built. The rows of a batch run across threads,
-    each with the serial form; a batch with too little work for threads
-    runs in one call of the kernel's batch loop (``word_2``) once built."""
+    each with the serial form, in the call shape's loop of threads
+    (``word_3``, compiled apart once a call needs it:
+    ``threaded_loop_address``); a batch with too little work for threads
+    runs in one call of the kernel's batch loop (``word_2``) once built, else
+    row by row in the handler."""
     n_in, n_arrays = len(sig.inputs), len(sig.inputs) + len(sig.outputs)
     views = [f"v_{k}" for k in range(n_arrays)]
     threshold = parallel_min_elements()
@@ -100,6 +115,7 @@ def handler_body(sig: CallSig, parallel: bool) -> HandlerBody:
             setup=(f"heavy = {fast} if {fast} != 0 else {serial}",) if parallel else (),
             row_args=(serial, *(("heavy",) if parallel else ()), *views),
             threads=threshold,
+            threaded_loop=f"word_{_THREADED}",
             views=True,
         )
     call = f"call_guarded_at({serial}, api, name, ({', '.join(views)},))"
@@ -181,6 +197,21 @@ def _load_module(name: str, source: str, namespace: dict[str, Any], layers: Laye
 _lock = threading.Lock()
 
 
+def _spec(sig: CallSig, parallel: bool) -> HandlerSpec:
+    # What the handler of ``sig``'s call shape checks: with or without the
+    # cost hint of large calls (one more input, ignored).
+    kind = "parallel numba kernels" if parallel else "numba kernels"
+    return HandlerSpec(
+        f"{kind} of {sig.describe()}",
+        sig.inputs,
+        sig.outputs,
+        sig.batched,
+        extra_inputs=1,
+        record_words=_words(sig),
+        extra_optional=True,
+    )
+
+
 @functools.cache
 def shared_handler(
     inputs: tuple[ArraySig, ...],
@@ -192,21 +223,59 @@ def shared_handler(
     called with these buffers, with or without the cost hint of large calls
     (one more input, ignored), compiled once per process and cached on disk."""
     sig = CallSig(inputs, outputs, batched)
-    kind = "parallel numba kernels" if parallel else "numba kernels"
-    spec = HandlerSpec(
-        f"{kind} of {sig.describe()}",
-        inputs,
-        outputs,
-        batched,
-        extra_inputs=1,
-        record_words=_words(sig),
-        extra_optional=True,
-    )
+    spec = _spec(sig, parallel)
     source = cpu_handler_source(spec, handler_body(sig, parallel))
     name = handler_name("s_", source, (*versions(), repr(api_version())))
     with _lock:
         module = _load_module(name, source, handler_globals(spec), cache_layers())
     return module.handler
+
+
+#: The loops of threads handlers call, by call shape: kept for the life of the process.
+_loops: list[Any] = []
+
+
+@functools.cache
+def threaded_loop_address(
+    inputs: tuple[ArraySig, ...],
+    outputs: tuple[ArraySig, ...],
+    batched: tuple[bool, ...],
+    parallel: bool,
+) -> int:
+    """The address of the loop that runs the rows of a batched call of these
+    buffers across threads (``ffi_core.bridge.cpu.cpu_threaded_loop_source``),
+    as the shared handler calls it: compiled once per process, only when a
+    call holds enough work for threads (a ``prange`` loop is most of a
+    batched handler's compile), and cached on disk like the handler."""
+    sig = CallSig(inputs, outputs, batched)
+    spec = _spec(sig, parallel)
+    source = cpu_threaded_loop_source(spec, handler_body(sig, parallel))
+    name = handler_name("t_", source, (*versions(), repr(api_version())))
+    # The handler's variables it is called with: api, name, work, n, the
+    # address of the first error, the serial kernel (and the heavy form),
+    # then every buffer whole.
+    words = (types.uintp,) * (3 if parallel else 2)
+    argtypes = (
+        types.uintp,
+        types.uintp,
+        types.int64,
+        types.int64,
+        *words,
+        *kernel_argtypes(dataclasses.replace(sig, batched=None)),
+    )
+    layers = cache_layers()
+    # Cached parallel code needs the threading layer started before it loads.
+    _launch_threads()
+    with _lock:
+        namespace = {
+            **handler_globals(spec),
+            "compile_loop": cached_njit(layers, f"{name}.threaded_loop"),
+        }
+        module_name = f"numba_cpu_ffi_handlers.{name}"
+        loop = handler_module(module_name, source, namespace, f"<{module_name}>").threaded_loop
+        loop.compile(argtypes)
+        _loops.append(loop)
+    return compiled_address(loop, argtypes)
 
 
 def compiled_handler(info: KernelInfo, sig: CallSig) -> tuple[str, BoundHandler]:
@@ -229,9 +298,11 @@ def prepare_handler(
     rows needs them, each compiled once: a batch of many small rows with too
     little work for threads gets the kernel's batch loop (``batch_pays``);
     other batches and small calls get the serial form; a ``parallel=True``
-    kernel's call of enough work gets its parallel form. A call of unknown
-    size (a target made again from an export recipe) gets the serial form
-    and, for a parallel kernel, the parallel one."""
+    kernel's call of enough work gets its parallel form, and a batch of
+    enough work in several rows the call shape's loop of threads. A call of
+    unknown size (a target made again from an export recipe) gets the serial
+    form, for a parallel kernel the parallel one, and for a batch the loop of
+    threads."""
     record = bound.record
     threshold = parallel_min_elements()
     small = work is not None and work < threshold
@@ -246,6 +317,11 @@ def prepare_handler(
     if info.parallel and not small:
         if record[_PARALLEL] == 0:
             record[_PARALLEL] = kernel_address(info, sig, True)
+    if sig.batched is not None and not small and (rows is None or rows > 1):
+        if record[_THREADED] == 0:
+            record[_THREADED] = threaded_loop_address(
+                sig.inputs, sig.outputs, sig.batched, info.parallel
+            )
 
 
 #: What a row of a batch costs beyond the kernel's own work in the handler's

@@ -18,6 +18,7 @@ from ._handler import HandlerBody as HandlerBody
 from ._handler import HandlerSpec as HandlerSpec
 from ._handler import build_cpu_handler as build_cpu_handler
 from ._handler import cpu_handler_source as cpu_handler_source
+from ._handler import cpu_threaded_loop_source as cpu_threaded_loop_source
 from ._handler import handler_globals as handler_globals
 from ._op import CpuPlan as CpuPlan
 from ._op import CpuPlanner as CpuPlanner
@@ -44,6 +45,7 @@ __all__ = [
     "cpu_call_bind",
     "cpu_call_p",
     "cpu_handler_source",
+    "cpu_threaded_loop_source",
     "ensure_target",
     "handler_globals",
     "lower_cpu_call",
