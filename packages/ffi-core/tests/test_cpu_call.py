@@ -26,6 +26,7 @@ from ffi_core.bridge.cpu import (
     build_cpu_handler,
     cpu_call,
     cpu_handler_source,
+    cpu_threaded_loop_source,
 )
 from ffi_core.testing import differentiation_refused_message, raises_exactly
 
@@ -181,3 +182,30 @@ def test_the_template_names_the_c_api_constants() -> None:
         "return error_create(api, cstring(\"test kernel 'k': attribute dims is not 3 int64\"), "
         "ErrorCode.INVALID_ARGUMENT)" in source
     )
+
+
+def test_a_threaded_loop_runs_the_rows_in_a_prange_and_keeps_the_first_error() -> None:
+    rows = (True,)
+    spec = HandlerSpec("test kernel 'k'", (F32,), (F32,), rows, record_words=4)
+    body = HandlerBody(
+        call=(),
+        row=("error = row_call(v_0[b], v_1[b])",),
+        row_args=("word_0", "v_0", "v_1"),
+        threads=1000,
+        threaded_loop="word_3",
+        views=True,
+    )
+    loop = cpu_threaded_loop_source(spec, body)
+    assert "def threaded_loop(api, name, work, n, first, word_0, v_0, v_1):" in loop
+    assert "    for b in prange(n):\n        error = row_call(v_0[b], v_1[b])\n" in loop
+    assert "    store(first, first_error(api, errors), types.uintp)" in loop
+    # The handler holds no loop of threads: it calls the one at word_3.
+    handler = cpu_handler_source(spec, body)
+    assert "prange" not in handler.split("def handler", 1)[1]
+    assert "if work >= 1000 and n > 1 and word_3 != 0:" in handler
+    unbatched = dataclasses.replace(spec, batched=None)
+    with raises_exactly(
+        ValueError,
+        "a threaded loop is for a batched call with threads and threaded_loop",
+    ):
+        cpu_threaded_loop_source(unbatched, body)
