@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -154,7 +154,7 @@ def _data_type(dtype: str) -> str:
     return f"DataType.{DataType(code_from_dtype(dtype)).name}"
 
 
-def _indent(lines: tuple[str, ...] | list[str], depth: int) -> list[str]:
+def _indent(lines: Sequence[str], depth: int) -> list[str]:
     return [" " * (4 * depth) + line for line in lines]
 
 
@@ -188,19 +188,10 @@ def _batch_lines(spec: HandlerSpec, body: HandlerBody) -> tuple[list[str], list[
     n_in = len(spec.inputs)
     if body.threads is None:
         # One row after the other, inside the handler.
-        return [], [
-            f"    for b in range(buffer_dim(b_{n_in}, 0)):",
-            *_indent(body.row, 2),
-            "        if error != 0:",
-            "            return error",
-            "    return 0",
-        ]
+        return [], _rows_one_by_one(f"buffer_dim(b_{n_in}, 0)", body.row)
 
     if body.threaded_loop is not None:
         return [], _rows_or_threaded_loop(spec, body, body.threads)
-
-    def rows(loop: str, row: tuple[str, ...]) -> list[str]:
-        return [f"        for b in {loop}(n):", *_indent(row, 3), "            errors[b] = error"]
 
     # Threads pay only with enough work (serial below the threshold); every
     # row then runs the threaded row (a kernel waking threads per row would
@@ -212,13 +203,33 @@ def _batch_lines(spec: HandlerSpec, body: HandlerBody) -> tuple[list[str], list[
         f"def batch_loop(api, name, work, n, {args}):",
         "    errors = np.empty(n, np.uintp)",
         f"    if work >= {body.threads} and n > 1:",
-        *rows("prange", body.threaded_row or body.row),
+        *_rows_into_errors("prange", body.threaded_row or body.row, 2),
     ]
     if body.heavy_row is not None:
-        helper += [f"    elif work >= {body.threads}:", *rows("range", body.heavy_row)]
-    helper += ["    else:", *rows("range", body.row), "    return first_error(api, errors)", ""]
+        helper += [f"    elif work >= {body.threads}:"]
+        helper += _rows_into_errors("range", body.heavy_row, 2)
+    helper += ["    else:", *_rows_into_errors("range", body.row, 2)]
+    helper += ["    return first_error(api, errors)", ""]
     call = [f"    return batch_loop(api, name, work, buffer_dim(b_{n_in}, 0), {args})"]
     return helper, call
+
+
+def _rows_one_by_one(count: str, row: Sequence[str]) -> list[str]:
+    # The handler's loop over ``count`` rows, returning the first error.
+    return [
+        f"    for b in range({count}):",
+        *_indent(row, 2),
+        "        if error != 0:",
+        "            return error",
+        "    return 0",
+    ]
+
+
+def _rows_into_errors(loop: str, row: Sequence[str], depth: int) -> list[str]:
+    # A loop (``range`` or ``prange``) over ``n`` rows at ``depth``, each
+    # row's error kept in ``errors[b]``.
+    head = " " * (4 * depth)
+    return [f"{head}for b in {loop}(n):", *_indent(row, depth + 1), f"{head}    errors[b] = error"]
 
 
 def _rows_or_threaded_loop(spec: HandlerSpec, body: HandlerBody, threads: int) -> list[str]:
@@ -239,11 +250,7 @@ def _rows_or_threaded_loop(spec: HandlerSpec, body: HandlerBody, threads: int) -
         "        if error != 0:",
         "            return error",
         "        return load(first, types.uintp)",
-        "    for b in range(n):",
-        *_indent(row, 2),
-        "        if error != 0:",
-        "            return error",
-        "    return 0",
+        *_rows_one_by_one("n", row),
     ]
 
 
@@ -268,9 +275,7 @@ def cpu_threaded_loop_source(spec: HandlerSpec, body: HandlerBody) -> str:
         "@compile_loop(parallel=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)",
         f"def threaded_loop(api, name, work, n, first, {args}):",
         "    errors = np.empty(n, np.uintp)",
-        "    for b in prange(n):",
-        *_indent(body.threaded_row or body.row, 2),
-        "        errors[b] = error",
+        *_rows_into_errors("prange", body.threaded_row or body.row, 1),
         "    store(first, first_error(api, errors), types.uintp)",
     ]
     return "\n".join(lines) + "\n"
