@@ -26,7 +26,7 @@ from numba.extending import intrinsic
 
 from .. import _capi as C
 from .._api_version import api_version
-from ._intrinsics import load, reader, stack_buffer, store
+from ._intrinsics import Emit, listed, load, reader, stack_buffer, store
 
 # The public names are listed once, in the package's ``__all__``.
 
@@ -152,54 +152,16 @@ attr_array_data = _attr_field(
 )
 
 
-class _Emit:
-    """LLVM for the helpers below, written as their Python would read: loads
-    and stores at ``address + offset`` (addresses are integers), zeroed args
-    structs on the stack and calls into the FFI API table. A helper made with
-    it is an intrinsic: its code is emitted into the caller, with no Numba IR
-    to type or inline."""
-
-    def __init__(self, context: Any, builder: ir.IRBuilder) -> None:
-        self.context, self.builder = context, builder
-        self.word = context.get_value_type(_u)
-
-    def const(self, ty: Any, value: int) -> ir.Value:
-        return ir.Constant(self.context.get_value_type(ty), value)
-
-    def _at(self, address: ir.Value, offset: int, ty: Any) -> ir.Value:
-        moved = self.builder.add(address, ir.Constant(self.word, offset))
-        return self.builder.inttoptr(moved, self.context.get_value_type(ty).as_pointer())
-
-    def load(self, address: ir.Value, offset: int, ty: Any) -> ir.Value:
-        return self.builder.load(self._at(address, offset, ty))
-
-    def store(self, address: ir.Value, offset: int, value: ir.Value, ty: Any) -> None:
-        self.builder.store(value, self._at(address, offset, ty))
-
-    def arg(self, value: ir.Value, fromty: Any, ty: Any = _u) -> ir.Value:
-        return self.context.cast(self.builder, value, fromty, ty)
-
-    def args_struct(self, nbytes: int) -> ir.Value:
-        # A zeroed struct on the caller's stack, as an address.
-        slot = cgutils.alloca_once(
-            self.builder, ir.ArrayType(ir.IntType(64), -(-nbytes // 8)), zfill=True
-        )
-        return self.builder.ptrtoint(slot, self.word)
-
-    def call_api(self, api: ir.Value, entry: int, args: ir.Value) -> ir.Value:
-        # The API table's function at offset ``entry``, called with its args struct.
-        i8p = ir.IntType(8).as_pointer()
-        fnty = ir.FunctionType(i8p, [i8p])
-        callee = self.builder.inttoptr(self.load(api, entry, _u), fnty.as_pointer())
-        result = self.builder.call(callee, [self.builder.inttoptr(args, i8p)])
-        return self.builder.ptrtoint(result, self.word)
+class _Emit(Emit):
+    """:class:`Emit` with the call frame's own request: ask the API for a
+    value of the call's execution context."""
 
     def ask_context(
         self, frame: ir.Value, size: int, nbytes: int, ctx_at: int, entry: int
     ) -> ir.Value:
         # Fill an args struct that carries the execution context and ask the
         # API; returns the struct's address (the error is ``self.error``).
-        args = self.args_struct(nbytes)
+        args = self.stack(nbytes)
         self.store(args, 0, self.const(_size_t, size), _size_t)
         self.store(args, ctx_at, self.load(frame, _FRAME_CTX, _u), _u)
         self.error = self.call_api(self.load(frame, _FRAME_API, _u), entry, args)
@@ -209,10 +171,7 @@ class _Emit:
 def _helper(typer: Any) -> Any:
     # An intrinsic listed (help(), the API listing) with the call's own
     # parameters: ``typingctx`` left out.
-    result = intrinsic(typer)
-    params = list(inspect.signature(typer).parameters.values())[1:]
-    result.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    return result
+    return listed(intrinsic(typer), list(inspect.signature(typer).parameters.values())[1:])
 
 
 def _integers(name: str, *args: Any) -> None:
@@ -315,7 +274,7 @@ def error_create(typingctx, api, message, code):
 
     def codegen(context, builder, sig, args):
         e = _Emit(context, builder)
-        struct = e.args_struct(_ERR_BYTES)
+        struct = e.stack(_ERR_BYTES)
         e.store(struct, 0, e.const(_size_t, _ERR_SIZE), _size_t)
         e.store(struct, _ERR_MESSAGE, e.arg(args[1], sig.args[1]), _u)
         e.store(struct, _ERR_CODE, e.arg(args[2], sig.args[2], _i32), _i32)
@@ -367,7 +326,7 @@ def error_destroy(typingctx, api, error):
 
     def codegen(context, builder, sig, args):
         e = _Emit(context, builder)
-        struct = e.args_struct(_DESTROY_BYTES)
+        struct = e.stack(_DESTROY_BYTES)
         e.store(struct, 0, e.const(_size_t, _DESTROY_SIZE), _size_t)
         e.store(struct, _DESTROY_ERROR, e.arg(args[1], sig.args[1]), _u)
         e.call_api(e.arg(args[0], sig.args[0]), _API_ERROR_DESTROY, struct)

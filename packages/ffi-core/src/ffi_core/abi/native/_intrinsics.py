@@ -45,6 +45,63 @@ def _as_pointer(builder: ir.IRBuilder, address: ir.Value, pointee: ir.Type) -> i
     return builder.inttoptr(address, pointee.as_pointer())
 
 
+class Emit:
+    """LLVM for intrinsics, written as their Python would read: loads and
+    stores at ``address + offset`` (addresses are integers), zeroed structs on
+    the caller's stack and calls into the FFI API table. What it emits goes
+    into the caller, with no Numba IR to type or inline."""
+
+    def __init__(self, context: Any, builder: ir.IRBuilder) -> None:
+        self.context, self.builder = context, builder
+        self.word = context.get_value_type(types.uintp)
+
+    def const(self, ty: Any, value: int) -> ir.Value:
+        return ir.Constant(self.context.get_value_type(ty), value)
+
+    def _at(self, address: ir.Value, offset: int, ty: Any) -> ir.Value:
+        moved = self.builder.add(address, ir.Constant(self.word, offset)) if offset else address
+        return _as_pointer(self.builder, moved, self.context.get_value_type(ty))
+
+    def load(self, address: ir.Value, offset: int, ty: Any) -> ir.Value:
+        return self.builder.load(self._at(address, offset, ty))
+
+    def store(self, address: ir.Value, offset: int, value: ir.Value, ty: Any) -> None:
+        self.builder.store(value, self._at(address, offset, ty))
+
+    def arg(self, value: ir.Value, fromty: Any, ty: Any = types.uintp) -> ir.Value:
+        return self.context.cast(self.builder, value, fromty, ty)
+
+    def stack(self, nbytes: int) -> ir.Value:
+        # ``nbytes`` zeroed bytes on the caller's stack, as an address.
+        slot = cgutils.alloca_once(
+            self.builder, ir.ArrayType(ir.IntType(64), -(-nbytes // 8)), zfill=True
+        )
+        return self.builder.ptrtoint(slot, self.word)
+
+    def call_fn(self, fn: ir.Value, arg: ir.Value) -> ir.Value:
+        # ``((void* (*)(void*))fn)(arg)``, its result as an address.
+        i8p = ir.IntType(8).as_pointer()
+        callee = self.builder.inttoptr(fn, ir.FunctionType(i8p, [i8p]).as_pointer())
+        result = self.builder.call(callee, [self.builder.inttoptr(arg, i8p)])
+        return self.builder.ptrtoint(result, self.word)
+
+    def call_api(self, api: ir.Value, entry: int, args: ir.Value) -> ir.Value:
+        # The API table's function at offset ``entry``, called with its args struct.
+        return self.call_fn(self.load(api, entry, types.uintp), args)
+
+
+def listed(result: Any, params: list[inspect.Parameter] | tuple[str, ...]) -> Any:
+    """The intrinsic ``result``, shown by help() and the API listing with the
+    call's own parameters (``params``: names, or the typer's parameters after
+    ``typingctx``)."""
+    shown = [
+        inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) if isinstance(p, str) else p
+        for p in params
+    ]
+    result.__signature__ = inspect.Signature(shown)
+    return result
+
+
 @intrinsic
 def load(typingctx, address, ty):
     """``*(ty*)address``: ``ty`` is a Numba scalar type given as a global."""
@@ -142,11 +199,7 @@ def call_api_fn(typingctx, fn, arg):
     sig = types.uintp(fn, arg)
 
     def codegen(context, builder, sig, args):
-        i8p = ir.IntType(8).as_pointer()
-        fnty = ir.FunctionType(i8p, [i8p])
-        callee = builder.inttoptr(args[0], fnty.as_pointer())
-        result = builder.call(callee, [builder.inttoptr(args[1], i8p)])
-        return builder.ptrtoint(result, context.get_value_type(types.uintp))
+        return Emit(context, builder).call_fn(args[0], args[1])
 
     return sig, codegen
 
@@ -216,9 +269,7 @@ def stack_buffer(typingctx, nbytes):
     sig = types.uintp(nbytes)
 
     def codegen(context, builder, sig, args):
-        array_type = ir.ArrayType(ir.IntType(64), (size + 7) // 8)
-        slot = cgutils.alloca_once(builder, array_type, zfill=True)
-        return builder.ptrtoint(slot, context.get_value_type(types.uintp))
+        return Emit(context, builder).stack(size)
 
     return sig, codegen
 
@@ -254,20 +305,15 @@ def reader(
         sig = ty(*args)
 
         def codegen(context: Any, builder: ir.IRBuilder, sig: Any, llargs: Any) -> ir.Value:
-            word = context.get_value_type(types.uintp)
-            at = context.cast(builder, llargs[0], sig.args[0], types.uintp)
+            e = Emit(context, builder)
+            at = e.arg(llargs[0], sig.args[0])
             for op, value in steps:
                 if op == "deref":
-                    at = builder.load(
-                        _as_pointer(builder, builder.add(at, ir.Constant(word, value)), word)
-                    )
+                    at = e.load(at, value, types.uintp)
                 else:
-                    i = context.cast(builder, llargs[1], sig.args[1], types.uintp)
-                    at = builder.add(at, builder.mul(i, ir.Constant(word, value)))
-            lltype = context.get_value_type(ty)
-            return builder.load(
-                _as_pointer(builder, builder.add(at, ir.Constant(word, read_at)), lltype)
-            )
+                    i = e.arg(llargs[1], sig.args[1])
+                    at = builder.add(at, builder.mul(i, e.const(types.uintp, value)))
+            return e.load(at, read_at, ty)
 
         return sig, codegen
 
@@ -283,9 +329,4 @@ def reader(
     typer.__name__ = typer.__qualname__ = name
     typer.__doc__ = doc
     typer.__module__ = module
-    result = intrinsic(typer)
-    # What help() and the API listing show: the reader's own parameters.
-    result.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params]
-    )
-    return result
+    return listed(intrinsic(typer), params)
