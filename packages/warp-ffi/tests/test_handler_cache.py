@@ -62,6 +62,9 @@ def _run(folder: Path, cache: str) -> tuple[int, int]:
         "WARP_CACHE_PATH": str(folder / "warp-cache"),
         "WARP_FFI_HANDLER_CACHE_DIR": cache,
         "XDG_CACHE_HOME": str(folder / "xdg"),
+        # The CPU handlers are what this counts: on a GPU machine JAX's default
+        # backend would run Warp's CUDA build instead.
+        "JAX_PLATFORMS": "cpu",
     }
     result = subprocess.run(
         [sys.executable, "-c", _USER],
