@@ -231,12 +231,37 @@ def test_bench_instrument_alone_reports_the_spread_and_the_load_of_other_process
     command = [sys.executable, str(TOOLS / "bench_instrument.py"), "--alone", "0.5"]
     out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600).stdout
     lines = out.splitlines()
-    assert [line.split(":")[0].split(" (")[0] for line in lines[1:]] == [
-        "spread over the whole 0.5 s",
-        "spread over 15 consecutive runs",
+    assert [line.split(":")[0].split(" (")[0] for line in lines] == [
+        "reference op",
+        "  spread over the whole 0.5 s",
+        "  spread over 15 consecutive runs",
         "other processes meanwhile",
     ]
     assert lines[-1].endswith("% of the CPUs") or lines[-1].endswith(": unknown")
+
+
+def test_bench_instrument_probe_runs_beside_the_reference_op_with_idle_cpus_as_set():
+    command = [sys.executable, str(TOOLS / "bench_instrument.py"), "--alone", "0.5", "--probe"]
+    out = subprocess.run(
+        [*command, "--system-idle"], capture_output=True, text=True, check=True, timeout=600
+    ).stdout
+    heads = [line.split(":")[0].split(" (")[0] for line in out.splitlines()]
+    assert heads == [
+        *("reference op", "  spread over the whole 0.5 s", "  spread over 15 consecutive runs"),
+        *("probe, wall", "  spread over the whole 0.5 s", "  spread over 15 consecutive runs"),
+        *("probe, CPU time", "  spread over the whole 0.5 s", "  spread over 15 consecutive runs"),
+        "correlation of consecutive runs, reference op and probe",
+        "correlation of the probe's wall and CPU time",
+        "other processes meanwhile",
+    ]
+    refused = subprocess.run(
+        [sys.executable, str(TOOLS / "bench_instrument.py"), "--probe"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert "--probe and --system-idle go with --alone" in refused.stderr
 
 
 def test_bench_instrument_compares_arrangements_of_the_rounds():

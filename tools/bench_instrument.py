@@ -6,6 +6,8 @@ current arrangement of its rounds and under others.
     uv run python tools/bench_instrument.py --processes 3 --arrangements current passes-15 run-3ms
     uv run python tools/bench_instrument.py --processes 4 --quick
     uv run python tools/bench_instrument.py --alone 20               # the machine's own noise
+    uv run python tools/bench_instrument.py --alone 20 --probe       # ... against a loop without JAX
+    uv run python tools/bench_instrument.py --alone 20 --system-idle # ... idle CPUs not kept awake
 
 ``--alone SECONDS`` measures the machine instead: one fresh process runs the
 reference op's 1 ms chains back to back, nothing else, for that long, and
@@ -13,6 +15,16 @@ prints their spread over the whole time and over every 15 consecutive runs
 (one case's rounds): the least spread the suite can report on this machine,
 and the share of the CPUs other processes used meanwhile (from /proc/stat:
 a spread with none used is the machine's, or on a virtual machine its host's).
+Idle CPUs are kept awake as the suite keeps them (``kernel_bench._awake``);
+``--system-idle`` leaves them as the system sets them. With ``--probe`` the reference op's runs alternate with runs of a loop that
+touches no memory and no JAX (integer arithmetic compiled by Numba, in the
+calling thread, calibrated to the same length): each is reported the same
+way, with the probe's CPU time per run (the thread's own, from
+``time.thread_time``) beside its wall time, and how the two ops' consecutive
+runs move together. If the probe spreads as much, the spread is the rate at
+which the machine runs this process, which no arrangement of the rounds
+changes; if its CPU time spreads like its wall time, the process was running
+all along, just slower (not descheduled).
 
 Each process runs ``kernel-bench`` (``--quick`` passed on) under one of the
 ``--arrangements`` (:data:`ARRANGEMENTS`; the library is patched in that
@@ -46,6 +58,7 @@ ARRANGEMENTS = {
     "passes-1": "one pass (each case's rounds together)",
     "omp-passive": "OMP_WAIT_POLICY=PASSIVE",
     "numba-auto-only": "numba and auto only (--backends numba auto)",
+    "system-idle": "idle CPUs as the system sets (--no-keep-cpus-awake)",
 }
 
 CHILD = """
@@ -80,12 +93,17 @@ from kernel_bench._cli import main
 sys.argv = ["kernel-bench", *sys.argv[2:]]
 if arrangement == "numba-auto-only":
     sys.argv += ["--backends", "numba", "auto"]
+if arrangement == "system-idle":
+    sys.argv += ["--no-keep-cpus-awake"]
 main()
 """
 ALONE = """
 import sys, time
 import jax, jax.numpy as jnp
 from kernel_bench import _load, _program, _timing
+from kernel_bench._awake import keep_cpus_awake
+awake = keep_cpus_awake(sys.argv[2] == "awake")
+awake.__enter__()  # held until the process ends (the manager kept referenced)
 meter = _load.OtherLoad()
 run = _program._reference_run()
 x = jnp.linspace(0.0, 1.0, _program.REFERENCE_SIZE, dtype=jnp.float32)
@@ -95,6 +113,47 @@ while time.perf_counter() < end:
     start = time.perf_counter()
     jax.block_until_ready(run(count, x))
     print(time.perf_counter() - start)
+print("load", meter.share())
+"""
+PROBE = """
+import sys, time
+import jax, jax.numpy as jnp
+import numba
+from kernel_bench import _load, _program, _timing
+from kernel_bench._awake import keep_cpus_awake
+
+awake = keep_cpus_awake(sys.argv[2] == "awake")
+awake.__enter__()  # held until the process ends (the manager kept referenced)
+
+@numba.njit(cache=False)
+def spin(n):
+    h = numba.uint64(88172645463325252)
+    for _ in range(n):
+        h ^= h << numba.uint64(13)
+        h ^= h >> numba.uint64(7)
+        h ^= h << numba.uint64(17)
+    return h
+
+run = _program._reference_run()
+x = jnp.linspace(0.0, 1.0, _program.REFERENCE_SIZE, dtype=jnp.float32)
+count = jnp.asarray(_timing.calls_per_run(run, (x,), _timing.SECONDS_PER_RUN), dtype=jnp.int32)
+def timed(n):
+    start = time.perf_counter()
+    spin(n)
+    return time.perf_counter() - start
+
+n = 1 << 20
+spin(1)
+n = int(n * _timing.SECONDS_PER_RUN / min(timed(n) for _ in range(3)))
+meter = _load.OtherLoad()
+end = time.perf_counter() + float(sys.argv[1])
+while time.perf_counter() < end:
+    start = time.perf_counter()
+    jax.block_until_ready(run(count, x))
+    ref = time.perf_counter() - start
+    cpu, start = time.thread_time(), time.perf_counter()
+    spin(n)
+    print(ref, time.perf_counter() - start, time.thread_time() - cpu)
 print("load", meter.share())
 """
 NOISE = re.compile(r"spread \(IQR/median\) ([\d.]+)% to ([\d.]+)% over the cases")
@@ -128,26 +187,51 @@ def spread(values: list[float]) -> float:
     return 100 * Spread.of(values).relative_iqr
 
 
-def alone(seconds: float) -> int:
-    """The reference op alone for ``seconds``: its spread overall and per 15 runs."""
+def alone(seconds: float, probe: bool = False, awake: bool = True) -> int:
+    """The reference op alone for ``seconds``: its spread overall and per 15
+    runs; with ``probe``, alternating with a loop without JAX (``PROBE``);
+    idle CPUs kept awake as the suite keeps them, unless ``awake`` is False."""
     proc = subprocess.run(
-        [sys.executable, "-c", ALONE, str(seconds)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", PROBE if probe else ALONE, str(seconds), "awake" if awake else "-"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     lines = proc.stdout.splitlines()
     load = lines.pop().split()[1]
-    runs = [float(line) for line in lines]
-    blocks = sorted(spread(runs[i : i + 15]) for i in range(0, len(runs) - 14, 15))
-    over = sum(b > 5 for b in blocks)
-    print(f"{len(runs)} runs of {1e3 * sorted(runs)[len(runs) // 2]:.3f} ms (median)")
-    print(f"spread over the whole {seconds:g} s: {spread(runs):.1f}%")
-    print(
-        f"spread over 15 consecutive runs ({len(blocks)} blocks): median "
-        f"{blocks[len(blocks) // 2]:.1f}%, 90th percentile {blocks[int(0.9 * len(blocks))]:.1f}%, "
-        f"most {blocks[-1]:.1f}%; above 5% in {over} ({100 * over / len(blocks):.0f}%)"
-    )
+    columns = list(zip(*(map(float, line.split()) for line in lines), strict=True))
+    names = ["reference op", "probe, wall", "probe, CPU time"][: len(columns)]
+    for name, runs in zip(names, columns, strict=True):
+        _report(name, list(runs), seconds)
+    if probe:
+        ref, wall, cpu = (list(c) for c in columns)
+        print(f"correlation of consecutive runs, reference op and probe: {_corr(ref, wall):.2f}")
+        print(f"correlation of the probe's wall and CPU time: {_corr(wall, cpu):.2f}")
     others = "unknown" if load == "None" else f"{100 * float(load):.1f}% of the CPUs"
     print(f"other processes meanwhile: {others}")
     return 0
+
+
+def _report(name: str, runs: list[float], seconds: float) -> None:
+    blocks = sorted(spread(runs[i : i + 15]) for i in range(0, len(runs) - 14, 15))
+    over = sum(b > 5 for b in blocks)
+    print(f"{name}: {len(runs)} runs of {1e3 * sorted(runs)[len(runs) // 2]:.3f} ms (median)")
+    print(f"  spread over the whole {seconds:g} s: {spread(runs):.1f}%")
+    if not blocks:
+        print("  spread over 15 consecutive runs: fewer than 15 runs")
+        return
+    print(
+        f"  spread over 15 consecutive runs ({len(blocks)} blocks): median "
+        f"{blocks[len(blocks) // 2]:.1f}%, 90th percentile {blocks[int(0.9 * len(blocks))]:.1f}%, "
+        f"most {blocks[-1]:.1f}%; above 5% in {over} ({100 * over / len(blocks):.0f}%)"
+    )
+
+
+def _corr(a: list[float], b: list[float]) -> float:
+    """Pearson's correlation of two series of equal length."""
+    import statistics
+
+    return statistics.correlation(a, b)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,9 +252,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--alone", type=float, metavar="SECONDS", help="time the reference op alone this long"
     )
+    parser.add_argument(
+        "--probe",
+        action="store_true",
+        help="with --alone: alternate with a loop without JAX (the machine's rate)",
+    )
+    parser.add_argument(
+        "--system-idle",
+        action="store_true",
+        help="with --alone: leave idle CPUs as the system sets them (the suite keeps them awake)",
+    )
     args = parser.parse_args(argv)
     if args.alone is not None:
-        return alone(args.alone)
+        return alone(args.alone, args.probe, not args.system_idle)
+    if args.probe or args.system_idle:
+        parser.error("--probe and --system-idle go with --alone")
     if args.processes < 1:
         parser.error("--processes must be at least 1")
     extra = ["--quick"] if args.quick else []

@@ -132,6 +132,9 @@ class _Load:
 
 def test_run_user_kernel_writes_records_and_plot(tmp_path, capsys, monkeypatch, target_module):
     monkeypatch.setattr("kernel_bench._suite_cli.OtherLoad", _Load)
+    latency = tmp_path / "cpu_dma_latency"  # stands in for Linux's request file
+    latency.write_bytes(b"\xff" * 4)
+    monkeypatch.setattr("kernel_bench._awake.LATENCY_FILE", str(latency))
     out, png = tmp_path / "r.json", tmp_path / "r.png"
     code = main(
         [
@@ -169,8 +172,27 @@ def test_run_user_kernel_writes_records_and_plot(tmp_path, capsys, monkeypatch, 
     assert result.metadata["n_runs"] == 1
     assert result.metadata["other_load"] == 0.123
     (noise,) = [line for line in lines if line.startswith("machine noise:")]
-    assert noise.endswith("; other processes used 12.3% of the CPUs meanwhile")
+    held = f"idle CPUs kept awake (a wake-up latency request of 0 us held through {latency})"
+    assert noise.endswith(f"; other processes used 12.3% of the CPUs meanwhile; {held}")
+    assert result.metadata["cpu_idle"] == held
+    assert latency.read_bytes() == b"\x00" * 4
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_no_keep_cpus_awake_leaves_the_request_file_alone(tmp_path, capsys, monkeypatch):
+    latency = tmp_path / "cpu_dma_latency"
+    latency.write_bytes(b"\xff" * 4)
+    monkeypatch.setattr("kernel_bench._awake.LATENCY_FILE", str(latency))
+    out = tmp_path / "r.json"
+    argv = ["run", "kernel_bench_cli_target:double", *FAST, "--output", str(out), "--no-plot"]
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "kernel_bench_cli_target", types.SimpleNamespace(double=cli_double))
+        assert main([*argv, "--no-keep-cpus-awake"]) == 0
+    assert latency.read_bytes() == b"\xff" * 4
+    assert BenchmarkResult.load(out).metadata["cpu_idle"] == (
+        "idle CPUs not kept awake (--no-keep-cpus-awake)"
+    )
+    assert "; idle CPUs not kept awake (--no-keep-cpus-awake)" in capsys.readouterr().out
 
 
 def test_run_module_with_tags_and_backends(capsys, target_module):

@@ -99,6 +99,13 @@ def _timing_options() -> LazyHelpParser:
     )
     _switch(
         parent,
+        "keep-cpus-awake",
+        "hold a CPU wake-up latency request of 0 us while timing, so that idle CPUs poll "
+        "instead of halting and a woken thread runs at once at full speed (default where "
+        "/dev/cpu_dma_latency is writable; the report says whether it was held)",
+    )
+    _switch(
+        parent,
         "autotune",
         'also run backend "auto" and show its choices (default for the bundled suite)',
     )
@@ -106,10 +113,12 @@ def _timing_options() -> LazyHelpParser:
 
 
 def _switch(parser: argparse.ArgumentParser, name: str, help: str) -> None:
-    """``--name`` and ``--no-name``, leaving ``args.name`` None when neither is given."""
+    """``--name`` and ``--no-name``, leaving ``args.name`` (hyphens as underscores)
+    None when neither is given."""
+    dest = name.replace("-", "_")
     group = parser.add_mutually_exclusive_group()
-    group.add_argument(f"--{name}", dest=name, action="store_true", default=None, help=help)
-    group.add_argument(f"--no-{name}", dest=name, action="store_false")
+    group.add_argument(f"--{name}", dest=dest, action="store_true", default=None, help=help)
+    group.add_argument(f"--no-{name}", dest=dest, action="store_false")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ._awake import keep_cpus_awake
 from ._cli_common import SUITE_MODULE, resolve
 from ._consistency import MIN_TOLERANCE, NOISY, check_consistency, forget_stale
 from ._console import ProgressBar, print_table
@@ -68,6 +69,16 @@ def _skip_reason(kernel: Any, platform: str, backends: Sequence[str] | None) -> 
 
 
 def _benchmark_all(kernels: Iterable[Any], args: argparse.Namespace) -> BenchmarkResult:
+    # Idle CPUs kept awake (where permitted) from the first compile to the
+    # last round: every timing, the autotuner's included, sees CPUs that wake
+    # at once (``_awake``).
+    with keep_cpus_awake(args.keep_cpus_awake is not False) as awake:
+        result = _benchmark_runnable(kernels, args)
+    result.metadata["cpu_idle"] = awake.describe()
+    return result
+
+
+def _benchmark_runnable(kernels: Iterable[Any], args: argparse.Namespace) -> BenchmarkResult:
     platform = args.platform or default_platform()
     n_warmup, n_runs = _sizes(args)
     show = sys.stderr.isatty() if args.progress is None else args.progress
@@ -176,11 +187,13 @@ def _print_noise(result: BenchmarkResult) -> None:
         return
     busy = sum(n > NOISY for n in noise)
     load = result.metadata.get("other_load")
+    idle = result.metadata.get("cpu_idle")
     print(
         f"\nmachine noise: a reference op timed in the same rounds spread (IQR/median) "
         f"{min(noise):.1%} to {max(noise):.1%} over the cases"
         + (f"; above {NOISY:.0%} (noisy) in {busy} of {len(noise)}" if busy else "")
         + ("" if load is None else f"; other processes used {load:.1%} of the CPUs meanwhile")
+        + ("" if idle is None else f"; {idle}")
     )
 
 
