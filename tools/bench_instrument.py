@@ -45,13 +45,17 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 #: What each arrangement changes in its process, and its description.
 ARRANGEMENTS = {
     "current": "the current arrangement",
     "settle-2ms": "a 2 ms untimed pause before each timed run",
+    "run-2ms": "runs of 2 ms in the suite and the autotuner",
     "run-3ms": "runs of 3 ms in the suite and the autotuner",
+    "run-4ms": "runs of 4 ms in the suite and the autotuner",
+    "rounds-25": "25 rounds a case (--n-runs 25)",
     "passes-15": "15 passes of one round, a warm-up round each",
     "passes-15-warmup-first": "15 passes, the warm-up round only in the first",
     "passes-15-prime-warmup": "15 passes, one call of each backend as the warm-up",
@@ -69,10 +73,11 @@ from kernel_bench.autotune import _measure
 arrangement = sys.argv[1]
 if arrangement == "settle-2ms":
     _timing.SETTLE_SECONDS = 0.002
-if arrangement == "run-3ms":
-    _timing.SECONDS_PER_RUN = _measure.SECONDS_PER_RUN = 3e-3
+if arrangement.startswith("run-"):
+    seconds = float(arrangement[len("run-") : -len("ms")]) * 1e-3
+    _timing.SECONDS_PER_RUN = _measure.SECONDS_PER_RUN = seconds
     for scale in _suite_cli.PROGRAM_SECONDS:
-        _suite_cli.PROGRAM_SECONDS[scale] = 3e-3
+        _suite_cli.PROGRAM_SECONDS[scale] = seconds
 if arrangement.startswith("passes-"):
     _program.program_times.__kwdefaults__["passes"] = int(arrangement.split("-")[1])
 interleaved = _program.interleaved
@@ -95,15 +100,18 @@ if arrangement == "numba-auto-only":
     sys.argv += ["--backends", "numba", "auto"]
 if arrangement == "system-idle":
     sys.argv += ["--no-keep-cpus-awake"]
+if arrangement.startswith("rounds-"):
+    sys.argv += ["--n-runs", arrangement[len("rounds-") :]]
 main()
 """
 ALONE = """
-import sys, time
+import atexit, sys, time
 import jax, jax.numpy as jnp
 from kernel_bench import _load, _program, _timing
 from kernel_bench._awake import keep_cpus_awake
 awake = keep_cpus_awake(sys.argv[2] == "awake")
-awake.__enter__()  # held until the process ends (the manager kept referenced)
+awake.__enter__()  # held until the process ends
+atexit.register(awake.__exit__, None, None, None)
 meter = _load.OtherLoad()
 run = _program._reference_run()
 x = jnp.linspace(0.0, 1.0, _program.REFERENCE_SIZE, dtype=jnp.float32)
@@ -116,14 +124,15 @@ while time.perf_counter() < end:
 print("load", meter.share())
 """
 PROBE = """
-import sys, time
+import atexit, sys, time
 import jax, jax.numpy as jnp
 import numba
 from kernel_bench import _load, _program, _timing
 from kernel_bench._awake import keep_cpus_awake
 
 awake = keep_cpus_awake(sys.argv[2] == "awake")
-awake.__enter__()  # held until the process ends (the manager kept referenced)
+awake.__enter__()  # held until the process ends
+atexit.register(awake.__exit__, None, None, None)
 
 @numba.njit(cache=False)
 def spin(n):
@@ -282,8 +291,10 @@ def main(argv: list[str] | None = None) -> int:
                 autotune = shared
                 if args.fresh_autotune:
                     autotune = tempfile.mkdtemp(dir=root)
+                start = time.monotonic()
                 found = run(name, extra, autotune)
-                summary = "no result" if found is None else _summary(found)
+                wall = time.monotonic() - start
+                summary = "no result" if found is None else f"{_summary(found)}, {wall:.0f} s"
                 print(f"{name}, process {k + 1}: {summary}", flush=True)
                 if found is not None:
                     results[name].append(found)

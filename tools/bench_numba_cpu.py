@@ -1,6 +1,8 @@
 """Benchmarks of numba-cpu-ffi against XLA's own ops on this machine.
 
-Run: ``uv run python tools/bench_numba_cpu.py`` (``--quick`` for a short run).
+Run: ``uv run python tools/bench_numba_cpu.py`` (``--quick`` for a short run;
+``--keep-cpus-awake`` to time with idle CPUs kept awake, as ``kernel-bench``
+does where it may).
 
 Each comparison runs its candidates in interleaved rounds (A, B, A, B, ...) so
 that machine noise hits both alike, and reports the median time of each and the
@@ -25,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numba
 import numpy as np
+from kernel_bench._awake import keep_cpus_awake
 from numba_cpu_ffi import _primitive as numba_primitive
 from numba_cpu_ffi import numba_kernel, parallel_min_elements
 
@@ -260,6 +263,12 @@ def main() -> None:
     parser.add_argument("--reverse", action="store_true", help="run the groups in reverse order")
     parser.add_argument("--only", nargs="+", metavar="GROUP", help="run only these groups")
     parser.add_argument(
+        "--keep-cpus-awake",
+        action="store_true",
+        help="hold a CPU wake-up latency request of 0 us while timing, as kernel-bench does "
+        "(where /dev/cpu_dma_latency is writable)",
+    )
+    parser.add_argument(
         "--no-cost-hint",
         action="store_true",
         help="lower large calls without their cost hint, to see what the hint removes",
@@ -285,7 +294,8 @@ def main() -> None:
         parser.error(f"--only: unknown groups {sorted(unknown)}; known: {', '.join(groups)}")
     order = [g for g in groups if not args.only or g in args.only]
     order = order[::-1] if args.reverse else order
-    results = {name: groups[name]() for name in order}
+    with keep_cpus_awake(args.keep_cpus_awake) as awake:
+        results = {name: groups[name]() for name in order}
     if not args.only:
         results["compile_first_call"] = bench_compile()
     results |= {
@@ -296,6 +306,7 @@ def main() -> None:
             "jax": jax.__version__,
             "numba": numba.__version__,
             "cost_hint": not args.no_cost_hint,
+            "cpu_idle": awake.describe(),
         },
     }
     for name, res in results.items():

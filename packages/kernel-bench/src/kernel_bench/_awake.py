@@ -65,7 +65,7 @@ def keep_cpus_awake(enabled: bool = True, path: str | None = None) -> Iterator[A
         yield Awake(False, "--no-keep-cpus-awake")
         return
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         yield Awake(False, f"{path}: {exc.strerror or exc}; it takes write access to {path}")
         return
