@@ -16,12 +16,12 @@ prints their spread over the whole time and over every 15 consecutive runs
 and the share of the CPUs other processes used meanwhile (from /proc/stat:
 a spread with none used is the machine's, or on a virtual machine its host's).
 Idle CPUs are kept awake as the suite keeps them (``kernel_bench._awake``);
-``--system-idle`` leaves them as the system sets them. With ``--probe`` the reference op's runs alternate with runs of a loop that
-touches no memory and no JAX (integer arithmetic compiled by Numba, in the
-calling thread, calibrated to the same length): each is reported the same
-way, with the probe's CPU time per run (the thread's own, from
-``time.thread_time``) beside its wall time, and how the two ops' consecutive
-runs move together. If the probe spreads as much, the spread is the rate at
+``--system-idle`` leaves them as the system sets them. With ``--probe`` the
+reference op's runs alternate with runs of a loop that touches no memory and
+no JAX (integer arithmetic compiled by Numba, in the calling thread,
+calibrated to the same length): each is reported the same way, with the
+probe's CPU time per run (the thread's own, from ``time.thread_time``) beside
+its wall time, and how the two ops' consecutive runs move together. If the probe spreads as much, the spread is the rate at
 which the machine runs this process, which no arrangement of the rounds
 changes; if its CPU time spreads like its wall time, the process was running
 all along, just slower (not descheduled).
@@ -109,60 +109,45 @@ import atexit, sys, time
 import jax, jax.numpy as jnp
 from kernel_bench import _load, _program, _timing
 from kernel_bench._awake import keep_cpus_awake
-awake = keep_cpus_awake(sys.argv[2] == "awake")
-awake.__enter__()  # held until the process ends
-atexit.register(awake.__exit__, None, None, None)
-meter = _load.OtherLoad()
+
+seconds, awake, probe = float(sys.argv[1]), sys.argv[2] == "awake", sys.argv[3] == "probe"
+held = keep_cpus_awake(awake)
+held.__enter__()  # held until the process ends
+atexit.register(held.__exit__, None, None, None)
 run = _program._reference_run()
 x = jnp.linspace(0.0, 1.0, _program.REFERENCE_SIZE, dtype=jnp.float32)
 count = jnp.asarray(_timing.calls_per_run(run, (x,), _timing.SECONDS_PER_RUN), dtype=jnp.int32)
-end = time.perf_counter() + float(sys.argv[1])
-while time.perf_counter() < end:
-    start = time.perf_counter()
-    jax.block_until_ready(run(count, x))
-    print(time.perf_counter() - start)
-print("load", meter.share())
-"""
-PROBE = """
-import atexit, sys, time
-import jax, jax.numpy as jnp
-import numba
-from kernel_bench import _load, _program, _timing
-from kernel_bench._awake import keep_cpus_awake
+if probe:
+    import numba
 
-awake = keep_cpus_awake(sys.argv[2] == "awake")
-awake.__enter__()  # held until the process ends
-atexit.register(awake.__exit__, None, None, None)
+    @numba.njit(cache=False)
+    def spin(n):
+        h = numba.uint64(88172645463325252)
+        for _ in range(n):
+            h ^= h << numba.uint64(13)
+            h ^= h >> numba.uint64(7)
+            h ^= h << numba.uint64(17)
+        return h
 
-@numba.njit(cache=False)
-def spin(n):
-    h = numba.uint64(88172645463325252)
-    for _ in range(n):
-        h ^= h << numba.uint64(13)
-        h ^= h >> numba.uint64(7)
-        h ^= h << numba.uint64(17)
-    return h
+    def timed(n):
+        start = time.perf_counter()
+        spin(n)
+        return time.perf_counter() - start
 
-run = _program._reference_run()
-x = jnp.linspace(0.0, 1.0, _program.REFERENCE_SIZE, dtype=jnp.float32)
-count = jnp.asarray(_timing.calls_per_run(run, (x,), _timing.SECONDS_PER_RUN), dtype=jnp.int32)
-def timed(n):
-    start = time.perf_counter()
-    spin(n)
-    return time.perf_counter() - start
-
-n = 1 << 20
-spin(1)
-n = int(n * _timing.SECONDS_PER_RUN / min(timed(n) for _ in range(3)))
+    spin(1)
+    n = 1 << 20
+    n = int(n * _timing.SECONDS_PER_RUN / min(timed(n) for _ in range(3)))
 meter = _load.OtherLoad()
-end = time.perf_counter() + float(sys.argv[1])
+end = time.perf_counter() + seconds
 while time.perf_counter() < end:
     start = time.perf_counter()
     jax.block_until_ready(run(count, x))
-    ref = time.perf_counter() - start
-    cpu, start = time.thread_time(), time.perf_counter()
-    spin(n)
-    print(ref, time.perf_counter() - start, time.thread_time() - cpu)
+    row = [time.perf_counter() - start]
+    if probe:
+        cpu, start = time.thread_time(), time.perf_counter()
+        spin(n)
+        row += [time.perf_counter() - start, time.thread_time() - cpu]
+    print(*row)
 print("load", meter.share())
 """
 NOISE = re.compile(r"spread \(IQR/median\) ([\d.]+)% to ([\d.]+)% over the cases")
@@ -198,10 +183,11 @@ def spread(values: list[float]) -> float:
 
 def alone(seconds: float, probe: bool = False, awake: bool = True) -> int:
     """The reference op alone for ``seconds``: its spread overall and per 15
-    runs; with ``probe``, alternating with a loop without JAX (``PROBE``);
-    idle CPUs kept awake as the suite keeps them, unless ``awake`` is False."""
+    runs; with ``probe``, alternating with a loop without JAX; idle CPUs kept
+    awake as the suite keeps them, unless ``awake`` is False."""
+    flags = ["awake" if awake else "-", "probe" if probe else "-"]
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE if probe else ALONE, str(seconds), "awake" if awake else "-"],
+        [sys.executable, "-c", ALONE, str(seconds), *flags],
         capture_output=True,
         text=True,
         check=True,
