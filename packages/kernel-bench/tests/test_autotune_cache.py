@@ -15,6 +15,7 @@ import pytest
 import xla_custom_kernel as xck
 from ffi_core import CacheDirWarning
 from kernel_bench import autotune
+from kernel_bench._awake import keep_cpus_awake
 from kernel_bench._cli import main
 from kernel_bench.autotune import _cache as _autotune_cache
 from kernel_bench.autotune import _decide as _autotune_decide
@@ -178,6 +179,11 @@ def _another_machine():
     return json.dumps({"fingerprint": fingerprint, "decisions": {}}).encode()
 
 
+def _idle_of_another_kind():
+    fingerprint = {**autotune.fingerprint("cpu"), "idle": "halted"}
+    return json.dumps({"fingerprint": fingerprint, "decisions": {}}).encode()
+
+
 def _decisions_as_list():
     return json.dumps({"fingerprint": autotune.fingerprint("cpu"), "decisions": []}).encode()
 
@@ -215,6 +221,10 @@ FILES = {
         "its fingerprint is not the one its name stands for",
     ),
     "decisions not an object": (_decisions_as_list, "its decisions are a list, not an object"),
+    "an idle field this module does not write": (
+        _idle_of_another_kind,
+        "its fingerprint is not one this module writes: ",
+    ),
 }
 
 
@@ -225,11 +235,16 @@ def test_a_bad_file_is_a_miss_with_a_warning_and_is_rewritten(case, monkeypatch,
     op, decision, path = _decided(monkeypatch)
     path.write_bytes(content())
     message = f"kernel-bench ignores the autotune cache file {path}: {problem}{_AGAIN}"
+    if problem.endswith(": "):  # the fingerprint itself follows, shortened
+        message = f"kernel-bench ignores the autotune cache file {path}: {problem}"
+        message = f"{re.escape(message)}.*{re.escape(_AGAIN)}"
+    else:
+        message = re.escape(message)
 
-    with pytest.warns(autotune.AutotuneWarning, match=f"^{re.escape(message)}$"):
+    with pytest.warns(autotune.AutotuneWarning, match=f"^{message}$"):
         assert main(["autotune", "show"]) == 0
     assert capsys.readouterr().out == f"no autotune decisions in {autotune.cache_dir()}\n"
-    with pytest.warns(autotune.AutotuneWarning, match=f"^{re.escape(message)}$"):
+    with pytest.warns(autotune.AutotuneWarning, match=f"^{message}$"):
         assert _explain(op).source == "measured"
 
     stored = json.loads(path.read_text())
@@ -237,6 +252,31 @@ def test_a_bad_file_is_a_miss_with_a_warning_and_is_rewritten(case, monkeypatch,
     assert list(stored["decisions"]) == [decision.key]
     _forget(monkeypatch)
     assert _explain(op).source == "disk"
+
+
+def test_decisions_measured_with_idle_cpus_kept_awake_are_filed_apart(tmp_path, monkeypatch):
+    latency = tmp_path / "cpu_dma_latency"  # stands in for Linux's request file
+    latency.write_bytes(b"\xff" * 4)
+    op, decision, path = _decided(monkeypatch)
+    plain = autotune.fingerprint("cpu")
+    assert "idle" not in plain
+    with keep_cpus_awake(path=str(latency)) as awake:
+        assert awake.held
+        kept = autotune.fingerprint("cpu")
+        assert kept == {**plain, "idle": "kept awake"}
+        # The decision of a process whose CPUs halt is not read for one that
+        # keeps them awake: measured again, and kept in a file of its own.
+        assert _explain(op).source == "measured"
+        awake_file = autotune.cache_dir() / _autotune_cache._file_name(kept)
+        assert awake_file != path
+        assert json.loads(awake_file.read_text())["fingerprint"] == kept
+        _forget(monkeypatch)
+        assert _explain(op).source == "disk"
+    _forget(monkeypatch)
+    assert "idle" not in autotune.fingerprint("cpu")
+    assert _explain(op).source == "disk"  # the first file's, untouched
+    assert list(json.loads(path.read_text())["decisions"]) == [decision.key]
+    assert main(["autotune", "show"]) == 0  # both files' decisions, no warning
 
 
 def test_clear_removes_bad_files_and_keeps_good_entries(monkeypatch):

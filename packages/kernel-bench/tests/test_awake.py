@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from kernel_bench._awake import LATENCY_FILE, Awake, keep_cpus_awake
+from kernel_bench._awake import LATENCY_FILE, Awake, held, keep_cpus_awake
 
 
 def _open_on(path) -> int:
@@ -35,9 +35,15 @@ def test_the_default_file_is_linux_s_cpu_latency_request():
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd (Linux)")
 def test_the_request_is_held_within_the_block_only(request_file):
     assert _open_on(request_file) == 0
+    assert not held()
     with keep_cpus_awake(path=str(request_file)) as awake:
         assert _open_on(request_file) == 1
         assert request_file.read_bytes() == b"\x00" * 4  # an s32 of 0 microseconds
+        assert held()
+        with keep_cpus_awake(False):  # a block that makes no request changes nothing
+            assert held()
+        assert held()
+    assert not held()
     assert awake == Awake(True, f"a wake-up latency request of 0 us held through {request_file}")
     assert awake.describe() == (
         f"idle CPUs kept awake (a wake-up latency request of 0 us held through {request_file})"
@@ -50,11 +56,13 @@ def test_an_error_in_the_block_still_ends_the_request(request_file):
     with pytest.raises(RuntimeError, match="inside"), keep_cpus_awake(path=str(request_file)):
         raise RuntimeError("inside")
     assert _open_on(request_file) == 0
+    assert not held()
 
 
 def test_disabled_changes_nothing(request_file):
     with keep_cpus_awake(False, path=str(request_file)) as awake:
         assert request_file.read_bytes() == b"\xff" * 4
+        assert not held()
     assert awake == Awake(False, "--no-keep-cpus-awake")
     assert awake.describe() == "idle CPUs not kept awake (--no-keep-cpus-awake)"
 
@@ -62,7 +70,7 @@ def test_disabled_changes_nothing(request_file):
 def test_a_file_that_cannot_be_opened_is_said_and_nothing_raised(tmp_path):
     missing = tmp_path / "absent"
     with keep_cpus_awake(path=str(missing)) as awake:
-        pass
+        assert not held()
     assert awake == Awake(
         False,
         f"{missing}: No such file or directory; it takes write access to {missing}",

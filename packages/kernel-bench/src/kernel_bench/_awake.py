@@ -27,12 +27,32 @@ import contextlib
 import dataclasses
 import os
 import struct
+import threading
 from collections.abc import Iterator
 
-__all__ = ["LATENCY_FILE", "Awake", "keep_cpus_awake"]
+__all__ = ["LATENCY_FILE", "Awake", "held", "keep_cpus_awake"]
 
 #: Linux's CPU latency request (PM QoS): an open file holding an s32 in µs.
 LATENCY_FILE = "/dev/cpu_dma_latency"
+
+# How many keep_cpus_awake blocks of this process hold the request now.
+_held = 0
+_lock = threading.Lock()
+
+
+def held() -> bool:
+    """Whether this process holds the request now (inside a
+    :func:`keep_cpus_awake` block that made it). The autotuner files what it
+    measures meanwhile apart (``autotune._cache.fingerprint``): a backend
+    timed with CPUs that wake at once can rank otherwise than in a process
+    whose CPUs halt."""
+    return _held > 0
+
+
+def _count(step: int) -> None:
+    global _held
+    with _lock:
+        _held += step
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +99,10 @@ def keep_cpus_awake(enabled: bool = True, path: str | None = None) -> Iterator[A
         if written != 4:
             yield Awake(False, f"{path}: the request was refused: {reason}")
             return
-        yield Awake(True, f"a wake-up latency request of 0 us held through {path}")
+        _count(1)
+        try:
+            yield Awake(True, f"a wake-up latency request of 0 us held through {path}")
+        finally:
+            _count(-1)
     finally:
         os.close(fd)
