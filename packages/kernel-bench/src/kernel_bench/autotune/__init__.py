@@ -18,8 +18,9 @@ registered backends (``xla_custom_kernel.CallSite``). It comes, in order, from:
    (``_distributed``);
 3. the cache on disk (:func:`cache_dir`), one file per machine and software
    (CPU model or GPU name, Python, the versions of jax, jaxlib, numpy,
-   numba, warp-lang, triton and of every installed package of this project):
-   a new version is a new file; what is read back is checked before it is
+   numba, warp-lang, triton and of every installed package of this project;
+   and whether idle CPUs were kept awake, as the suite keeps them while it
+   times, ``kernel_bench._awake``): a new version is a new file; what is read back is checked before it is
    used (``_decision`` and ``_cache``): a bad file or entry is
    a miss with an :class:`AutotuneWarning` naming it (a bad message from
    process 0 gives the fixed default, with a warning naming its key). A
