@@ -66,6 +66,33 @@ def test_store_into_numpy_buffer_is_visible() -> None:
     np.testing.assert_array_equal(buffer, [0.0, 1.5, 3.0, 4.5])
 
 
+def test_load_at_and_store_at_add_a_literal_offset() -> None:
+    @numba.njit
+    def swap_halves(address):
+        low = N.load_at(address, 0, types.int32)
+        high = N.load_at(address, 4, types.int32)
+        N.store_at(address, 0, high, types.int32)
+        N.store_at(address, 4, low, types.int32)
+        N.store_at(address, 8, 2.5, types.float64)  # the value converted to the type
+        return N.load_at(address, 8, types.float64)
+
+    buffer = np.zeros(2, np.int64)
+    buffer.view(np.int32)[:2] = [7, -9]
+    assert swap_halves(buffer.ctypes.data) == 2.5
+    assert list(buffer.view(np.int32)[:2]) == [-9, 7]
+    assert buffer.view(np.float64)[1] == 2.5
+
+
+@numba.njit
+def _misuse_load_at(offset):
+    return N.load_at(8, offset, types.int32)
+
+
+@numba.njit
+def _misuse_store_at(offset):
+    N.store_at(8, offset, 0, types.int32)
+
+
 def test_voidptr_makes_a_carray() -> None:
     @numba.njit
     def total(address, n):
@@ -186,6 +213,12 @@ def _misuse_reader_index(x):
         (_misuse_array_view_shape, 1.5, _ARRAY_VIEW_USAGE),
         (_misuse_reader_index, 0.5, "arg_buffer(frame: int, i: int)"),
         (_misuse_load, 1.5, "load(address: int, ty: numba scalar type)"),
+        (_misuse_load_at, 4, "load_at(address: int, offset: literal int, ty: numba scalar type)"),
+        (
+            _misuse_store_at,
+            4,
+            "store_at(address: int, offset: literal int, value, ty: numba scalar type)",
+        ),
         (_misuse_load_type, 1, "load(address: int, ty: numba scalar type)"),
         (_misuse_store, 1.5, "store(address: int, value, ty: numba scalar type)"),
         (_misuse_voidptr, 1.5, "voidptr(address: int)"),

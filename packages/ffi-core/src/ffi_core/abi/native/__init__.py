@@ -63,8 +63,10 @@ from ._intrinsics import call_c as call_c
 from ._intrinsics import call_void_fn as call_void_fn
 from ._intrinsics import cstring as cstring
 from ._intrinsics import load as load
+from ._intrinsics import load_at as load_at
 from ._intrinsics import stack_buffer as stack_buffer
 from ._intrinsics import store as store
+from ._intrinsics import store_at as store_at
 from ._intrinsics import voidptr as voidptr
 
 __all__ = [
@@ -105,12 +107,14 @@ __all__ = [
     "handler_module",
     "is_metadata_query",
     "load",
+    "load_at",
     "num_args",
     "num_attrs",
     "num_rets",
     "ret_buffer",
     "stack_buffer",
     "store",
+    "store_at",
     "stream_get",
     "voidptr",
 ]

@@ -1,7 +1,8 @@
 """Raw memory and function-pointer access for Numba ``nopython`` code.
 
 The smallest set of LLVM-level operations that the call-frame helpers need:
-load and store a scalar at an address, make an array over memory at an
+load and store a scalar at an address (or at an address plus a literal
+offset, added in the emitted code rather than typed), make an array over memory at an
 address (``array_view``), turn an address into a ``voidptr`` (for
 ``numba.carray``), embed a constant C string, call an FFI API function
 pointer with one argument, call a C function at an address read at run
@@ -27,9 +28,11 @@ __all__ = [
     "call_void_fn",
     "cstring",
     "load",
+    "load_at",
     "reader",
     "stack_buffer",
     "store",
+    "store_at",
     "voidptr",
 ]
 
@@ -133,6 +136,47 @@ def store(typingctx, address, value, ty):
         lltype = context.get_value_type(value_type)
         converted = context.cast(builder, args[1], sig.args[1], value_type)
         builder.store(converted, _as_pointer(builder, args[0], lltype))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic(prefer_literal=True)
+def load_at(typingctx, address, offset, ty):
+    """``*(ty*)(address + offset)``, ``offset`` a literal int: the addition
+    is emitted with the load, so Numba types one call instead of an
+    addition and a call (generated handlers read dozens of such words)."""
+    _require(
+        isinstance(address, types.Integer)
+        and isinstance(offset, types.IntegerLiteral)
+        and isinstance(ty, types.NumberClass),
+        "load_at(address: int, offset: literal int, ty: numba scalar type)",
+    )
+    value_type, at = ty.instance_type, offset.literal_value
+    sig = value_type(address, offset, ty)
+
+    def codegen(context, builder, sig, args):
+        return Emit(context, builder).load(args[0], at, value_type)
+
+    return sig, codegen
+
+
+@intrinsic(prefer_literal=True)
+def store_at(typingctx, address, offset, value, ty):
+    """``*(ty*)(address + offset) = value``, ``offset`` a literal int (see
+    :func:`load_at`)."""
+    _require(
+        isinstance(address, types.Integer)
+        and isinstance(offset, types.IntegerLiteral)
+        and isinstance(ty, types.NumberClass),
+        "store_at(address: int, offset: literal int, value, ty: numba scalar type)",
+    )
+    value_type, at = ty.instance_type, offset.literal_value
+    sig = types.void(address, offset, value, ty)
+
+    def codegen(context, builder, sig, args):
+        emit = Emit(context, builder)
+        emit.store(args[0], at, context.cast(builder, args[2], sig.args[2], value_type), value_type)
         return context.get_dummy_value()
 
     return sig, codegen

@@ -370,7 +370,7 @@ def cpu_handler_source(spec: HandlerSpec, body: HandlerBody) -> str:
             shape = f"({dims},)" if arr.rank else "()"
             lines.append(f"    v_{k} = array_view(buffer_data(b_{k}), {shape}, dtype_{k})")
     for i in range(spec.record_words or 0):
-        lines.append(f"    word_{i} = load(record + {WORD_BYTES * (i + 1)}, types.uintp)")
+        lines.append(f"    word_{i} = load_at(record, {WORD_BYTES * (i + 1)}, types.uintp)")
     lines += _indent(body.setup, 1)
     if body.threads is not None:
         # The work of a call, which decides on threads: its largest buffer.

@@ -163,7 +163,7 @@ def _const(field: Field) -> str:
 
 def _word(i: int) -> str:
     # The record's word ``i`` after the label.
-    return f"load(record + {8 * (1 + i)}, types.uintp)"
+    return f"load_at(record, {8 * (1 + i)}, types.uintp)"
 
 
 def launch_handler_source(spec: LaunchSpec) -> str:
@@ -259,12 +259,11 @@ def launch_handler_source(spec: LaunchSpec) -> str:
         f"    storage = stack_buffer({max(layout.size, 8)})",
         f"    ptrs = stack_buffer({max(n_params, 1) * 8})",
     ]
-    lines += [f"    store(ptrs + {8 * i}, storage + {offset}, types.uintp)" for i, (offset, _) in
+    lines += [f"    store_at(ptrs, {8 * i}, storage + {offset}, types.uintp)" for i, (offset, _) in
               enumerate(layout.params)]  # fmt: skip
     data_fields = []
     for field in layout.fields:
         t = f"types.{_store_type(field.ctype)}"
-        at = f"storage + {field.offset}"
         if field.source == "data":
             data_fields.append(field)
             continue
@@ -281,7 +280,7 @@ def launch_handler_source(spec: LaunchSpec) -> str:
                 f"d_{field.buffer}_{i}" for i in range(field.axis + 1, kernel_rank[field.buffer])
             ]
             value = " * ".join([str(int(field.value)), *rest])
-        lines.append(f"    store({at}, {value}, {t})")
+        lines.append(f"    store_at(storage, {field.offset}, {value}, {t})")
     lines += [f"    g_{i} = types.uint32({_word(_LAUNCH + i)})" for i in range(_DRIVER - _LAUNCH)]
     lines += [
         "    nil = types.uintp(0)",
@@ -299,7 +298,7 @@ def launch_handler_source(spec: LaunchSpec) -> str:
         k = field.buffer
         offset = f" + b * n_{k} * {np.dtype(arrays[k].dtype).itemsize}" if lead[k] else ""
         lines.append(
-            f"        store(storage + {field.offset}, buffer_data(b_{k}){offset}, types.uintp)"
+            f"        store_at(storage, {field.offset}, buffer_data(b_{k}){offset}, types.uintp)"
         )
     lines += [
         "        rc = "
@@ -347,8 +346,8 @@ class Handler:
 _NATIVE_NAMES = (
     "answer_metadata arg_buffer attr_scalar_dtype attr_scalar_value attr_type buffer_data "
     "buffer_dim buffer_dtype buffer_rank call_c cstring device_ordinal_get "
-    "error_create_prefixed frame_api frame_stage is_metadata_query load num_args num_attrs "
-    "num_rets ret_buffer stack_buffer store stream_get"
+    "error_create_prefixed frame_api frame_stage is_metadata_query load load_at num_args "
+    "num_attrs num_rets ret_buffer stack_buffer store_at stream_get"
 ).split()
 
 _lock = threading.Lock()
