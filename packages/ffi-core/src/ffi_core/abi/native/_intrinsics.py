@@ -113,13 +113,7 @@ def load(typingctx, address, ty):
         "load(address: int, ty: numba scalar type)",
     )
     value_type = ty.instance_type
-    sig = value_type(address, ty)
-
-    def codegen(context, builder, sig, args):
-        lltype = context.get_value_type(value_type)
-        return builder.load(_as_pointer(builder, args[0], lltype))
-
-    return sig, codegen
+    return value_type(address, ty), _load_codegen(0, value_type)
 
 
 @intrinsic
@@ -129,16 +123,7 @@ def store(typingctx, address, value, ty):
         isinstance(address, types.Integer) and isinstance(ty, types.NumberClass),
         "store(address: int, value, ty: numba scalar type)",
     )
-    value_type = ty.instance_type
-    sig = types.void(address, value, ty)
-
-    def codegen(context, builder, sig, args):
-        lltype = context.get_value_type(value_type)
-        converted = context.cast(builder, args[1], sig.args[1], value_type)
-        builder.store(converted, _as_pointer(builder, args[0], lltype))
-        return context.get_dummy_value()
-
-    return sig, codegen
+    return types.void(address, value, ty), _store_codegen(0, ty.instance_type, 1)
 
 
 @intrinsic(prefer_literal=True)
@@ -152,13 +137,8 @@ def load_at(typingctx, address, offset, ty):
         and isinstance(ty, types.NumberClass),
         "load_at(address: int, offset: literal int, ty: numba scalar type)",
     )
-    value_type, at = ty.instance_type, offset.literal_value
-    sig = value_type(address, offset, ty)
-
-    def codegen(context, builder, sig, args):
-        return Emit(context, builder).load(args[0], at, value_type)
-
-    return sig, codegen
+    value_type = ty.instance_type
+    return value_type(address, offset, ty), _load_codegen(offset.literal_value, value_type)
 
 
 @intrinsic(prefer_literal=True)
@@ -171,15 +151,27 @@ def store_at(typingctx, address, offset, value, ty):
         and isinstance(ty, types.NumberClass),
         "store_at(address: int, offset: literal int, value, ty: numba scalar type)",
     )
-    value_type, at = ty.instance_type, offset.literal_value
     sig = types.void(address, offset, value, ty)
+    return sig, _store_codegen(offset.literal_value, ty.instance_type, 2)
 
+
+def _load_codegen(at: int, value_type: Any) -> Callable[..., Any]:
+    # Codegen of a load of ``value_type`` at the first argument plus ``at``.
     def codegen(context, builder, sig, args):
-        emit = Emit(context, builder)
-        emit.store(args[0], at, context.cast(builder, args[2], sig.args[2], value_type), value_type)
+        return Emit(context, builder).load(args[0], at, value_type)
+
+    return codegen
+
+
+def _store_codegen(at: int, value_type: Any, value_arg: int) -> Callable[..., Any]:
+    # Codegen of a store at the first argument plus ``at`` of argument
+    # ``value_arg``, converted to ``value_type``.
+    def codegen(context, builder, sig, args):
+        value = context.cast(builder, args[value_arg], sig.args[value_arg], value_type)
+        Emit(context, builder).store(args[0], at, value, value_type)
         return context.get_dummy_value()
 
-    return sig, codegen
+    return codegen
 
 
 @intrinsic
