@@ -256,6 +256,91 @@ def bench_compile() -> dict:
     return {"first_call_cold_s": runs[0], "first_call_warm_cache_s": runs[1]}
 
 
+_WAIT_POLICY_SCRIPT = textwrap.dedent(
+    """
+    import os, statistics, sys, time
+    import jax, jax.numpy as jnp, numba
+    from kernel_bench._timing import chained
+    from numba_cpu_ffi import numba_kernel
+
+    @numba.njit(parallel=True)
+    def add_parallel(x, y, out):
+        for i in numba.prange(x.size):
+            out[i] = x[i] + y[i]
+
+    @numba.njit
+    def add(x, y, out):
+        for i in range(x.size):
+            out[i] = x[i] + y[i]
+
+    def scheduled():
+        # Times this process's threads were scheduled onto a CPU, all told.
+        total = 0
+        for task in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{task}/schedstat") as f:
+                    total += int(f.read().split()[2])
+            except OSError:
+                pass
+        return total
+
+    rounds, calls = int(sys.argv[1]), int(sys.argv[2])
+    x = jnp.ones(2**20, jnp.float32)
+    out = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    runs = {"prange": chained(numba_kernel(add_parallel, out)), "serial": chained(numba_kernel(add, out))}
+    count = jnp.asarray(calls, jnp.int32)
+    times = {k: [] for k in runs}
+    switches = 0
+    for run in runs.values():
+        for _ in range(3):
+            jax.block_until_ready(run(count, x, x))
+    for _ in range(rounds):
+        for name, run in runs.items():
+            before = scheduled()
+            start = time.perf_counter()
+            jax.block_until_ready(run(count, x, x))
+            times[name].append((time.perf_counter() - start) / calls)
+            if name == "prange":
+                switches += scheduled() - before
+    prange, serial = (statistics.median(times[k]) for k in runs)
+    print(prange, serial, switches / (rounds * calls))
+    """
+)
+
+
+def bench_wait_policy(rounds: int, processes: int = 2) -> dict:
+    """A chain of 2^20-element adds in one program (``calls`` calls, as a
+    ``scan`` or a loop makes), the ``prange`` kernel against its serial twin,
+    in fresh processes under each OpenMP wait policy (read once, when the
+    runtime loads), the policies alternating: the median time per call, and
+    how often the process's threads were scheduled per threaded call (each
+    wake of a sleeping worker is one). A CPU wake-up latency request held by
+    this process (``--keep-cpus-awake``) holds for the children too."""
+    policies = ["unset", "ACTIVE", "PASSIVE"]
+    found: dict[str, list[list[float]]] = {p: [] for p in policies}
+    for number in range(processes):
+        for policy in policies if number % 2 == 0 else policies[::-1]:
+            env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+            if policy != "unset":
+                env["OMP_WAIT_POLICY"] = policy
+            out = subprocess.run(
+                [sys.executable, "-c", _WAIT_POLICY_SCRIPT, str(rounds), "20"],
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.split()
+            found[policy].append([float(v) for v in out])
+    res = {}
+    for policy, rows in found.items():
+        for k, (prange_s, serial_s, switches) in enumerate(rows):
+            res[f"{policy}_p{k}_prange_us"] = prange_s * 1e6
+            res[f"{policy}_p{k}_serial_us"] = serial_s * 1e6
+            res[f"{policy}_p{k}_prange_over_serial"] = prange_s / serial_s
+            res[f"{policy}_p{k}_scheduled_per_threaded_call"] = switches
+    return res
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds")
@@ -288,6 +373,7 @@ def main() -> None:
         "vmap_64x8192_vs_flat": lambda: bench_vmap(rounds, 64, 8192),
         "parallel_threshold": lambda: bench_wake(rounds),
         "boundscheck_cost": lambda: bench_boundscheck(rounds),
+        "wait_policy": lambda: bench_wait_policy(5 * rounds),
     }
     unknown = set(args.only or ()) - set(groups)
     if unknown:
@@ -307,6 +393,7 @@ def main() -> None:
             "numba": numba.__version__,
             "cost_hint": not args.no_cost_hint,
             "cpu_idle": awake.describe(),
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset"),
         },
     }
     for name, res in results.items():

@@ -64,14 +64,38 @@ def test_import_and_calls_leave_the_environment_alone():
     assert _python(code) == "ok"
 
 
-@pytest.mark.parametrize(("given", "expected"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
-def test_configure_threads_sets_a_passive_policy_unless_chosen(given, expected):
-    code = """
+@pytest.mark.parametrize(
+    ("given", "asked", "expected"),
+    [
+        (None, None, "PASSIVE"),
+        (None, "ACTIVE", "ACTIVE"),
+        (None, "active", "ACTIVE"),
+        (None, "passive", "PASSIVE"),
+        ("ACTIVE", None, "ACTIVE"),
+        ("PASSIVE", "ACTIVE", "PASSIVE"),
+    ],
+)
+def test_configure_threads_sets_the_policy_asked_unless_chosen(given, asked, expected):
+    args = "" if asked is None else repr(asked)
+    code = f"""
         import os, numba_cpu_ffi
-        print(numba_cpu_ffi.configure_threads(), os.environ["OMP_WAIT_POLICY"])
+        print(numba_cpu_ffi.configure_threads({args}), os.environ["OMP_WAIT_POLICY"])
     """
     env = {} if given is None else {"OMP_WAIT_POLICY": given}
     assert _python(code, **env) == f"{expected} {expected}"
+
+
+@pytest.mark.parametrize(
+    ("policy", "error"),
+    [("SPIN", ValueError), ("", ValueError), (None, TypeError), (1, TypeError)],
+)
+def test_configure_threads_refuses_an_unknown_policy(monkeypatch, policy, error):
+    import numba_cpu_ffi
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    with pytest.raises(error, match=r"`policy` must be 'PASSIVE' or 'ACTIVE', got "):
+        numba_cpu_ffi.configure_threads(policy)
+    assert "OMP_WAIT_POLICY" not in os.environ
 
 
 def test_configure_threads_after_the_pool_started():
@@ -87,7 +111,7 @@ def test_configure_threads_after_the_pool_started():
 
         total(np.ones(10))
         try:
-            numba_cpu_ffi.configure_threads()
+            numba_cpu_ffi.configure_threads("active")
         except RuntimeError as error:
             print(error)
         print("OMP_WAIT_POLICY" in os.environ)
@@ -95,7 +119,7 @@ def test_configure_threads_after_the_pool_started():
     assert _python(code).splitlines() == [
         "configure_threads() must run before Numba's thread pool starts (the first parallel "
         "kernel, or the first numba_kernel handler loaded from the disk cache); call it right "
-        "after importing numba_cpu_ffi, or set OMP_WAIT_POLICY=PASSIVE in the environment "
+        "after importing numba_cpu_ffi, or set OMP_WAIT_POLICY=ACTIVE in the environment "
         "before starting Python",
         "False",
     ]
