@@ -326,7 +326,9 @@ def test_trace_report_tells_a_slow_machine_from_a_slow_reference_op():
     machine = rounds(slow_others=True)
     assert machine[0].endswith("case: 10 of 40 (25 %)")
     assert "under 1.1x its median (30 runs)" in machine[1] and machine[1].endswith("1.000x theirs")
-    assert "1.2x or more its median (10 runs)" in machine[2] and machine[2].endswith("1.250x theirs")
+    assert "1.2x or more its median (10 runs)" in machine[2] and machine[2].endswith(
+        "1.250x theirs"
+    )
     assert machine[3] == "  correlation of the two: 1.00"
     own = rounds(slow_others=False)
     assert "1.2x or more its median (10 runs)" in own[2] and own[2].endswith("1.000x theirs")

@@ -127,10 +127,16 @@ _SWITCHED = textwrap.dedent(
 )
 
 
+# faulthandler on, writing to a copy of stderr, as pytest turns it on.
+_FAULTHANDLER = "import faulthandler, os; faulthandler.enable(os.fdopen(os.dup(2), 'w'))\n"
+
+
 def test_the_process_switch_checks_every_kernel(tmp_path):
-    # Warp reads a kernel's source from its file.
+    # Warp reads a kernel's source from its file. With faulthandler on, the
+    # checked child's stop is reported once, as the error, not also as a
+    # "Fatal Python error" dump of the child.
     script = tmp_path / "switched.py"
-    script.write_text(_SWITCHED)
+    script.write_text(_FAULTHANDLER + _SWITCHED)
     result = subprocess.run(
         [sys.executable, str(script)],
         env=dict(os.environ, FFI_CORE_BOUNDSCHECK="1", JAX_PLATFORMS="cpu"),
@@ -141,6 +147,7 @@ def test_the_process_switch_checks_every_kernel(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert _OOB in result.stdout, result.stdout + result.stderr[-3000:]
+    assert "Fatal Python error" not in result.stderr, result.stderr[-3000:]
 
 
 @wp.kernel

@@ -19,6 +19,7 @@ options (and ``wp.config``) stay as they are.
 from __future__ import annotations
 
 import ctypes
+import signal
 import threading
 from typing import Any
 
@@ -77,6 +78,15 @@ _read = _libc_function("read", ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p, 
 _waitpid = _libc_function("waitpid", ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_int)
 _setrlimit = _libc_function("setrlimit", ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
 _exit = _libc_function("_exit", None, ctypes.c_int)
+_signal = _libc_function("signal", ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+
+#: The signals a failed check (or a crash) stops the child with. The child
+#: restores their default action, so a handler the process installed (Python's
+#: ``faulthandler``, which pytest turns on) does not report a stop the parent
+#: expects and reports itself.
+_STOPS = tuple(
+    int(s) for s in (signal.SIGILL, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGSEGV)
+)
 
 #: ``RLIMIT_CORE``: the child that Warp's check stops writes no core file.
 _RLIMIT_CORE = 4
@@ -100,6 +110,8 @@ def probe(fn, message, bounds, args, adj, backward):  # pragma: no cover - nativ
     pid = _fork()
     if pid == 0:  # the child: no core file, stdout dropped, stderr to the pipe
         _setrlimit(_RLIMIT_CORE, voidptr(stack_buffer(16)))
+        for stop in _STOPS:
+            _signal(stop, voidptr(0))  # SIG_DFL
         null = _open(voidptr(cstring("/dev/null")), _O_WRONLY)
         if null >= 0:
             _dup2(null, 1)
