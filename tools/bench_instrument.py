@@ -8,7 +8,6 @@ current arrangement of its rounds and under others.
     uv run python tools/bench_instrument.py --alone 20               # the machine's own noise
     uv run python tools/bench_instrument.py --alone 20 --probe       # ... against a loop without JAX
     uv run python tools/bench_instrument.py --alone 20 --system-idle # ... idle CPUs not kept awake
-    uv run python tools/bench_instrument.py --processes 2 --arrangements current --trace
 
 ``--alone SECONDS`` measures the machine instead: one fresh process runs the
 reference op's 1 ms chains back to back, nothing else, for that long, and
@@ -27,18 +26,13 @@ which the machine runs this process, which no arrangement of the rounds
 changes; if its CPU time spreads like its wall time, the process was running
 all along, just slower (not descheduled).
 
-``--trace`` records every timed run of each process's in-program rounds and
-prints what they show together (:func:`trace_report`): how many of the
-reference op's runs were slow (at least 1.1 times the median of their case),
-and how the other backends' runs within 0.2 s of each reference run compare
-with their own medians. If they are slow when the reference op is, the
-machine as a whole ran slower for a while, and the reference op's spread is
-the machine's, not its own.
-
 Each process runs ``kernel-bench`` (``--quick`` passed on) under one of the
 ``--arrangements`` (:data:`ARRANGEMENTS`; the library is patched in that
 process only), the arrangements alternating process by process, forward then
-reversed; each process's per-case spreads are read from its records. The
+reversed; each process's per-case spreads are read from its records, and
+below them what the run said of the reference op's slow runs: whether the
+backends timed beside them were slow too (the whole machine) or not
+(``kernel_bench._stretches``). The
 processes share one autotune directory, filled by an untimed first run, so
 that they time their rounds rather than autotune (``--fresh-autotune``: an
 empty one each). Run it on an idle machine: the point is what the instrument
@@ -103,34 +97,8 @@ if arrangement == "passes-15-prime-warmup":
         return interleaved(runs, counts, data, *args, seed=seed, warmup_rounds=int(seed == 0),
                            **kwargs)
     _program.interleaved = primed
-trace = sys.argv[2]
-if trace != "-":
-    # Every timed run of the in-program rounds: (case, backend, start, seconds).
-    import atexit, json, time
-    runs_seen = []
-    traced = _program.interleaved
-    def tracing(runs, counts, data, **kwargs):
-        warm = kwargs.get("warmup_rounds", _timing.WARMUP_ROUNDS)
-        primed = kwargs.get("prime", True)
-        def wrap(name, run):
-            calls = iter(range(10**9))
-            def timed(count, *args):
-                start = time.perf_counter()
-                out = jax.block_until_ready(run(count, *args))
-                seconds = time.perf_counter() - start
-                k = next(calls) - warm  # a warm-up call, then prime and timed calls in turn
-                if k >= 0 and (not primed or k % 2 == 1):
-                    runs_seen.append((id(runs), name, start, seconds / counts[name]))
-                return out
-            return timed
-        return traced({n: wrap(n, r) for n, r in runs.items()}, counts, data, **kwargs)
-    _program.interleaved = tracing
-    def write():
-        with open(trace, "w") as f:
-            json.dump(runs_seen, f)
-    atexit.register(write)
 from kernel_bench._cli import main
-sys.argv = ["kernel-bench", *sys.argv[3:]]
+sys.argv = ["kernel-bench", *sys.argv[2:]]
 if arrangement == "numba-auto-only":
     sys.argv += ["--backends", "numba", "auto"]
 if arrangement == "system-idle":
@@ -188,84 +156,31 @@ print("load", meter.share())
 NOISE = re.compile(r"spread \(IQR/median\) ([\d.]+)% to ([\d.]+)% over the cases")
 
 
-def run(
-    arrangement: str, extra: list[str], autotune: str, trace: list | None = None
-) -> list[float] | None:
+def run(arrangement: str, extra: list[str], autotune: str) -> tuple[list[float], str] | None:
     """One fresh process of the main job under ``arrangement``: the reference
-    op's spread in each case, in per cent, or None where it gave none. Every
-    timed run of its rounds is appended to ``trace`` where one is given, as
-    ``(case, backend, start, seconds per call)``."""
+    op's spread in each case, in per cent, and what the run said of its slow
+    runs (``kernel_bench._stretches``), or None where it gave none."""
     with tempfile.TemporaryDirectory() as tmp:
         records = Path(tmp) / "records.json"
-        traced = Path(tmp) / "trace.json"
         env = {**os.environ, "KERNEL_BENCH_AUTOTUNE_DIR": autotune}
         if arrangement == "omp-passive":
             env["OMP_WAIT_POLICY"] = "PASSIVE"
-        where = str(traced) if trace is not None else "-"
-        command = [sys.executable, "-c", CHILD, arrangement, where, *extra, "--no-plot"]
+        command = [sys.executable, "-c", CHILD, arrangement, *extra, "--no-plot"]
         proc = subprocess.run(
             [*command, "--output", str(records)], capture_output=True, text=True, env=env
         )
         if proc.returncode != 0 or NOISE.search(proc.stdout) is None or not records.exists():
             print(proc.stdout[-2000:] + proc.stderr[-2000:], file=sys.stderr)
             return None
-        found = json.loads(records.read_text())["records"]
-        if trace is not None:
-            trace += json.loads(traced.read_text())
+        saved = json.loads(records.read_text())
+    from kernel_bench._stretches import describe
+
     # One noise per case, the same on every record of the case.
-    per_case = {r["label"]: r["noise"] for r in found if r.get("noise") is not None}
-    return [100 * v for v in per_case.values()]
-
-
-def trace_report(runs: list[list]) -> None:
-    """What the timed runs of one process show together: each run's time over
-    the median of its case and backend, the reference op's slow runs, and
-    whether the other backends' runs close in time were slow with them (a
-    slowdown of the whole machine) or not (the reference op's own)."""
-    import statistics
-
-    from kernel_bench._program import REFERENCE_OP
-
-    by_series: dict[tuple, list[float]] = {}
-    for case, name, _start, seconds in runs:
-        by_series.setdefault((case, name), []).append(seconds)
-    medians = {k: statistics.median(v) for k, v in by_series.items()}
-    timed = sorted(
-        (start, name == REFERENCE_OP, seconds / medians[case, name])
-        for case, name, start, seconds in runs
-    )
-    reference = [(start, ratio) for start, is_ref, ratio in timed if is_ref]
-    slow = sum(ratio >= 1.1 for _, ratio in reference)
-    print(
-        f"  traced: {len(timed)} timed runs; the reference op's at least 1.1x the median of "
-        f"their case: {slow} of {len(reference)} ({100 * slow / max(1, len(reference)):.0f} %)"
-    )
-    pairs = []
-    for start, ratio in reference:
-        near = [r for t, is_ref, r in timed if not is_ref and abs(t - start) <= NEAR_SECONDS]
-        if near:
-            pairs.append((ratio, statistics.median(near)))
-    for low, high, which in (
-        (0.0, 1.1, "under 1.1x"),
-        (1.1, 1.2, "1.1x to 1.2x"),
-        (1.2, float("inf"), "1.2x or more"),
-    ):
-        group = [near for ratio, near in pairs if low <= ratio < high]
-        if group:
-            print(
-                f"  reference op {which} its median ({len(group)} runs): the other "
-                f"backends' runs within {NEAR_SECONDS:g} s ran at {statistics.median(group):.3f}x theirs"
-            )
-    if len(pairs) > 2:
-        a, b = zip(*pairs, strict=True)
-        try:
-            print(f"  correlation of the two: {statistics.correlation(a, b):.2f}")
-        except statistics.StatisticsError:  # one of them the same throughout
-            print("  correlation of the two: none (one of them does not vary)")
-
-
-#: How close in time another run must be to count as the reference op's neighbour.
-NEAR_SECONDS = 0.2
+    per_case = {r["label"]: r["noise"] for r in saved["records"] if r.get("noise") is not None}
+    stretches = describe(saved["metadata"].get("slow_stretches") or {})
+    return [
+        100 * v for v in per_case.values()
+    ], stretches or "(no figures of the slow runs in the records)"
 
 
 def spread(values: list[float]) -> float:
@@ -351,11 +266,6 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="with --alone: leave idle CPUs as the system sets them (the suite keeps them awake)",
     )
-    parser.add_argument(
-        "--trace",
-        action="store_true",
-        help="record every timed run of each process and print whether slow runs come together",
-    )
     args = parser.parse_args(argv)
     if args.alone is not None:
         return alone(args.alone, args.probe, not args.system_idle)
@@ -377,15 +287,15 @@ def main(argv: list[str] | None = None) -> int:
                 if args.fresh_autotune:
                     autotune = tempfile.mkdtemp(dir=root)
                 start = time.monotonic()
-                traced: list | None = [] if args.trace else None
-                found = run(name, extra, autotune, traced)
+                found = run(name, extra, autotune)
                 wall = time.monotonic() - start
-                summary = "no result" if found is None else f"{_summary(found)}, {wall:.0f} s"
-                print(f"{name}, process {k + 1}: {summary}", flush=True)
-                if traced:
-                    trace_report(traced)
-                if found is not None:
-                    results[name].append(found)
+                if found is None:
+                    print(f"{name}, process {k + 1}: no result", flush=True)
+                    continue
+                spreads, stretches = found
+                print(f"{name}, process {k + 1}: {_summary(spreads)}, {wall:.0f} s", flush=True)
+                print(f"  {stretches}", flush=True)
+                results[name].append(spreads)
     print("\n| arrangement | cases at most 5 %, per process | spread over the cases, per process |")
     print("|---|---|---|")
     for name, found in results.items():

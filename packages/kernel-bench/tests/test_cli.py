@@ -173,8 +173,19 @@ def test_run_user_kernel_writes_records_and_plot(tmp_path, capsys, monkeypatch, 
     assert result.metadata["other_load"] == 0.123
     (noise,) = [line for line in lines if line.startswith("machine noise:")]
     held = f"idle CPUs kept awake (a wake-up latency request of 0 us held through {latency})"
-    assert noise.endswith(f"; other processes used 12.3% of the CPUs meanwhile; {held}")
+    assert noise.endswith(
+        f"; other processes used 12.3% of the CPUs meanwhile; {held}; the reference op ran at "
+        "least 1.1x its case's median in 0% of its runs"
+    )
     assert result.metadata["cpu_idle"] == held
+    # One round a case: each run is its series' median, none slow, and the
+    # backends' runs beside the reference op's at their medians.
+    assert result.metadata["slow_stretches"] == {
+        "reference_runs": 2,
+        "slow_runs": 0,
+        "beside_slow": None,
+        "beside_others": 1.0,
+    }
     assert latency.read_bytes() == b"\x00" * 4
     assert png.read_bytes()[:4] == b"\x89PNG"
 
@@ -192,7 +203,7 @@ def test_no_keep_cpus_awake_leaves_the_request_file_alone(tmp_path, capsys, monk
     assert BenchmarkResult.load(out).metadata["cpu_idle"] == (
         "idle CPUs not kept awake (--no-keep-cpus-awake)"
     )
-    assert "; idle CPUs not kept awake (--no-keep-cpus-awake)" in capsys.readouterr().out
+    assert "; idle CPUs not kept awake (--no-keep-cpus-awake);" in capsys.readouterr().out
 
 
 def test_run_module_with_tags_and_backends(capsys, target_module):

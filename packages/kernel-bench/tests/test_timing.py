@@ -303,6 +303,31 @@ def _fake_reference(monkeypatch, runs_of_fake_clock):
     monkeypatch.setattr(_program, "_reference_run", lambda: runs_of_fake_clock["reference"])
 
 
+@pytest.mark.parametrize("rounds", [3, 5])
+def test_program_times_traces_every_timed_run(monkeypatch, rounds):
+    # Fake backends on a fake clock: the trace holds each timed run once,
+    # with the case's index and the time the records' medians come from.
+    from kernel_bench import _program, _timing
+    from kernel_bench._program import REFERENCE_OP
+    from kernel_bench._timing import Spread
+
+    runs, _log = _fake_runs(monkeypatch, {"numba": 2e-4, "jax": 1e-4, "reference": 1e-6})
+    _fake_reference(monkeypatch, runs)
+    cases = [_case({"numba": runs["numba"]}), _case({"jax": runs["jax"]})]
+    trace = []
+    measured = _program.program_times(
+        cases, n_runs=rounds, seconds=_timing.SECONDS_PER_RUN, trace=trace
+    )
+    assert len(trace) == 2 * 2 * rounds  # two cases, a backend and the reference op each
+    assert len({start for start, *_ in trace}) == len(trace)  # each run its own start
+    for i, records in enumerate(measured):
+        for r in records:
+            times = [us for _, case, name, us in trace if case == i and name == r.backend]
+            assert len(times) == rounds
+            assert Spread.of(times).median == pytest.approx(r.program_median_ms * 1e3)
+    assert {name for _, _, name, _ in trace} == {"numba", "jax", REFERENCE_OP}
+
+
 def test_the_autotuner_and_the_suite_time_the_same_chains(monkeypatch):
     # Backends of known cost on a fake clock: the autotuner's measurement and
     # the suite's in-program column chain as many calls per run and see the
@@ -429,9 +454,9 @@ def test_program_times_runs_the_rounds_of_all_cases_in_passes(monkeypatch):
     ]
     calls, interleaved = [], _program.interleaved
 
-    def spy(timed, counts, data, *, rounds, seed):
+    def spy(timed, counts, data, *, rounds, seed, starts):
         calls.append((sorted(timed), rounds, seed))
-        return interleaved(timed, counts, data, rounds=rounds, seed=seed)
+        return interleaved(timed, counts, data, rounds=rounds, seed=seed, starts=starts)
 
     monkeypatch.setattr(_program, "interleaved", spy)
     seen = []

@@ -140,6 +140,7 @@ def program_times(
     seconds: float,
     passes: int = PASSES,
     progress: Callable[[int, int, str], None] | None = None,
+    trace: list[tuple[float, int, str, float]] | None = None,
 ) -> list[list[BenchmarkRecord]]:
     """The records of each of ``cases`` with their in-program times: each
     case's backends and a small reference operation (:data:`REFERENCE_OP`)
@@ -150,7 +151,10 @@ def program_times(
     and then its share of the rounds interleaved (``_timing.interleaved``).
     ``"auto"`` chains as many calls as the backend it picked. ``progress`` is
     called as ``progress(done, total, description)`` before each case's rounds
-    and once at the end."""
+    and once at the end. Where ``trace`` is given, every timed run is
+    appended to it (in no particular order) as ``(start, case, name,
+    microseconds per call)``, ``case`` the index in ``cases`` (what
+    ``_stretches.slow_stretches`` reads)."""
     plans = []
     for case in cases:
         timed = {
@@ -182,9 +186,14 @@ def program_times(
             timed, counts, _failed = plans[i]
             # Another shuffle each pass: over the passes every run follows
             # several others, whatever the few rounds of one pass give.
-            found_in_pass = interleaved(timed, counts, (), rounds=rounds, seed=number)
+            starts: dict[str, list[float]] | None = {} if trace is not None else None
+            found_in_pass = interleaved(
+                timed, counts, (), rounds=rounds, seed=number, starts=starts
+            )
             for name, found in found_in_pass.items():
                 times[i][name] += found
+                if starts is not None and trace is not None:
+                    trace += [(t, i, name, us) for t, us in zip(starts[name], found, strict=True)]
     if progress is not None:
         progress(total, total, "done")
     return [

@@ -4,7 +4,8 @@ The report states its measurement model: the verdict (the fastest backend,
 the speed-ups) comes from the median time per call inside a compiled program
 (a chain of calls in one ``jit``, what backend ``"auto"`` optimises); the
 lone-dispatch times are shown beside it; the machine's noise (a reference op
-timed in the same rounds) and the rounds are stated; and every case where
+timed in the same rounds, and whether its slow runs were the whole machine's:
+``_stretches``) and the rounds are stated; and every case where
 ``auto`` is slower than the fastest fixed backend beyond the noise is listed
 with the reason (``_consistency``).
 """
@@ -12,6 +13,7 @@ with the reason (``_consistency``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import pathlib
 import sys
@@ -24,9 +26,11 @@ from ._consistency import MIN_TOLERANCE, NOISY, check_consistency, forget_stale
 from ._console import ProgressBar, print_table
 from ._kernel import benchmark_kernel, default_platform
 from ._load import OtherLoad
-from ._program import PASSES, deferred_in_program, program_times, with_measured
+from ._program import PASSES, REFERENCE_OP, deferred_in_program, program_times, with_measured
 from ._record import BenchmarkRecord
 from ._result import FILE_FORMATS, BenchmarkResult
+from ._stretches import describe as describe_stretches
+from ._stretches import slow_stretches
 from ._timing import SECONDS_PER_RUN
 
 __all__ = ["DEFAULT_STEM", "PROGRAM_SECONDS", "SCALES", "run_suite", "run_targets"]
@@ -118,10 +122,12 @@ def _benchmark_runnable(kernels: Iterable[Any], args: argparse.Namespace) -> Ben
     if bar is not None:
         bar.prefix = ""
     meter = OtherLoad()
+    trace: list[tuple[float, int, str, float]] = []
     measured = program_times(
-        waiting, n_runs=n_runs, seconds=PROGRAM_SECONDS[args.scale], progress=bar
+        waiting, n_runs=n_runs, seconds=PROGRAM_SECONDS[args.scale], progress=bar, trace=trace
     )
     other_load = meter.share()
+    stretches = slow_stretches(trace, REFERENCE_OP)
     records = with_measured(records, waiting, measured)
     metadata.update(
         scale=args.scale,
@@ -133,6 +139,8 @@ def _benchmark_runnable(kernels: Iterable[Any], args: argparse.Namespace) -> Ben
         measurement=MEASUREMENT_MODEL,
         other_load=other_load,
     )
+    if stretches is not None:
+        metadata["slow_stretches"] = dataclasses.asdict(stretches)
     return BenchmarkResult(records, metadata=metadata)
 
 
@@ -188,12 +196,15 @@ def _print_noise(result: BenchmarkResult) -> None:
     busy = sum(n > NOISY for n in noise)
     load = result.metadata.get("other_load")
     idle = result.metadata.get("cpu_idle")
+    found = result.metadata.get("slow_stretches")
+    stretches = describe_stretches(found) if isinstance(found, dict) else None
     print(
         f"\nmachine noise: a reference op timed in the same rounds spread (IQR/median) "
         f"{min(noise):.1%} to {max(noise):.1%} over the cases"
         + (f"; above {NOISY:.0%} (noisy) in {busy} of {len(noise)}" if busy else "")
         + ("" if load is None else f"; other processes used {load:.1%} of the CPUs meanwhile")
         + ("" if idle is None else f"; {idle}")
+        + ("" if stretches is None else f"; {stretches}")
     )
 
 

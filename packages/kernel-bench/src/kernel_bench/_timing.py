@@ -261,6 +261,7 @@ def interleaved(
     settle: float | None = None,
     seed: int = 0,
     prime: bool = True,
+    starts: dict[str, list[float]] | None = None,
 ) -> dict[str, list[float]]:
     """Microseconds per call of each run (made by :func:`chained`, chaining
     ``counts[name]`` calls), round by round, every run once a round.
@@ -281,7 +282,9 @@ def interleaved(
     after a threaded XLA operation as right after itself, and a chain of one
     such call would time that). At most ``rounds`` timed rounds;
     once ``min_rounds`` are done, no new round starts after ``seconds``
-    (pauses included)."""
+    (pauses included). Where ``starts`` is given, the clock's reading at the
+    start of each timed run is appended to ``starts[name]``, in the order of
+    the times."""
     order = list(runs)
     arrays = {b: jnp.asarray(counts[b], dtype=jnp.int32) for b in order}
     one = jnp.asarray(1, dtype=jnp.int32)
@@ -304,6 +307,8 @@ def interleaved(
             start = _now()
             jax.block_until_ready(runs[name](arrays[name], *data))
             times[name].append((_now() - start) * 1e6 / counts[name])
+            if starts is not None:
+                starts.setdefault(name, []).append(start)
     return times
 
 
