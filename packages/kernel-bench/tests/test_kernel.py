@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from ffi_core.testing import whole_message
 from kernel_bench import BenchmarkConfig, ResultMismatchError, benchmark_kernel, default_platform
+from kernel_bench._kernel import ENVIRONMENT
 from numba_cpu_ffi import numba_kernel
 from xla_custom_kernel import XLACustomKernel
 
@@ -43,6 +44,11 @@ def test_one_record_per_case_and_backend(fake_kernel, monkeypatch):
             return 0.25
 
     monkeypatch.setattr("kernel_bench._kernel.OtherLoad", Load)
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "NUMBA_THREADING_LAYER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    monkeypatch.setenv("NUMBA_THREADING_LAYER", "omp")
+    monkeypatch.setenv("KERNEL_BENCH_UNRELATED", "x")
     k = fake_kernel("scale", {"jax": scale, "numba": scale}, cases(4, 16), tags=("t",))
     result = benchmark_kernel(k, platform="cpu", **FAST)
     assert [(r.label, r.backend) for r in result.records] == [
@@ -60,6 +66,12 @@ def test_one_record_per_case_and_backend(fake_kernel, monkeypatch):
     assert result.metadata["platform"] == "cpu"
     assert result.metadata["jax"] == jax.__version__
     assert result.metadata["other_load"] == 0.25
+    # The settings that change how backends run, where set; no others.
+    environment = result.metadata["environment"]
+    assert environment["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert environment["NUMBA_THREADING_LAYER"] == "omp"
+    assert "GOMP_SPINCOUNT" not in environment and "KERNEL_BENCH_UNRELATED" not in environment
+    assert set(environment) <= set(ENVIRONMENT)
 
 
 def test_default_platform_and_backend_selection(fake_kernel):

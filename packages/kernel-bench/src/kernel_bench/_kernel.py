@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import platform as _platform
 import re
 import time
@@ -59,6 +60,20 @@ def _mismatch(ref: Any, out: Any, rtol: float, atol: float) -> str | None:
     )
 
 
+#: Environment variables that change how the backends run (threads, their
+#: wait policy, XLA's options): the records keep those that are set.
+ENVIRONMENT = (
+    "OMP_WAIT_POLICY",
+    "GOMP_SPINCOUNT",
+    "OMP_NUM_THREADS",
+    "NUMBA_NUM_THREADS",
+    "NUMBA_THREADING_LAYER",
+    "XLA_FLAGS",
+    "JAX_PLATFORMS",
+    "JAX_ENABLE_X64",
+)
+
+
 def _metadata(platform: str) -> dict[str, Any]:
     device = jax.devices(platform)[0]
     return {
@@ -69,6 +84,7 @@ def _metadata(platform: str) -> dict[str, Any]:
         "python": _platform.python_version(),
         "machine": _platform.machine(),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "environment": {name: os.environ[name] for name in ENVIRONMENT if name in os.environ},
     }
 
 
