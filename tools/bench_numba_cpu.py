@@ -263,22 +263,15 @@ def bench_compile() -> dict:
     return {"first_call_cold_s": runs[0], "first_call_warm_cache_s": runs[1]}
 
 
+_HERE = os.path.dirname(os.path.abspath(__file__))
 _WAIT_POLICY_SCRIPT = textwrap.dedent(
     """
     import os, statistics, sys, time
-    import jax, jax.numpy as jnp, numba
+    sys.path.insert(0, sys.argv[3])  # this tool's directory: its kernels
+    import jax, jax.numpy as jnp
+    from bench_numba_cpu import add, add_parallel
     from kernel_bench._timing import chained
     from numba_cpu_ffi import numba_kernel
-
-    @numba.njit(parallel=True)
-    def add_parallel(x, y, out):
-        for i in numba.prange(x.size):
-            out[i] = x[i] + y[i]
-
-    @numba.njit
-    def add(x, y, out):
-        for i in range(x.size):
-            out[i] = x[i] + y[i]
 
     def scheduled():
         # Times this process's threads were scheduled onto a CPU, all told.
@@ -331,7 +324,7 @@ def bench_wait_policy(rounds: int, processes: int = 2) -> dict:
             if policy != "unset":
                 env["OMP_WAIT_POLICY"] = policy
             out = subprocess.run(
-                [sys.executable, "-c", _WAIT_POLICY_SCRIPT, str(rounds), "20"],
+                [sys.executable, "-c", _WAIT_POLICY_SCRIPT, str(rounds), "20", _HERE],
                 env=env,
                 check=True,
                 capture_output=True,
