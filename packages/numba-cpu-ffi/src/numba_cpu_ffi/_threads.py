@@ -45,9 +45,9 @@ def configure_threads(policy: str = "PASSIVE") -> str:
     first, so that a program calling threaded kernels one after another (a
     ``scan``, a loop, a chain of large calls) finds them awake; on an idle
     2-core machine a chain of 2^20-element ``prange`` adds then ran at
-    0.58-0.65x its serial twin's time in four processes of six (0.89x and
-    1.02x in the others), against 0.94-1.05x with the policy unset and
-    1.00-1.22x with ``"PASSIVE"`` (``tools/bench_numba_cpu.py --only
+    0.58-0.65x its serial twin's time in six processes of eight (0.89x and
+    1.02x in the others), against 0.94-1.19x with the policy unset and
+    0.93-1.22x with ``"PASSIVE"`` (``tools/bench_numba_cpu.py --only
     wait_policy``; docs/performance.md). Choose ``"ACTIVE"`` when the machine's cores are
     yours, ``"PASSIVE"`` when other work shares them.
 
