@@ -14,6 +14,7 @@ noise line (docs/performance.md, *Another host*).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import statistics
 from collections.abc import Mapping, Sequence
@@ -72,7 +73,9 @@ def slow_stretches(
         for start, case, name, time in runs
         if medians[case, name] > 0
     )
-    others = [(start, ratio) for start, is_reference, ratio in ordered if not is_reference]
+    # The other runs in order of their starts, to find a window by bisection.
+    starts = [start for start, is_reference, _ in ordered if not is_reference]
+    ratios = [ratio for _, is_reference, ratio in ordered if not is_reference]
     count = slow = 0
     beside_slow: list[float] = []
     beside_others: list[float] = []
@@ -82,7 +85,8 @@ def slow_stretches(
         count += 1
         is_slow = ratio >= SLOW
         slow += is_slow
-        near = [r for t, r in others if abs(t - start) <= NEAR_SECONDS]
+        low = bisect.bisect_left(starts, start - NEAR_SECONDS)
+        near = ratios[low : bisect.bisect_right(starts, start + NEAR_SECONDS)]
         if near:
             (beside_slow if is_slow else beside_others).append(statistics.median(near))
     if count == 0:
