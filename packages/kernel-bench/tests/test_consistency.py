@@ -263,3 +263,57 @@ def test_only_a_decision_read_from_disk_that_picked_another_backend_is_stale(sou
     auto = rec("auto", 2.0, autotune={**decided(picked, source=source), "key": "k" * 32})
     (found,), _ = check_consistency([rec("numba", 1.0), rec("jax", 2.0), auto])
     assert found.stale_key == ("k" * 32 if stale else None)
+
+
+def test_the_suite_forgets_a_stale_decision_made_with_cpus_kept_awake(
+    clock, monkeypatch, tmp_path, capsys
+):
+    # kernel-bench run holds the wake-up latency request (a writable stand-in
+    # file here), so its decisions go to the file of decisions made with idle
+    # CPUs kept awake: a stale one is forgotten in that file, and the next run
+    # measures it again.
+    import sys
+    import types
+
+    from kernel_bench._cli import main
+
+    latency = tmp_path / "cpu_dma_latency"
+    latency.write_bytes(b"\xff" * 4)
+    monkeypatch.setattr("kernel_bench._awake.LATENCY_FILE", str(latency))
+    monkeypatch.setattr(_autotune_measure, "OtherLoad", lambda: _QuietMachine())
+    costs = {"a": 100e-6, "b": 300e-6}
+    op = _op(clock, {name: (lambda name=name: costs[name]) for name in costs})
+    monkeypatch.setitem(sys.modules, "kernel_bench_stale_target", types.SimpleNamespace(op=op))
+    argv = ["run", "kernel_bench_stale_target:op", "--n-runs", "3", "--n-warmup", "1"]
+    argv += ["--autotune", "--no-progress", "--no-plot"]
+
+    def run(number):
+        jax.clear_caches()  # "auto" is chosen again where the program is lowered
+        out = tmp_path / f"run{number}.json"
+        assert main([*argv, "--output", str(out)]) == 0
+        from kernel_bench import BenchmarkResult
+
+        result = BenchmarkResult.load(out)
+        decision = next(r for r in result.records if r.backend == "auto").autotune
+        return decision, result.metadata["consistency"], capsys.readouterr().out
+
+    decision, consistency, _ = run(1)
+    assert (decision["backend"], decision["source"]) == ("a", "measured")
+    assert consistency == {"compared": 1, "disagreements": []}
+    # A later process on a machine where b has become the faster.
+    _autotune_decide._memory.clear()
+    _autotune_cache._disk.clear()
+    costs.update(a=300e-6, b=100e-6)
+    decision, consistency, out = run(2)
+    assert (decision["backend"], decision["source"]) == ("a", "disk")
+    (found,) = consistency["disagreements"]
+    assert found["reason"].startswith("decision from disk")
+    assert found["reason"].endswith(
+        "; removed from the autotune cache, so the next run measures it again"
+    )
+    assert found["reason"] in out
+    _autotune_decide._memory.clear()
+    _autotune_cache._disk.clear()
+    decision, consistency, _ = run(3)
+    assert (decision["backend"], decision["source"]) == ("b", "measured")
+    assert consistency == {"compared": 1, "disagreements": []}

@@ -78,6 +78,9 @@ def _benchmark_all(kernels: Iterable[Any], args: argparse.Namespace) -> Benchmar
     # at once (``_awake``).
     with keep_cpus_awake(args.keep_cpus_awake is not False) as awake:
         result = _benchmark_runnable(kernels, args)
+        # Inside the block: a decision read from the file of decisions made
+        # with idle CPUs kept awake is forgotten in that file.
+        _check_consistency(result)
     result.metadata["cpu_idle"] = awake.describe()
     return result
 
@@ -208,13 +211,20 @@ def _print_noise(result: BenchmarkResult) -> None:
     )
 
 
-def _print_consistency(result: BenchmarkResult) -> None:
+def _check_consistency(result: BenchmarkResult) -> None:
+    # Every case where auto ran slower than the fastest backend, with its
+    # reason, into the metadata; each decision from disk the run contradicts
+    # is forgotten (``forget_stale``).
     found, compared = check_consistency(result.records)
-    found = forget_stale(found)
     result.metadata["consistency"] = {
         "compared": compared,
-        "disagreements": [d.to_dict() for d in found],
+        "disagreements": [d.to_dict() for d in forget_stale(found)],
     }
+
+
+def _print_consistency(result: BenchmarkResult) -> None:
+    consistency = result.metadata.get("consistency") or {}
+    compared, found = consistency.get("compared", 0), consistency.get("disagreements", [])
     if not compared:
         return
     print(
@@ -226,12 +236,12 @@ def _print_consistency(result: BenchmarkResult) -> None:
     if found:
         rows = [
             [
-                d.label,
-                f"{d.auto_ms:.4g}",
-                f"{d.best} {d.best_ms:.4g}",
-                f"{d.ratio:.2f}x",
-                "-" if d.noise is None else f"{d.noise:.0%}",
-                d.reason,
+                d["label"],
+                f"{d['auto_ms']:.4g}",
+                f"{d['best']} {d['best_ms']:.4g}",
+                f"{d['ratio']:.2f}x",
+                "-" if d["noise"] is None else f"{d['noise']:.0%}",
+                d["reason"],
             ]
             for d in found
         ]
