@@ -64,5 +64,11 @@ def test_no_reference_runs_and_unreadable_metadata():
         {"reference_runs": 0, "slow_runs": 0, "beside_slow": None, "beside_others": None},
         {"reference_runs": "x"},
         {"slow_runs": 1},
+        {"reference_runs": "x", "slow_runs": 0, "beside_slow": None, "beside_others": None},
+        {"reference_runs": 2, "slow_runs": 1, "beside_slow": "a", "beside_others": 1.0},
+        {"reference_runs": 2, "slow_runs": 1, "beside_slow": 1.0, "beside_others": 1.0, "x": 1},
+        None,
+        [1, 2],
+        "slow",
     ):
         assert describe(bad) is None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["NEAR_SECONDS", "SLOW", "TOGETHER", "SlowStretches", "describe", "slow_stretches"]
@@ -99,9 +99,10 @@ def slow_stretches(
     )
 
 
-def describe(found: Mapping[str, Any]) -> str | None:
+def describe(found: Any) -> str | None:
     """The noise line's words for a :class:`SlowStretches` read back as a
-    mapping (records' metadata); None where ``found`` is not one."""
+    mapping (records' metadata); None where ``found`` is not one (another
+    value, missing or extra fields, fields of other types)."""
     try:
         return _words(SlowStretches(**found))
     except (TypeError, ValueError, ZeroDivisionError):

@@ -199,8 +199,7 @@ def _print_noise(result: BenchmarkResult) -> None:
     busy = sum(n > NOISY for n in noise)
     load = result.metadata.get("other_load")
     idle = result.metadata.get("cpu_idle")
-    found = result.metadata.get("slow_stretches")
-    stretches = describe_stretches(found) if isinstance(found, dict) else None
+    stretches = describe_stretches(result.metadata.get("slow_stretches"))
     print(
         f"\nmachine noise: a reference op timed in the same rounds spread (IQR/median) "
         f"{min(noise):.1%} to {max(noise):.1%} over the cases"
