@@ -7,6 +7,8 @@ current arrangement of its rounds and under others.
     uv run python tools/bench_instrument.py --processes 4 --quick
     uv run python tools/bench_instrument.py --alone 20               # the machine's own noise
     uv run python tools/bench_instrument.py --alone 20 --probe       # ... against a loop without JAX
+    uv run python tools/bench_instrument.py --alone 20 --probe alu python numpy
+    uv run python tools/bench_instrument.py --alone 20 --profile     # ... sampled by perf
     uv run python tools/bench_instrument.py --alone 20 --system-idle # ... idle CPUs not kept awake
 
 ``--alone SECONDS`` measures the machine instead: one fresh process runs the
@@ -17,14 +19,22 @@ and the share of the CPUs other processes used meanwhile (from /proc/stat:
 a spread with none used is the machine's, or on a virtual machine its host's).
 Idle CPUs are kept awake as the suite keeps them (``kernel_bench._awake``);
 ``--system-idle`` leaves them as the system sets them. With ``--probe`` the
-reference op's runs alternate with runs of a loop that touches no memory and
-no JAX (integer arithmetic compiled by Numba, in the calling thread,
-calibrated to the same length): each is reported the same way, with the
-probe's CPU time per run (the thread's own, from ``time.thread_time``) beside
-its wall time, and how the two ops' consecutive runs move together. If the probe spreads as much, the spread is the rate at
-which the machine runs this process, which no arrangement of the rounds
-changes; if its CPU time spreads like its wall time, the process was running
-all along, just slower (not descheduled).
+reference op's runs alternate with runs of loops without JAX, in the calling
+thread, each calibrated to a run's length (:data:`PROBES`: ``alu``, integer
+arithmetic compiled by Numba that touches no memory, the default; ``python``,
+a pure-Python loop, branchy code; ``numpy``, NumPy calls on 1,024 floats):
+each is reported the same way, with its CPU time per run (the thread's own,
+from ``time.thread_time``) beside its wall time, and how often it was slow
+right after a slow run of the reference op. If a probe spreads as much, the
+spread is the rate at which the machine runs that kind of code, which no
+arrangement of the rounds changes; if its CPU time spreads like its wall
+time, the process was running all along, just slower (not descheduled).
+With ``--profile`` the process runs under ``perf record`` (its software
+clock, 2,000 samples a second: no hardware counters needed; ``perf`` must be
+installed and allowed to sample the process), and the samples within the
+reference op's runs are counted per run by thread and kind of code, for its
+slow runs (at least ``_stretches.SLOW`` times its median) and the others:
+the kinds whose count grows are where the slow runs lost their time.
 
 Each process runs ``kernel-bench`` (``--quick`` passed on) under one of the
 ``--arrangements`` (:data:`ARRANGEMENTS`; the library is patched in that
@@ -42,14 +52,21 @@ adds, not what other jobs do.
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
+
+from kernel_bench._stretches import SLOW, describe
+from kernel_bench._timing import Spread
 
 #: What each arrangement changes in its process, and its description.
 ARRANGEMENTS = {
@@ -108,19 +125,61 @@ if arrangement.startswith("rounds-"):
 main()
 """
 ALONE = """
-import atexit, sys, time
+import atexit, os, sys, time
 import jax, jax.numpy as jnp
+import numpy as np
 from kernel_bench import _load, _program, _timing
 from kernel_bench._awake import keep_cpus_awake
 
-seconds, awake, probe = float(sys.argv[1]), sys.argv[2] == "awake", sys.argv[3] == "probe"
+seconds, awake, probes = float(sys.argv[1]), sys.argv[2] == "awake", sys.argv[3:]
 held = keep_cpus_awake(awake)
 held.__enter__()  # held until the process ends
 atexit.register(held.__exit__, None, None, None)
 run = _program._reference_run()
 x = jnp.linspace(0.0, 1.0, _program.REFERENCE_SIZE, dtype=jnp.float32)
 count = jnp.asarray(_timing.calls_per_run(run, (x,), _timing.SECONDS_PER_RUN), dtype=jnp.int32)
-if probe:
+
+
+def alu(n):
+    return spin(n)
+
+
+def python(n):
+    seen, h = {}, 0
+    for i in range(n):
+        k = i & 63
+        if k in seen:
+            h += seen[k]
+        else:
+            seen[k] = i
+        h ^= (i * 7) >> 2
+    return h
+
+
+a, b = np.linspace(0.0, 1.0, 1024, dtype=np.float32), np.empty(1024, np.float32)
+
+
+def numpy(n):
+    for _ in range(n):
+        np.multiply(a, 0.5, out=b)
+        np.add(b, 1.0, out=b)
+
+
+def calibrated(probe):
+    # The argument that makes one call of ``probe`` last a run.
+    def timed(n):
+        start = time.perf_counter()
+        probe(n)
+        return time.perf_counter() - start
+
+    probe(1)
+    n = 1
+    while timed(n) < _timing.SECONDS_PER_RUN / 4:
+        n *= 2
+    return max(1, int(n * _timing.SECONDS_PER_RUN / min(timed(n) for _ in range(3))))
+
+
+if "alu" in probes:
     import numba
 
     @numba.njit(cache=False)
@@ -132,27 +191,29 @@ if probe:
             h ^= h << numba.uint64(17)
         return h
 
-    def timed(n):
-        start = time.perf_counter()
-        spin(n)
-        return time.perf_counter() - start
-
-    spin(1)
-    n = 1 << 20
-    n = int(n * _timing.SECONDS_PER_RUN / min(timed(n) for _ in range(3)))
+loops = {"alu": alu, "python": python, "numpy": numpy}
+timed_probes = [(loops[name], calibrated(loops[name])) for name in probes]
+print("pid", os.getpid(), flush=True)
 meter = _load.OtherLoad()
 end = time.perf_counter() + seconds
 while time.perf_counter() < end:
-    start = time.perf_counter()
+    began, start = time.clock_gettime_ns(time.CLOCK_MONOTONIC), time.perf_counter()
     jax.block_until_ready(run(count, x))
-    row = [time.perf_counter() - start]
-    if probe:
+    row = [began, time.perf_counter() - start]
+    for probe, n in timed_probes:
         cpu, start = time.thread_time(), time.perf_counter()
-        spin(n)
+        probe(n)
         row += [time.perf_counter() - start, time.thread_time() - cpu]
     print(*row)
 print("load", meter.share())
 """
+#: What ``--probe`` can alternate with the reference op: each a loop in the
+#: calling thread, without JAX, calibrated to a run's length.
+PROBES = {
+    "alu": "a Numba loop of integer arithmetic (no memory, one predictable branch)",
+    "python": "a pure-Python loop with a dict and branches (the interpreter: branchy code)",
+    "numpy": "NumPy calls on 1,024 floats (x * 0.5 + 1, out= arrays)",
+}
 NOISE = re.compile(r"spread \(IQR/median\) ([\d.]+)% to ([\d.]+)% over the cases")
 
 
@@ -173,8 +234,6 @@ def run(arrangement: str, extra: list[str], autotune: str) -> tuple[list[float],
             print(proc.stdout[-2000:] + proc.stderr[-2000:], file=sys.stderr)
             return None
         saved = json.loads(records.read_text())
-    from kernel_bench._stretches import describe
-
     # One noise per case, the same on every record of the case.
     per_case = {r["label"]: r["noise"] for r in saved["records"] if r.get("noise") is not None}
     stretches = describe(saved["metadata"].get("slow_stretches") or {})
@@ -185,35 +244,134 @@ def run(arrangement: str, extra: list[str], autotune: str) -> tuple[list[float],
 
 def spread(values: list[float]) -> float:
     """The interquartile range over the median, in per cent."""
-    from kernel_bench._timing import Spread
-
     return 100 * Spread.of(values).relative_iqr
 
 
-def alone(seconds: float, probe: bool = False, awake: bool = True) -> int:
+def alone(
+    seconds: float, probes: Sequence[str] = (), awake: bool = True, profile: bool = False
+) -> int:
     """The reference op alone for ``seconds``: its spread overall and per 15
-    runs; with ``probe``, alternating with a loop without JAX; idle CPUs kept
-    awake as the suite keeps them, unless ``awake`` is False."""
-    flags = ["awake" if awake else "-", "probe" if probe else "-"]
-    proc = subprocess.run(
-        [sys.executable, "-c", ALONE, str(seconds), *flags],
+    runs; alternating with each of ``probes`` (:data:`PROBES`); idle CPUs
+    kept awake as the suite keeps them, unless ``awake`` is False; with
+    ``profile``, sampled by ``perf`` (:func:`_profile`)."""
+    child = [sys.executable, "-c", ALONE, str(seconds), "awake" if awake else "-", *probes]
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "perf.data")
+        command = [*PERF_RECORD, "-o", data, "--", *child] if profile else child
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True)
+        except FileNotFoundError:
+            print("--profile needs perf (linux-perf) on the PATH", file=sys.stderr)
+            return 1
+        if proc.returncode != 0:
+            print(proc.stdout[-2000:] + proc.stderr[-2000:], file=sys.stderr)
+            return 1
+        lines = proc.stdout.splitlines()
+        pid = int(lines.pop(0).split()[1])
+        load = lines.pop().split()[1]
+        rows = [line.split() for line in lines]
+        samples = _perf_samples(data) if profile else []
+    began = [int(row[0]) for row in rows]
+    columns = [
+        [float(v) for v in column] for column in zip(*(row[1:] for row in rows), strict=True)
+    ]
+    ref = columns[0]
+    _report("reference op", ref, seconds)
+    for k, name in enumerate(probes):
+        wall, cpu = columns[1 + 2 * k], columns[2 + 2 * k]
+        _report(f"probe {name}, wall", wall, seconds)
+        _report(f"probe {name}, CPU time", cpu, seconds)
+        both = sum(r and p for r, p in zip(_slow(ref), _slow(wall), strict=True))
+        print(
+            f"  its runs {SLOW}x its median or more: {_share(sum(_slow(wall)), len(wall))} of "
+            f"all, {_share(both, sum(_slow(ref)))} of those right after a slow run of the "
+            f"reference op; correlation with the reference op's runs {_corr(ref, wall):.2f}"
+        )
+    others = "unknown" if load == "None" else f"{100 * float(load):.1f}% of the CPUs"
+    print(f"other processes meanwhile: {others}")
+    if profile:
+        ends = [start + round(1e9 * t) for start, t in zip(began, ref, strict=True)]
+        _profile(began, ends, _slow(ref), samples, pid)
+    return 0
+
+
+#: How ``--profile`` samples the process: ``perf``'s software clock (no
+#: hardware counters needed), timestamps on the clock the child reads.
+PERF_RECORD = ["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-e", "cpu-clock", "-F", "2000"]
+#: What each kind of code is called in the profile, by the file it ran from.
+CODE = (
+    ("[kernel", "the kernel"),
+    ("perf-", "compiled code (the op's loop)"),
+    ("[unknown", "compiled code (the op's loop)"),
+    ("libjax", "XLA's runtime (jaxlib)"),
+    ("libc.", "the C library"),
+    ("ld-linux", "the C library"),
+    ("python", "the Python interpreter"),
+)
+
+
+def _slow(runs: Sequence[float]) -> list[bool]:
+    median = statistics.median(runs)
+    return [t >= SLOW * median for t in runs]
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "-"
+
+
+def _perf_samples(data: str) -> list[tuple[int, int, str]]:
+    """Each sample in ``data`` (a ``perf record`` file): thread id, time in
+    nanoseconds (CLOCK_MONOTONIC) and the file its instruction was in."""
+    out = subprocess.run(
+        ["perf", "script", "-i", data, "-F", "tid,time,ip,dso", "--ns"],
         capture_output=True,
         text=True,
         check=True,
+    ).stdout
+    samples = []
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) < 3 or "(" not in line:
+            continue
+        seconds, _, fraction = fields[1].rstrip(":").partition(".")
+        when = int(seconds) * 10**9 + int(fraction.ljust(9, "0")[:9])
+        samples.append((int(fields[0]), when, line[line.rfind("(") + 1 : line.rfind(")")]))
+    return samples
+
+
+def _code(dso: str) -> str:
+    name = os.path.basename(dso) or dso
+    return next((kind for start, kind in CODE if start in name), "other")
+
+
+def _profile(starts: list[int], ends: list[int], slow: list[bool], samples: list, pid: int) -> None:
+    """Where the reference op's slow runs spent their time against its other
+    runs: the samples within its runs per run, by thread (the calling thread
+    or XLA's) and kind of code (:data:`CODE`). Code that takes as many
+    samples in both ran at the same rate; the kinds that grow are where the
+    slow runs lost their time."""
+    found: dict[bool, Counter[tuple[str, str]]] = {True: Counter(), False: Counter()}
+    for tid, when, dso in samples:
+        i = bisect.bisect_right(starts, when) - 1
+        if i >= 0 and when <= ends[i]:
+            thread = "calling thread" if tid == pid else "XLA's threads"
+            found[slow[i]][(thread, _code(dso))] += 1
+    n_slow = sum(slow)
+    n_other = len(slow) - n_slow
+    if not n_slow or not n_other:
+        print("profile: no slow runs to compare" if n_other else "profile: every run was slow")
+        return
+    print(
+        f"\nprofile ({PERF_RECORD[-1]} samples a second, within the reference op's runs; "
+        f"{n_slow} slow runs, {n_other} others): samples per run"
     )
-    lines = proc.stdout.splitlines()
-    load = lines.pop().split()[1]
-    columns = list(zip(*(map(float, line.split()) for line in lines), strict=True))
-    names = ["reference op", "probe, wall", "probe, CPU time"][: len(columns)]
-    for name, runs in zip(names, columns, strict=True):
-        _report(name, list(runs), seconds)
-    if probe:
-        ref, wall, cpu = (list(c) for c in columns)
-        print(f"correlation of consecutive runs, reference op and probe: {_corr(ref, wall):.2f}")
-        print(f"correlation of the probe's wall and CPU time: {_corr(wall, cpu):.2f}")
-    others = "unknown" if load == "None" else f"{100 * float(load):.1f}% of the CPUs"
-    print(f"other processes meanwhile: {others}")
-    return 0
+    print("| thread | code | other runs | slow runs | slow / other |")
+    print("|---|---|---|---|---|")
+    kinds = found[False] + found[True]
+    for thread, code in sorted(kinds, key=kinds.__getitem__, reverse=True):
+        other, slower = found[False][thread, code] / n_other, found[True][thread, code] / n_slow
+        ratio = f"{slower / other:.2f}" if other else "-"
+        print(f"| {thread} | {code} | {other:.3f} | {slower:.3f} | {ratio} |")
 
 
 def _report(name: str, runs: list[float], seconds: float) -> None:
@@ -233,8 +391,6 @@ def _report(name: str, runs: list[float], seconds: float) -> None:
 
 def _corr(a: list[float], b: list[float]) -> float:
     """Pearson's correlation of two series of equal length."""
-    import statistics
-
     return statistics.correlation(a, b)
 
 
@@ -258,8 +414,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--probe",
+        nargs="*",
+        choices=list(PROBES),
+        metavar="KIND",
+        help="with --alone: alternate with loops without JAX, each timed as a run "
+        f"({', '.join(PROBES)}; alone: alu)",
+    )
+    parser.add_argument(
+        "--profile",
         action="store_true",
-        help="with --alone: alternate with a loop without JAX (the machine's rate)",
+        help="with --alone: sample the process with perf; where the slow runs lost their time",
     )
     parser.add_argument(
         "--system-idle",
@@ -268,9 +432,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.alone is not None:
-        return alone(args.alone, args.probe, not args.system_idle)
-    if args.probe or args.system_idle:
-        parser.error("--probe and --system-idle go with --alone")
+        probes = ["alu"] if args.probe == [] else list(dict.fromkeys(args.probe or ()))
+        return alone(args.alone, probes, not args.system_idle, args.profile)
+    if args.probe is not None or args.system_idle or args.profile:
+        parser.error("--probe, --profile and --system-idle go with --alone")
     if args.processes < 1:
         parser.error("--processes must be at least 1")
     extra = ["--quick"] if args.quick else []
