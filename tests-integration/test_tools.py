@@ -6,8 +6,11 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 TOOLS = pathlib.Path(__file__).resolve().parents[1] / "tools"
 
@@ -241,28 +244,91 @@ def test_bench_instrument_alone_reports_the_spread_and_the_load_of_other_process
     assert lines[-1].endswith("% of the CPUs") or lines[-1].endswith(": unknown")
 
 
+def _alone_heads(out: str) -> list[str]:
+    return [line.split(":")[0].split(" (")[0] for line in out.splitlines()]
+
+
+def _probe_heads(*kinds: str) -> list[str]:
+    spread = ("  spread over the whole 0.5 s", "  spread over 15 consecutive runs")
+    heads = ["reference op", *spread]
+    for kind in kinds:
+        heads += [f"probe {kind}, wall", *spread, f"probe {kind}, CPU time", *spread]
+        heads.append("  its runs 1.1x its median or more")
+    return [*heads, "other processes meanwhile"]
+
+
 def test_bench_instrument_probe_runs_beside_the_reference_op_with_idle_cpus_as_set():
     command = [sys.executable, str(TOOLS / "bench_instrument.py"), "--alone", "0.5", "--probe"]
     out = subprocess.run(
         [*command, "--system-idle"], capture_output=True, text=True, check=True, timeout=600
     ).stdout
-    heads = [line.split(":")[0].split(" (")[0] for line in out.splitlines()]
-    assert heads == [
-        *("reference op", "  spread over the whole 0.5 s", "  spread over 15 consecutive runs"),
-        *("probe, wall", "  spread over the whole 0.5 s", "  spread over 15 consecutive runs"),
-        *("probe, CPU time", "  spread over the whole 0.5 s", "  spread over 15 consecutive runs"),
-        "correlation of consecutive runs, reference op and probe",
-        "correlation of the probe's wall and CPU time",
-        "other processes meanwhile",
+    assert _alone_heads(out) == _probe_heads("alu")  # the default kind
+    assert re.search(r"correlation with the reference op's runs -?\d\.\d\d, of its wall", out)
+    for flag in ("--probe", "--profile"):
+        refused = subprocess.run(
+            [sys.executable, str(TOOLS / "bench_instrument.py"), flag],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert refused.returncode == 2
+        assert "--probe, --profile and --system-idle go with --alone" in refused.stderr
+
+
+def test_bench_instrument_probes_of_each_kind():
+    command = [sys.executable, str(TOOLS / "bench_instrument.py"), "--alone", "0.5"]
+    command += ["--probe", "python", "numpy"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600).stdout
+    assert _alone_heads(out) == _probe_heads("python", "numpy")
+
+
+def _instrument():
+    sys.path.insert(0, str(TOOLS))
+    try:
+        import bench_instrument
+    finally:
+        sys.path.remove(str(TOOLS))
+    return bench_instrument
+
+
+def test_bench_instrument_profile_counts_samples_per_run_where_the_slow_runs_spent_them(capsys):
+    tool = _instrument()
+    # Ten runs of 1 ms from t=0, every 2 ms; runs 3 and 7 slow. Each run has
+    # two samples in the op's compiled loop on XLA's thread; the slow ones
+    # also two in XLA's runtime, the others one; one sample falls between runs.
+    starts = [2_000_000 * i for i in range(10)]
+    ends = [s + 1_000_000 for s in starts]
+    slow = [i in (3, 7) for i in range(10)]
+    samples = []
+    for i, s in enumerate(starts):
+        samples += [(11, s + 100, "/tmp/perf-10.map"), (11, s + 200, "[unknown]")]
+        samples += [(11, s + 300 + k, "/x/jaxlib/libjax_common.so") for k in range(1 + slow[i])]
+    samples.append((10, 1_500_000, "/usr/lib/libc.so.6"))  # between runs 0 and 1
+    tool._profile(starts, ends, slow, samples, pid=10)
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| XLA")]
+    assert rows == [
+        "| XLA's threads | compiled code (the op's loop) | 2.000 | 2.000 | 1.00 |",
+        "| XLA's threads | XLA's runtime (jaxlib) | 1.000 | 2.000 | 2.00 |",
     ]
-    refused = subprocess.run(
-        [sys.executable, str(TOOLS / "bench_instrument.py"), "--probe"],
+    assert [tool._code(d) for d in ("[kernel.kallsyms]", "/lib/ld-linux-x86-64.so.2", "x.so")] == [
+        "the kernel",
+        "the C library",
+        "other",
+    ]
+
+
+def test_bench_instrument_profile_under_perf():
+    probe = subprocess.run(
+        ["perf", "record", "-q", "-e", "cpu-clock", "-o", os.devnull, "--", "true"],
         capture_output=True,
-        text=True,
         check=False,
-    )
-    assert refused.returncode == 2
-    assert "--probe and --system-idle go with --alone" in refused.stderr
+    ) if shutil.which("perf") else None  # fmt: skip
+    if probe is None or probe.returncode != 0:
+        pytest.skip("perf cannot sample processes here")
+    command = [sys.executable, str(TOOLS / "bench_instrument.py"), "--alone", "1", "--profile"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600).stdout
+    assert "| thread | code | other runs | slow runs | slow / other |" in out
+    assert "| XLA's threads | compiled code (the op's loop) |" in out
 
 
 def test_bench_instrument_compares_arrangements_of_the_rounds():

@@ -285,7 +285,8 @@ def alone(
         print(
             f"  its runs {SLOW}x its median or more: {_share(sum(_slow(wall)), len(wall))} of "
             f"all, {_share(both, sum(_slow(ref)))} of those right after a slow run of the "
-            f"reference op; correlation with the reference op's runs {_corr(ref, wall):.2f}"
+            f"reference op; correlation with the reference op's runs {_corr(ref, wall):.2f}, "
+            f"of its wall and CPU time {_corr(wall, cpu):.2f}"
         )
     others = "unknown" if load == "None" else f"{100 * float(load):.1f}% of the CPUs"
     print(f"other processes meanwhile: {others}")
@@ -358,8 +359,8 @@ def _profile(starts: list[int], ends: list[int], slow: list[bool], samples: list
             found[slow[i]][(thread, _code(dso))] += 1
     n_slow = sum(slow)
     n_other = len(slow) - n_slow
-    if not n_slow or not n_other:
-        print("profile: no slow runs to compare" if n_other else "profile: every run was slow")
+    if not n_other:
+        print("profile: every run was slow")
         return
     print(
         f"\nprofile ({PERF_RECORD[-1]} samples a second, within the reference op's runs; "
@@ -368,10 +369,12 @@ def _profile(starts: list[int], ends: list[int], slow: list[bool], samples: list
     print("| thread | code | other runs | slow runs | slow / other |")
     print("|---|---|---|---|---|")
     kinds = found[False] + found[True]
-    for thread, code in sorted(kinds, key=kinds.__getitem__, reverse=True):
-        other, slower = found[False][thread, code] / n_other, found[True][thread, code] / n_slow
-        ratio = f"{slower / other:.2f}" if other else "-"
-        print(f"| {thread} | {code} | {other:.3f} | {slower:.3f} | {ratio} |")
+    for kind in sorted(kinds, key=kinds.__getitem__, reverse=True):
+        other = found[False][kind] / n_other
+        slower = found[True][kind] / n_slow if n_slow else None
+        ratio = "-" if slower is None or not other else f"{slower / other:.2f}"
+        shown = "-" if slower is None else f"{slower:.3f}"
+        print(f"| {kind[0]} | {kind[1]} | {other:.3f} | {shown} | {ratio} |")
 
 
 def _report(name: str, runs: list[float], seconds: float) -> None:
@@ -463,9 +466,9 @@ def main(argv: list[str] | None = None) -> int:
                 results[name].append(spreads)
     print("\n| arrangement | cases at most 5 %, per process | spread over the cases, per process |")
     print("|---|---|---|")
-    for name, found in results.items():
-        counts = ", ".join(f"{sum(v <= 5 for v in f)} of {len(f)}" for f in found) or "-"
-        spans = ", ".join(f"{min(f):.1f} to {max(f):.1f} %" for f in found) or "no result"
+    for name, per_process in results.items():
+        counts = ", ".join(f"{sum(v <= 5 for v in f)} of {len(f)}" for f in per_process) or "-"
+        spans = ", ".join(f"{min(f):.1f} to {max(f):.1f} %" for f in per_process) or "no result"
         print(f"| {ARRANGEMENTS[name]} | {counts} | {spans} |")
     return 0
 

@@ -9,7 +9,7 @@ import pytest
 from ffi_core.testing import whole_message
 from kernel_bench import BenchmarkRecord, BenchmarkResult, compare
 from kernel_bench._console import print_table, render, report_renderables
-from kernel_bench._report import records_report
+from kernel_bench._report import BEST_MEANING, records_report
 from rich.console import Console
 
 
@@ -61,7 +61,7 @@ def test_long_table(capsys):
         ["add/n=64", "cpu", "numba", "6", "-", "6", "0.50x", "ok"],
         ["add/n=64", "cpu", "bad", "1", "-", "1", "3.00x", DIFFERS],
     ]
-    assert out.endswith("\n\n* fastest backend of the case\n")
+    assert out.endswith(f"\n\n* {BEST_MEANING}\n")
     assert all(line == line.rstrip() for line in out.splitlines())
 
 
@@ -105,7 +105,7 @@ def test_the_verdict_is_the_median_in_program_never_the_mean():
     assert table_cells(OUTLIER.table(compare_by="backend", speedup_vs="jax")) == [
         ["label", "platform", "numba in program ms", "jax in program ms", "numba vs jax"],
         ["csr/n=1", "cpu", "0.036 *", "0.29", "8.06x"],
-        ["* fastest backend of the case"],
+        [f"* {BEST_MEANING}"],
     ]
     dispatch = OUTLIER.table(compare_by="backend", speedup_vs="jax", measure="dispatch")
     assert table_cells(dispatch)[1] == ["csr/n=1", "cpu", "0.04 *", "0.32", "8.00x"]
@@ -167,7 +167,33 @@ def test_terminal_long_table():
     assert f"{RED}RuntimeError: boom" in lines[4] and f"{RED}result differs" in lines[7]
     assert [i for i, line in enumerate(lines) if RED in line] == [4, 7]
     assert "*" not in "".join(lines)
-    assert ANSI.sub("", lines[-1]) == "fastest backend of the case"
+    assert ANSI.sub("", lines[-1]) == BEST_MEANING
+
+
+def test_every_backend_as_fast_within_the_noise_is_marked():
+    # A verdict the rounds' spread could flip marks each backend it could go to:
+    # medians within 5 %, or interquartile ranges overlapping (the rule the
+    # consistency check applies to auto).
+    records = [
+        timed("a", "k/n=1", mean=1.0, median=1.0, program=1.0),  # fastest: 0.9 to 1.1
+        timed("b", "k/n=1", mean=1.0, median=1.0, program=1.04),  # median within 5 %
+        timed("c", "k/n=1", mean=1.0, median=1.0, program=1.3, q=0.2),  # from 1.04: overlaps
+        timed("d", "k/n=1", mean=1.0, median=1.0, program=1.3),  # from 1.17: apart
+        timed("e", "k/n=1", mean=1.0, median=2.0, program=1.3, q=0.2),  # as c; dispatch apart
+    ]
+    stars = {}
+    for measure in ("program", "dispatch"):
+        header, row = table_cells(
+            BenchmarkResult(records).table(compare_by="backend", measure=measure)
+        )[:2]
+        stars[measure] = [
+            h.split()[0] for h, cell in zip(header, row, strict=True) if cell.endswith("*")
+        ]
+    assert stars == {"program": ["a", "b", "c", "e"], "dispatch": ["a", "b", "c", "d"]}
+    # Records without quartiles (older files): the medians alone decide.
+    plain = [rec("a", "k/n=1", 1.0), rec("b", "k/n=1", 1.04), rec("c", "k/n=1", 1.3)]
+    cells = table_cells(BenchmarkResult(plain).table())
+    assert [row[2] for row in cells[1:4] if row[3].endswith("*")] == ["a", "b"]
 
 
 def test_terminal_table_fits_the_width():
@@ -231,7 +257,7 @@ def test_print_draws_on_a_terminal_only(monkeypatch):
     drawn = ANSI.sub("", terminal.getvalue())
     assert "─" in drawn and "---" not in drawn and " *" not in drawn
     assert drawn.splitlines()[0].split()[:3] == ["label", "platform", "backend"]
-    assert drawn.rstrip().endswith("\nfastest backend of the case")
+    assert drawn.rstrip().endswith(f"\n{BEST_MEANING}")
 
 
 def test_print_table_of_strings():

@@ -38,9 +38,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from ._record import BenchmarkRecord
+from ._record import TIE, BenchmarkRecord, slower_beyond_noise
 from .autotune._decide import forget
-from .autotune._decision import TIE
 
 __all__ = [
     "AUTO",
@@ -93,15 +92,6 @@ class Disagreement:
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "ratio": self.ratio}
-
-
-def _apart(auto: BenchmarkRecord, best: BenchmarkRecord) -> bool:
-    # Slower beyond the noise: the median by more than MIN_TOLERANCE, and the
-    # interquartile ranges apart.
-    if auto.program_median_ms <= best.program_median_ms * (1 + MIN_TOLERANCE):  # type: ignore[operator]
-        return False
-    low, high = auto.program_q25_ms, best.program_q75_ms
-    return low is None or high is None or low > high
 
 
 def _reason(auto: BenchmarkRecord, best: BenchmarkRecord, by_backend: dict[str, Any]) -> str:
@@ -184,7 +174,7 @@ def check_consistency(
             continue
         compared += 1
         best = min(fixed, key=lambda r: r.program_median_ms)  # type: ignore[arg-type,return-value]
-        if not _apart(auto, best):
+        if not slower_beyond_noise(auto, best):
             continue
         found.append(
             Disagreement(

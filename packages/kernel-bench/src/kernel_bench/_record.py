@@ -11,11 +11,20 @@ import numpy as np
 __all__ = [
     "FLOAT_FIELDS",
     "RECORD_FIELDS",
+    "TIE",
     "BenchmarkRecord",
     "failed_record",
     "jsonable",
+    "slower_beyond_noise",
     "verbose_line",
 ]
+
+#: Two medians within this relative difference are a tie: an autotune
+#: decision's margin must exceed it (and its noise) to be settled, and the
+#: suite counts two backends apart only beyond it (:func:`slower_beyond_noise`).
+#: One number, so the autotuner and the suite's report agree on what a close
+#: call is.
+TIE = 0.05
 
 #: The fields holding a float or None.
 FLOAT_FIELDS: tuple[str, ...] = (
@@ -158,6 +167,42 @@ def failed_record(record: BenchmarkRecord, message: str) -> BenchmarkRecord:
     fields = record.to_dict()
     fields.update(success=False, error=message)
     return BenchmarkRecord(**fields)
+
+
+def _quartiles(r: BenchmarkRecord, measure: str) -> tuple[float | None, float | None, float | None]:
+    # The median and quartiles of ``measure`` ("program" or "dispatch"; a
+    # dispatch record of an older file has its mean for a median).
+    if measure == "program":
+        return r.program_median_ms, r.program_q25_ms, r.program_q75_ms
+    median = r.median_ms if r.median_ms is not None else r.mean_ms
+    return median, r.q25_ms, r.q75_ms
+
+
+def slower_beyond_noise(
+    slow: BenchmarkRecord, fast: BenchmarkRecord, measure: str = "program"
+) -> bool:
+    """Whether ``slow`` took longer than ``fast`` by more than their rounds'
+    noise, measured ``"program"`` (in program) or ``"dispatch"``: its median
+    more than :data:`TIE` above ``fast``'s, and the interquartile ranges
+    apart (``slow``'s 25th percentile above ``fast``'s 75th). Where either
+    lacks its quartiles, the medians alone decide; where either lacks a
+    median, nothing is beyond the noise.
+
+    Example:
+        >>> a = BenchmarkRecord("cpu", "a", "k/n=1", 1.0, 0.0, 1.0, 1.0, True,
+        ...                     program_median_ms=1.0, program_q25_ms=0.9, program_q75_ms=1.1)
+        >>> b = dataclasses.replace(a, backend="b", program_median_ms=1.3,
+        ...                         program_q25_ms=1.05, program_q75_ms=1.5)
+        >>> slower_beyond_noise(b, a), slower_beyond_noise(a, b)
+        (False, False)
+        >>> slower_beyond_noise(dataclasses.replace(b, program_q25_ms=1.2), a)
+        True
+    """
+    median, low, _ = _quartiles(slow, measure)
+    other, _, high = _quartiles(fast, measure)
+    if median is None or other is None or median <= other * (1 + TIE):
+        return False
+    return low is None or high is None or low > high
 
 
 def verbose_line(r: BenchmarkRecord) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ._record import BenchmarkRecord
+from ._record import TIE, BenchmarkRecord, slower_beyond_noise
 
 __all__ = [
     "BEST",
@@ -57,12 +57,16 @@ _DESCENDING = ("throughput", "speedup")
 _STATUS_WIDTH = 60
 _NOTE_WIDTH = 200
 
-#: The mark of the fastest successful backend of a case.
+#: The mark of the fastest successful backend of a case, and of any other
+#: not slower than it beyond the noise (``slower_beyond_noise``).
 BEST = "*"
 #: The mark of a backend that failed (raised, or its results differ).
 FAILED = "!"
 #: What a ``BEST`` mark means; written under a table after ``*``.
-BEST_MEANING = "fastest backend of the case"
+BEST_MEANING = (
+    f"fastest backend of the case, and any as fast within the noise (medians within {TIE:.0%}, "
+    "or interquartile ranges overlapping)"
+)
 #: The text of a report without records.
 NO_RECORDS = "(no benchmark records)"
 
@@ -200,16 +204,24 @@ def _speedups(
     return out
 
 
-def _best(records: Sequence[BenchmarkRecord], get: Callable[..., float | None]) -> set[int]:
-    best: dict[tuple[str, str], int] = {}
-    for i, r in enumerate(records):
-        value = get(r)
-        if not r.success or value is None:
-            continue
-        key = (r.label, r.platform)
-        if key not in best or value < get(records[best[key]]):  # type: ignore[operator]
-            best[key] = i
-    return set(best.values())
+def _best(records: Sequence[BenchmarkRecord], measure: str) -> set[int]:
+    # The fastest successful record of each case, and every other one not
+    # slower than it beyond the noise (``slower_beyond_noise``): a verdict the
+    # rounds' spread could flip marks all the backends it could go to.
+    get = _GETTERS[measure]
+    fastest: dict[tuple[str, str], int] = {}
+    timed = [i for i, r in enumerate(records) if r.success and get(r) is not None]
+    for i in timed:
+        key = (records[i].label, records[i].platform)
+        if key not in fastest or get(records[i]) < get(records[fastest[key]]):  # type: ignore[operator]
+            fastest[key] = i
+    return {
+        i
+        for i in timed
+        if not slower_beyond_noise(
+            records[i], records[fastest[records[i].label, records[i].platform]], measure
+        )
+    }
 
 
 def _sort_key(
@@ -257,7 +269,7 @@ def records_report(
         measure = "program" if measured else "dispatch"
     get = _GETTERS[measure]
     speedup = _speedups(records, speedup_vs, get)
-    best = _best(records, get) if highlight_best else set()
+    best = _best(records, measure) if highlight_best else set()
     order = list(range(len(records)))
     if sort_by is not None:
         order.sort(key=_sort_key(sort_by, records, speedup))

@@ -18,16 +18,12 @@ from typing import Any
 
 from .._config import BACKEND_PLATFORMS
 from .._console import render
+from .._record import TIE
 from ._location import cache_dir
 
 #: A decision whose winner's rounds spread more than this (interquartile range
 #: over median) was measured while the machine was busy (``Decision.busy``).
 BUSY_NOISE = 0.2
-#: Two medians within this relative difference are a tie: a decision's margin
-#: must exceed it (and its noise) to be settled, and the suite's consistency
-#: check calls ``auto`` as fast as the best backend within it. One number, so
-#: the autotuner and the suite's report agree on what a close call is.
-TIE = 0.05
 SOURCES = ("measured", "disk", "process 0", "only backend", "fallback")
 STATUSES = ("ok", "failed", "disagrees")
 # Bounds on what is read back: a text from process 0, the strings and lists
