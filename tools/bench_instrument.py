@@ -65,6 +65,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+import _perf
 from kernel_bench._stretches import SLOW, describe
 from kernel_bench._timing import Spread
 
@@ -257,7 +258,7 @@ def alone(
     child = [sys.executable, "-c", ALONE, str(seconds), "awake" if awake else "-", *probes]
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "perf.data")
-        command = [*PERF_RECORD, "-o", data, "--", *child] if profile else child
+        command = [*_perf.RECORD, "-o", data, "--", *child] if profile else child
         try:
             proc = subprocess.run(command, capture_output=True, text=True)
         except FileNotFoundError:
@@ -270,7 +271,7 @@ def alone(
         pid = int(lines.pop(0).split()[1])
         load = lines.pop().split()[1]
         rows = [line.split() for line in lines]
-        samples = _perf_samples(data) if profile else []
+        samples = _perf.samples(data) if profile else []
     began = [int(row[0]) for row in rows]
     columns = [
         [float(v) for v in column] for column in zip(*(row[1:] for row in rows), strict=True)
@@ -296,21 +297,6 @@ def alone(
     return 0
 
 
-#: How ``--profile`` samples the process: ``perf``'s software clock (no
-#: hardware counters needed), timestamps on the clock the child reads.
-PERF_RECORD = ["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-e", "cpu-clock", "-F", "2000"]
-#: What each kind of code is called in the profile, by the file it ran from.
-CODE = (
-    ("[kernel", "the kernel"),
-    ("perf-", "compiled code (the op's loop)"),
-    ("[unknown", "compiled code (the op's loop)"),
-    ("libjax", "XLA's runtime (jaxlib)"),
-    ("libc.", "the C library"),
-    ("ld-linux", "the C library"),
-    ("python", "the Python interpreter"),
-)
-
-
 def _slow(runs: Sequence[float]) -> list[bool]:
     median = statistics.median(runs)
     return [t >= SLOW * median for t in runs]
@@ -320,50 +306,24 @@ def _share(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "-"
 
 
-def _perf_samples(data: str) -> list[tuple[int, int, str]]:
-    """Each sample in ``data`` (a ``perf record`` file): thread id, time in
-    nanoseconds (CLOCK_MONOTONIC) and the file its instruction was in."""
-    out = subprocess.run(
-        ["perf", "script", "-i", data, "-F", "tid,time,ip,dso", "--ns"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    samples = []
-    for line in out.splitlines():
-        fields = line.split()
-        if len(fields) < 3 or "(" not in line:
-            continue
-        seconds, _, fraction = fields[1].rstrip(":").partition(".")
-        when = int(seconds) * 10**9 + int(fraction.ljust(9, "0")[:9])
-        samples.append((int(fields[0]), when, line[line.rfind("(") + 1 : line.rfind(")")]))
-    return samples
-
-
-def _code(dso: str) -> str:
-    name = os.path.basename(dso) or dso
-    return next((kind for start, kind in CODE if start in name), "other")
-
-
 def _profile(starts: list[int], ends: list[int], slow: list[bool], samples: list, pid: int) -> None:
     """Where the reference op's slow runs spent their time against its other
     runs: the samples within its runs per run, by thread (the calling thread
-    or XLA's) and kind of code (:data:`CODE`). Code that takes as many
+    or the others: XLA's) and kind of code (``_perf.CODE``). Code that takes as many
     samples in both ran at the same rate; the kinds that grow are where the
     slow runs lost their time."""
     found: dict[bool, Counter[tuple[str, str]]] = {True: Counter(), False: Counter()}
     for tid, when, dso in samples:
         i = bisect.bisect_right(starts, when) - 1
         if i >= 0 and when <= ends[i]:
-            thread = "calling thread" if tid == pid else "XLA's threads"
-            found[slow[i]][(thread, _code(dso))] += 1
+            found[slow[i]][(_perf.thread(tid, pid), _perf.code(dso))] += 1
     n_slow = sum(slow)
     n_other = len(slow) - n_slow
     if not n_other:
         print("profile: every run was slow")
         return
     print(
-        f"\nprofile ({PERF_RECORD[-1]} samples a second, within the reference op's runs; "
+        f"\nprofile ({_perf.FREQUENCY} samples a second, within the reference op's runs; "
         f"{n_slow} slow runs, {n_other} others): samples per run"
     )
     print("| thread | code | other runs | slow runs | slow / other |")

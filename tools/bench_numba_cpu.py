@@ -23,6 +23,7 @@ import textwrap
 import time
 from collections.abc import Callable
 
+import _perf
 import jax
 import jax.numpy as jnp
 import numba
@@ -114,34 +115,35 @@ def faults_per_call(fn: Callable[[], object], calls: int = 20) -> float:
     return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
 
 
-def cpu_per_thread(fn: Callable[[], object], calls: int = 200) -> str:
-    """Where a call's time goes, thread by thread: the CPU time each thread of
-    the process used per call over ``calls`` calls, dispatched as the timings
-    are (Linux's ``/proc/self/task/*/schedstat``, read before and after, so
-    the calls run undisturbed), largest first, threads under 2 us left out;
-    "unknown" where the file cannot be read. XLA's own add of 2^20 elements
-    runs on two threads; a serial kernel on one."""
+def cpus_busy(fn: Callable[[], object], calls: int = 200) -> str:
+    """How many CPUs a call keeps busy: the CPU time all the process's threads
+    used per call over ``calls`` calls, dispatched as the timings are, over
+    the wall time per call (Linux's ``/proc/self/task/*/schedstat``, read
+    before and after, so the calls run undisturbed); "unknown" where it
+    cannot be read. A serial kernel keeps one CPU busy, and the thread that
+    launches the calls a little of another; XLA's own add of 2^20 elements
+    splits over its threads."""
 
-    def used() -> dict[str, int] | None:
-        found = {}
+    def used() -> int | None:
+        total = 0
         try:
             for tid in os.listdir("/proc/self/task"):
                 with open(f"/proc/self/task/{tid}/schedstat") as f:
-                    found[tid] = int(f.read().split()[0])
+                    total += int(f.read().split()[0])
         except (OSError, ValueError, IndexError):
             return None
-        return found
+        return total
 
     jax.block_until_ready(fn())
-    before = used()
+    before, start = used(), time.perf_counter()
     for _ in range(calls):
         out = fn()
     jax.block_until_ready(out)
-    after = used()
+    wall, after = (time.perf_counter() - start) / calls, used()
     if before is None or after is None:
         return "unknown"
-    per_call = sorted(((after[t] - before.get(t, 0)) / 1e3 / calls for t in after), reverse=True)
-    return " + ".join(f"{us:.0f}" for us in per_call if us >= 2) + " us"
+    cpu = (after - before) / 1e9 / calls
+    return f"{cpu / wall:.2f} CPUs ({cpu * 1e6:.0f} us of CPU time in {wall * 1e6:.0f} us a call)"
 
 
 def bench_large(rounds: int) -> dict:
@@ -169,8 +171,8 @@ def bench_large(rounds: int) -> dict:
     res["ratio_of_medians_numba_over_numba_alone"] = res["numba_us"] / res["numba_alone_us"]
     for k, f in cands.items():
         res[f"{k}_page_faults_per_call"] = faults_per_call(lambda f=f: f(x, y))
-    for k in ("numba", "jnp", "numba_prange"):
-        res[f"{k}_cpu_per_thread"] = cpu_per_thread(timed[k])
+    for k in ("numba", "jnp", "numba_prange", "numba_alone"):
+        res[f"{k}_cpus_busy"] = cpus_busy(timed[k])
     return res
 
 
@@ -373,6 +375,70 @@ def bench_wait_policy(rounds: int, processes: int = 2) -> dict:
     return res
 
 
+_ADD_PROFILE_SCRIPT = textwrap.dedent(
+    """
+    import os, sys, time
+    sys.path.insert(0, sys.argv[2])  # this tool's directory: its kernels
+    import jax, jax.numpy as jnp, numpy as np
+    from bench_numba_cpu import add
+    from numba_cpu_ffi import numba_kernel
+
+    calls = int(sys.argv[1])
+    x = jnp.asarray(np.random.default_rng(0).random(2**20, dtype=np.float32))
+    y = x + 1
+    op = jax.jit(numba_kernel(add, jax.ShapeDtypeStruct(x.shape, x.dtype)))
+    add_jnp = jax.jit(jnp.add)
+    xs, ys = np.asarray(x), np.asarray(y)
+    os_ = np.empty_like(xs)
+    cands = {
+        "numba": lambda: op(x, y),
+        "jnp": lambda: add_jnp(x, y),
+        "numba_alone": lambda: add(xs, ys, os_),
+    }
+    print("pid", os.getpid())
+    for fn in cands.values():
+        for _ in range(50):
+            out = fn()
+        jax.block_until_ready(out)
+    for name, fn in cands.items():
+        start = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        for _ in range(calls):
+            out = fn()
+        jax.block_until_ready(out)
+        print(name, start, time.clock_gettime_ns(time.CLOCK_MONOTONIC))
+    """
+)
+
+
+def bench_add_profile(calls: int) -> dict:
+    """Where a call of the 2^20 add spends its CPU time: ``calls`` calls of
+    our serial kernel, of ``jnp.add`` and of the kernel by Numba alone (on
+    NumPy arrays), one after the other in a fresh process sampled by perf on
+    its software clock (``_perf``); per call, the wall time and the CPU time
+    of each kind of code on the calling thread and on the others (XLA's
+    workers), where at least 1 us. The compiled code is the loop itself
+    (Numba's or XLA's: both are JIT code to perf)."""
+    if not _perf.can_sample():
+        return {"perf": "cannot sample processes here"}
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "perf.data")
+        child = [sys.executable, "-c", _ADD_PROFILE_SCRIPT, str(calls), _HERE]
+        lines = subprocess.run(
+            [*_perf.RECORD, "-o", data, "--", *child], check=True, capture_output=True, text=True
+        ).stdout.splitlines()
+        found = _perf.samples(data)
+    pid = int(lines[0].split()[1])
+    res: dict[str, object] = {}
+    for line in lines[1:]:
+        name, start, end = line.split()
+        res[f"{name}_us_per_call"] = (int(end) - int(start)) / 1e3 / calls
+        for (thread, kind), n in _perf.per_window(found, int(start), int(end), pid).most_common():
+            us = n / _perf.FREQUENCY / calls * 1e6
+            if us >= 1:
+                res[f"{name}: {kind}, {thread}"] = f"{us:.1f} us"
+    return res
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds")
@@ -406,6 +472,7 @@ def main() -> None:
         "parallel_threshold": lambda: bench_wake(rounds),
         "boundscheck_cost": lambda: bench_boundscheck(rounds),
         "wait_policy": lambda: bench_wait_policy(5 * rounds),
+        "add_2pow20_profile": lambda: bench_add_profile(1000 if args.quick else 5000),
     }
     unknown = set(args.only or ()) - set(groups)
     if unknown:
