@@ -380,8 +380,9 @@ def main(argv: list[str] | None = None) -> int:
         nargs="*",
         choices=list(PROBES),
         metavar="KIND",
-        help="with --alone: alternate with loops without JAX, each timed as a run "
-        f"({', '.join(PROBES)}; alone: alu)",
+        help="with --alone: alternate with loops without JAX, each timed as a run ("
+        + "; ".join(f"{name}: {what}" for name, what in PROBES.items())
+        + "; --probe alone: alu)",
     )
     parser.add_argument(
         "--profile",

@@ -1,4 +1,5 @@
-"""``BenchmarkRecord``: the outcome of one backend on one case, in a JSON-safe form."""
+"""``BenchmarkRecord``: the outcome of one backend on one case, in a JSON-safe
+form; and the rule that tells two records' times apart (``slower_beyond_noise``)."""
 
 from __future__ import annotations
 
