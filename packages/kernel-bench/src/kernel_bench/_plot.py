@@ -9,7 +9,7 @@ from __future__ import annotations
 import pathlib
 from collections.abc import Sequence
 
-from ._record import BenchmarkRecord
+from ._record import BenchmarkRecord, quartiles, slower_beyond_noise
 
 __all__ = ["plot_records"]
 
@@ -29,14 +29,13 @@ def _format_ms(ms: float) -> str:
     return f"{ms * 1e6:.3g} ns"
 
 
+def _measure(r: BenchmarkRecord) -> str:
+    # In program where measured, else dispatch.
+    return "program" if r.program_median_ms is not None else "dispatch"
+
+
 def _bar(r: BenchmarkRecord) -> tuple[float | None, float | None, float | None]:
-    # The median time and its quartiles, in program where measured, else dispatch
-    # (the mean, without quartiles, for records of older files).
-    if r.program_median_ms is not None:
-        return r.program_median_ms, r.program_q25_ms, r.program_q75_ms
-    if r.median_ms is not None:
-        return r.median_ms, r.q25_ms, r.q75_ms
-    return r.mean_ms, None, None
+    return quartiles(r, _measure(r))
 
 
 def plot_records(
@@ -99,7 +98,11 @@ def plot_records(
                     xerr=quartiles,
                     error_kw={"elinewidth": 0.8, "capsize": 2},
                 )
-                best = record is fastest and len(ok) > 1
+                best = (
+                    fastest is not None
+                    and len(ok) > 1
+                    and not slower_beyond_noise(record, fastest, _measure(fastest))
+                )
                 right = max(median, q75 or 0.0)
                 ax.text(
                     right * 1.08,
@@ -120,7 +123,8 @@ def plot_records(
         ax.set_axisbelow(True)
     axes[-1].set_xlabel(
         "median time per call inside a compiled program (dispatch where not measured), log scale\n"
-        "error bars: 25th to 75th percentile; bold: the fastest backend"
+        "error bars: 25th to 75th percentile; bold: the fastest backend, and any as fast "
+        "within the noise"
     )
     fig.legend(
         [Patch(color=colors[b]) for b in backends],

@@ -16,6 +16,7 @@ __all__ = [
     "BenchmarkRecord",
     "failed_record",
     "jsonable",
+    "quartiles",
     "slower_beyond_noise",
     "verbose_line",
 ]
@@ -170,9 +171,10 @@ def failed_record(record: BenchmarkRecord, message: str) -> BenchmarkRecord:
     return BenchmarkRecord(**fields)
 
 
-def _quartiles(r: BenchmarkRecord, measure: str) -> tuple[float | None, float | None, float | None]:
-    # The median and quartiles of ``measure`` ("program" or "dispatch"; a
-    # dispatch record of an older file has its mean for a median).
+def quartiles(r: BenchmarkRecord, measure: str) -> tuple[float | None, float | None, float | None]:
+    """The median, 25th and 75th percentile of ``r``'s time ``measure``d
+    ``"program"`` (in program) or ``"dispatch"`` (a record of an older file
+    has its mean for a median, and no quartiles)."""
     if measure == "program":
         return r.program_median_ms, r.program_q25_ms, r.program_q75_ms
     median = r.median_ms if r.median_ms is not None else r.mean_ms
@@ -199,8 +201,8 @@ def slower_beyond_noise(
         >>> slower_beyond_noise(dataclasses.replace(b, program_q25_ms=1.2), a)
         True
     """
-    median, low, _ = _quartiles(slow, measure)
-    other, _, high = _quartiles(fast, measure)
+    median, low, _ = quartiles(slow, measure)
+    other, _, high = quartiles(fast, measure)
     if median is None or other is None or median <= other * (1 + TIE):
         return False
     return low is None or high is None or low > high

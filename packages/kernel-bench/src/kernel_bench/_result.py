@@ -141,7 +141,8 @@ class BenchmarkResult:
                 ``"backend"``: one row per case, one time column per backend).
                 Failures are listed under the table.
             highlight_best: mark the fastest successful backend of each case with ``*``
-                (on a terminal: in bold green).
+                (on a terminal: in bold green), and every other one as fast within
+                the noise (medians within 5 %, or interquartile ranges overlapping).
             speedup_vs: a backend; add how many times faster than it each record
                 is on the same case (``"2.00x"``: half its time).
             file: where to print; standard output by default. The table is
@@ -171,7 +172,8 @@ class BenchmarkResult:
         One panel per kernel, one group of bars per case, one bar per backend
         (log scale): the median time per call (in program where measured,
         else dispatch), its error bar from the 25th to the 75th percentile;
-        the fastest backend of each case in bold. Needs matplotlib;
+        the fastest backend of each case in bold, and any as fast within the
+        noise. Needs matplotlib;
         the global pyplot state is not touched.
 
         Returns:
