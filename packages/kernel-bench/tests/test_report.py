@@ -9,6 +9,7 @@ import pytest
 from ffi_core.testing import whole_message
 from kernel_bench import BenchmarkRecord, BenchmarkResult, compare
 from kernel_bench._console import print_table, render, report_renderables
+from kernel_bench._record import slower_beyond_noise
 from kernel_bench._report import BEST_MEANING, records_report
 from rich.console import Console
 
@@ -194,6 +195,13 @@ def test_every_backend_as_fast_within_the_noise_is_marked():
     plain = [rec("a", "k/n=1", 1.0), rec("b", "k/n=1", 1.04), rec("c", "k/n=1", 1.3)]
     cells = table_cells(BenchmarkResult(plain).table())
     assert [row[2] for row in cells[1:4] if row[3].endswith("*")] == ["a", "b"]
+
+
+def test_slower_beyond_noise_refuses_an_unknown_measure():
+    a = rec("a", "k/n=1", 1.0)
+    message = "`measure` must be 'program' or 'dispatch', got 'wall'"
+    with pytest.raises(ValueError, match=whole_message(message)):
+        slower_beyond_noise(a, a, "wall")
 
 
 def test_terminal_table_fits_the_width():

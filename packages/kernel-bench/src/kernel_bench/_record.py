@@ -175,6 +175,8 @@ def quartiles(r: BenchmarkRecord, measure: str) -> tuple[float | None, float | N
     """The median, 25th and 75th percentile of ``r``'s time ``measure``d
     ``"program"`` (in program) or ``"dispatch"`` (a record of an older file
     has its mean for a median, and no quartiles)."""
+    if measure not in ("program", "dispatch"):
+        raise ValueError(f"`measure` must be 'program' or 'dispatch', got {measure!r}")
     if measure == "program":
         return r.program_median_ms, r.program_q25_ms, r.program_q75_ms
     median = r.median_ms if r.median_ms is not None else r.mean_ms
