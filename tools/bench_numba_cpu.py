@@ -115,31 +115,39 @@ def faults_per_call(fn: Callable[[], object], calls: int = 20) -> float:
     return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
 
 
+def schedstat_total(field: int) -> int | None:
+    """One field of Linux's scheduler statistics summed over this process's
+    threads (``/proc/self/task/*/schedstat``: 0, nanoseconds on a CPU; 2,
+    times scheduled onto one); a thread that ends meanwhile is left out;
+    None where the files cannot be read."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    total = 0
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/schedstat") as f:
+                total += int(f.read().split()[field])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
 def cpus_busy(fn: Callable[[], object], calls: int = 200) -> str:
     """How many CPUs a call keeps busy: the CPU time all the process's threads
     used per call over ``calls`` calls, dispatched as the timings are, over
-    the wall time per call (Linux's ``/proc/self/task/*/schedstat``, read
-    before and after, so the calls run undisturbed); "unknown" where it
-    cannot be read. A serial kernel keeps one CPU busy, and the thread that
-    launches the calls a little of another; XLA's own add of 2^20 elements
-    splits over its threads."""
-
-    def used() -> int | None:
-        total = 0
-        try:
-            for tid in os.listdir("/proc/self/task"):
-                with open(f"/proc/self/task/{tid}/schedstat") as f:
-                    total += int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
-        return total
-
+    the wall time per call (:func:`schedstat_total`, read before and after,
+    so the calls run undisturbed); "unknown" where it cannot be read. A
+    serial kernel keeps one CPU busy, and the thread that launches the calls
+    a little of another; XLA's own add of 2^20 elements splits over its
+    threads."""
     jax.block_until_ready(fn())
-    before, start = used(), time.perf_counter()
+    before, start = schedstat_total(0), time.perf_counter()
     for _ in range(calls):
         out = fn()
     jax.block_until_ready(out)
-    wall, after = (time.perf_counter() - start) / calls, used()
+    wall, after = (time.perf_counter() - start) / calls, schedstat_total(0)
     if before is None or after is None:
         return "unknown"
     cpu = (after - before) / 1e9 / calls
@@ -300,23 +308,16 @@ def bench_compile() -> dict:
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _WAIT_POLICY_SCRIPT = textwrap.dedent(
     """
-    import os, statistics, sys, time
+    import statistics, sys, time
     sys.path.insert(0, sys.argv[3])  # this tool's directory: its kernels
     import jax, jax.numpy as jnp
-    from bench_numba_cpu import add, add_parallel
+    from bench_numba_cpu import add, add_parallel, schedstat_total
     from kernel_bench._timing import chained
     from numba_cpu_ffi import numba_kernel
 
     def scheduled():
         # Times this process's threads were scheduled onto a CPU, all told.
-        total = 0
-        for task in os.listdir("/proc/self/task"):
-            try:
-                with open(f"/proc/self/task/{task}/schedstat") as f:
-                    total += int(f.read().split()[2])
-            except OSError:
-                pass
-        return total
+        return schedstat_total(2) or 0
 
     rounds, calls = int(sys.argv[1]), int(sys.argv[2])
     x = jnp.ones(2**20, jnp.float32)
