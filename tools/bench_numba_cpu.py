@@ -6,7 +6,9 @@ does where it may).
 
 Each comparison runs its candidates in interleaved rounds (A, B, A, B, ...) so
 that machine noise hits both alike, and reports the median time of each and the
-median of the per-round ratios.
+median of the per-round ratios. ``--only add_2pow20_profile`` samples the 2^20
+add (ours, ``jnp.add``, Numba alone) with perf on its software clock instead
+(``_perf.py``; perf must be installed and allowed to sample the process).
 """
 
 from __future__ import annotations
