@@ -380,6 +380,29 @@ def test_compare_two_runs():
     assert compare(BenchmarkResult(), BenchmarkResult()) == "(no benchmark records)"
 
 
+def test_compare_says_which_changes_are_within_the_noise():
+    old = BenchmarkResult(
+        [
+            timed("a", "k/n=1", mean=1.0, median=1.0, program=1.0),
+            timed("b", "k/n=1", mean=1.0, median=1.0, program=1.0),
+            timed("c", "k/n=1", mean=1.0, median=1.0, program=1.0),
+        ]
+    )
+    new = BenchmarkResult(
+        [
+            timed("a", "k/n=1", mean=1.0, median=1.0, program=1.04),  # median within 5 %
+            timed("b", "k/n=1", mean=1.0, median=1.0, program=1.3, q=0.2),  # from 1.04: overlaps
+            timed("c", "k/n=1", mean=1.0, median=1.0, program=1.3),  # from 1.17: apart
+        ]
+    )
+    assert [row[-1] for row in table_cells(compare(old, new))[1:]] == [
+        "1.04x slower, within the noise",
+        "1.30x slower, within the noise",
+        "1.30x slower",
+    ]
+    assert table_cells(compare(new, old))[3][-1] == "1.30x faster"
+
+
 def test_compare_refuses_non_results():
     with pytest.raises(
         TypeError, match=whole_message("`new` must be a BenchmarkResult, got <class 'list'>")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._console import render
-from ._record import BenchmarkRecord
+from ._record import BenchmarkRecord, slower_beyond_noise
 from ._report import NO_RECORDS, format_ms
 from ._result import BenchmarkResult
 
@@ -12,6 +12,9 @@ __all__ = ["compare"]
 
 # The measures a comparison may use, best first: the same one on both sides.
 _MEASURES = ("program_median_ms", "median_ms", "mean_ms")
+# What ``slower_beyond_noise`` calls each (files of older versions, with a
+# mean alone, give no noise to compare with).
+_NOISE_MEASURES = {"program_median_ms": "program", "median_ms": "dispatch"}
 
 
 def _measure(a: BenchmarkRecord | None, b: BenchmarkRecord | None) -> str:
@@ -35,8 +38,13 @@ def compare(old: BenchmarkResult, new: BenchmarkResult) -> str:
     it, else the median dispatch, else (files of older versions) the mean.
 
     The change column reads ``"1.25x faster"`` when ``new`` takes 80 % of
-    ``old``'s time. Records present in one run only are listed too; a time
-    marked ``!`` is of a backend whose results did not match.
+    ``old``'s time, with ``", within the noise"`` where neither run's time is
+    slower than the other's beyond the noise (medians within 5 %, or
+    interquartile ranges overlapping: ``_record.slower_beyond_noise``, the
+    rule the suite's verdict uses; files of older versions, with a mean
+    alone, give no noise to tell). Records present in one run only are
+    listed too; a time marked ``!`` is of a backend whose results did not
+    match.
 
     Example:
         >>> old = BenchmarkResult([BenchmarkRecord("cpu", "numba", "add/n=8", 2.0, 0.0, 2.0, 500.0, True)])
@@ -65,10 +73,13 @@ def compare(old: BenchmarkResult, new: BenchmarkResult) -> str:
             ratio = getattr(a, measure) / getattr(b, measure)
             if abs(ratio - 1) < 0.005:
                 change = "same"
-            elif ratio > 1:
-                change = f"{ratio:.2f}x faster"
             else:
-                change = f"{1 / ratio:.2f}x slower"
+                change = f"{ratio:.2f}x faster" if ratio > 1 else f"{1 / ratio:.2f}x slower"
+                noise = _NOISE_MEASURES.get(measure)
+                apart = noise is None or any(
+                    slower_beyond_noise(x, y, noise) for x, y in ((a, b), (b, a))
+                )
+                change += "" if apart else ", within the noise"
         rows.append([*k, _time(a, measure), _time(b, measure), change])
     if not rows:
         return NO_RECORDS
