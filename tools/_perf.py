@@ -21,7 +21,8 @@ FREQUENCY = 2000
 #: How a command is run under perf: its software clock, timestamps on the
 #: clock the child reads; the file goes after ``-o``.
 RECORD = ["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-e", "cpu-clock", "-F", str(FREQUENCY)]
-#: What each kind of code is called, by the start of the file it ran from.
+#: What each kind of code is called, by a part of the name of the file it
+#: ran from (the first that matches).
 CODE = (
     ("[kernel", "the kernel"),
     ("perf-", "compiled code (JIT)"),
@@ -66,7 +67,7 @@ def samples(data: str) -> list[tuple[int, int, str]]:
 def code(dso: str) -> str:
     """The kind of code (:data:`CODE`) of a sample from ``dso``, else "other"."""
     name = os.path.basename(dso) or dso
-    return next((kind for start, kind in CODE if start in name), "other")
+    return next((kind for part, kind in CODE if part in name), "other")
 
 
 def thread(tid: int, pid: int) -> str:

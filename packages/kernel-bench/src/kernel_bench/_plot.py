@@ -87,15 +87,15 @@ def plot_records(
                     continue
                 # The bar's error bar runs from the 25th to the 75th percentile:
                 # never below zero on the log axis, and one outlier cannot stretch it.
-                quartiles = None
+                error = None
                 if q25 is not None and q75 is not None:
-                    quartiles = [[max(median - q25, 0.0)], [max(q75 - median, 0.0)]]
+                    error = [[max(median - q25, 0.0)], [max(q75 - median, 0.0)]]
                 ax.barh(
                     pos,
                     median,
                     height=bar * 0.9,
                     color=colors[backend],
-                    xerr=quartiles,
+                    xerr=error,
                     error_kw={"elinewidth": 0.8, "capsize": 2},
                 )
                 best = (
