@@ -190,11 +190,7 @@ def _tree(root: pathlib.Path, files: dict[str, str]) -> pathlib.Path:
 
 
 def test_import_layers_holds_for_the_tree_and_finds_circles_and_upward_imports(tmp_path):
-    sys.path.insert(0, str(TOOLS))
-    try:
-        import import_layers
-    finally:
-        sys.path.remove(str(TOOLS))
+    (import_layers,) = _tools("import_layers")
     assert import_layers.check() == []
     packages = _tree(
         tmp_path,

@@ -277,15 +277,17 @@ def alone(
         [float(v) for v in column] for column in zip(*(row[1:] for row in rows), strict=True)
     ]
     ref = columns[0]
+    ref_slow = _slow(ref)
     _report("reference op", ref, seconds)
     for k, name in enumerate(probes):
         wall, cpu = columns[1 + 2 * k], columns[2 + 2 * k]
         _report(f"probe {name}, wall", wall, seconds)
         _report(f"probe {name}, CPU time", cpu, seconds)
-        both = sum(r and p for r, p in zip(_slow(ref), _slow(wall), strict=True))
+        wall_slow = _slow(wall)
+        both = sum(r and p for r, p in zip(ref_slow, wall_slow, strict=True))
         print(
-            f"  its runs {SLOW}x its median or more: {_share(sum(_slow(wall)), len(wall))} of "
-            f"all, {_share(both, sum(_slow(ref)))} of those right after a slow run of the "
+            f"  its runs {SLOW}x its median or more: {_share(sum(wall_slow), len(wall))} of "
+            f"all, {_share(both, sum(ref_slow))} of those right after a slow run of the "
             f"reference op; correlation with the reference op's runs {_corr(ref, wall):.2f}, "
             f"of its wall and CPU time {_corr(wall, cpu):.2f}"
         )
@@ -293,7 +295,7 @@ def alone(
     print(f"other processes meanwhile: {others}")
     if profile:
         ends = [start + round(1e9 * t) for start, t in zip(began, ref, strict=True)]
-        _profile(began, ends, _slow(ref), samples, pid)
+        _profile(began, ends, ref_slow, samples, pid)
     return 0
 
 
