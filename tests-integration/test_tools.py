@@ -267,7 +267,7 @@ def test_bench_instrument_probe_runs_beside_the_reference_op_with_idle_cpus_as_s
             check=False,
         )
         assert refused.returncode == 2
-        assert "--probe, --profile and --system-idle go with --alone" in refused.stderr
+        assert "--probe, --profile, --simulate and --system-idle go with --alone" in refused.stderr
 
 
 def test_bench_instrument_probes_of_each_kind():
@@ -391,3 +391,82 @@ def test_bench_numba_cpu_profiles_the_large_add_under_perf():
         r"^  numba_alone: compiled code \(JIT\), calling thread +[\d.]+ us$", out, re.M
     )
     assert re.search(r"^  numba: compiled code \(JIT\), other threads +[\d.]+ us$", out, re.M)
+
+
+def _recording(runs_ms):
+    # Runs back to back from t=0: their starts (ns) and lengths (s).
+    began, now = [], 0
+    for t in runs_ms:
+        began.append(now)
+        now += round(t * 1e6)
+    return began, [t / 1e3 for t in runs_ms]
+
+
+def test_bench_instrument_tells_how_the_reference_ops_rate_moved_between_stretches(capsys):
+    (tool,) = _tools("bench_instrument")
+    # 4,000 runs of 1 ms, then 4,000 of 1.3 ms, then 1,000 of 1 ms (the last
+    # stretch, cut short, is left out).
+    tool._windows(*_recording([1.0] * 4000 + [1.3] * 3077 + [1.0] * 1000))
+    assert capsys.readouterr().out == (
+        "  over 2 stretches of 4 s: medians 1.00x to 1.30x the whole time's; "
+        "spread within a stretch 0.0% to 0.0% (median 0.0%)\n"
+    )
+    tool._windows(*_recording([1.0] * 500))  # shorter than two stretches: nothing
+    assert capsys.readouterr().out == ""
+
+
+def _results(path, cases):
+    records = [
+        {"label": label, "backend": f"b{k}", "program_median_ms": ms}
+        for label, times in cases.items()
+        for k, ms in enumerate(times)
+    ]
+    records.append({"label": "gone", "backend": "b0", "program_median_ms": None})
+    path.write_text(json.dumps({"metadata": {}, "records": records}))
+    return path
+
+
+def test_bench_instrument_schedules_the_reference_op_as_the_suite_orders_its_rounds(tmp_path):
+    (tool,) = _tools("bench_instrument")
+    cases = tool._case_backends(_results(tmp_path / "r.json", {"a": [0.001], "b": [50.0, 2.0]}))
+    assert cases == [[1e-6], [0.05, 0.002]]
+    times, phase = tool._schedule(cases, rounds=15, passes=5, run=0.001)
+    # A round: the reference op's run, and each backend's untimed call and its
+    # run (at least one call); a warm-up round a pass besides the 15.
+    round_a, round_b = 0.001 + 1e-6 + 0.001, 0.001 + 2 * 0.05 + 2 * 0.002
+    assert phase == pytest.approx(20 * (round_a + round_b))
+    assert [len(t) for t in times] == [15, 15]
+    assert all(t == sorted(t) and 0 < t[0] and t[-1] < phase for t in times)
+    with pytest.raises(ValueError, match="holds no in-program times"):
+        tool._case_backends(_results(tmp_path / "none.json", {}))
+
+
+def test_bench_instrument_simulates_arrangements_on_one_recording(tmp_path, capsys):
+    (tool,) = _tools("bench_instrument")
+    results = _results(tmp_path / "r.json", {"a": [0.001], "b": [0.002, 0.001]})
+    tool.simulate(*_recording([1.0] * 60_000), results)  # a steady machine, 60 s
+    rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| 15 | 5 | 1 ms")]
+    assert re.fullmatch(
+        r"\| 15 \| 5 \| 1 ms \| 0 s \| 2\.0 of 2 \| 100% of \d+ \| 0\.0% \|", rows[0]
+    )
+    # Every other run 1.3 ms: each case's rounds meet both.
+    tool.simulate(*_recording([1.0, 1.3] * 30_000), results)
+    row = next(r for r in capsys.readouterr().out.splitlines() if r.startswith("| 15 | 5 | 1 ms"))
+    assert re.fullmatch(
+        r"\| 15 \| 5 \| 1 ms \| 0 s \| 0\.\d of 2 \| \d+% of \d+ \| \d+\.\d% \|", row
+    )
+    assert " 2.0 of 2 " not in row
+    # A recording shorter than an arrangement's phase says so.
+    tool.simulate(*_recording([1.0] * 2_000), _results(tmp_path / "s.json", {"c": [40.0]}))
+    assert "| 45 | 5 | 1 ms | 4 s | (a longer recording) | | |" in capsys.readouterr().out
+
+
+def test_bench_instrument_simulate_needs_alone_and_a_results_file(tmp_path):
+    tool = [sys.executable, str(TOOLS / "bench_instrument.py")]
+    for args, message in (
+        (["--simulate"], "--probe, --profile, --simulate and --system-idle go with --alone"),
+        (["--alone", "1", "--simulate", str(tmp_path / "no.json")], "--simulate: no such file"),
+    ):
+        refused = subprocess.run([*tool, *args], capture_output=True, text=True, check=False)
+        assert refused.returncode == 2
+        assert message in refused.stderr

@@ -55,6 +55,7 @@ import argparse
 import bisect
 import json
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -66,6 +67,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import _perf
+from kernel_bench._program import _pass_sizes
 from kernel_bench._stretches import SLOW, describe
 from kernel_bench._timing import Spread
 
@@ -216,6 +218,13 @@ PROBES = {
     "numpy": "NumPy calls on 1,024 floats (x * 0.5 + 1, out= arrays)",
 }
 NOISE = re.compile(r"spread \(IQR/median\) ([\d.]+)% to ([\d.]+)% over the cases")
+#: How long a stretch of the reference op's runs ``--alone`` compares with the
+#: others (its median and spread), in seconds: about a third of the suite's
+#: in-program phase.
+WINDOW = 4.0
+#: The arrangements ``--simulate`` lays over the recorded runs: rounds a case,
+#: passes, run length (in runs of the recording, about 1 ms each).
+SIMULATED = ((15, 5, 1), (15, 15, 1), (30, 5, 1), (45, 5, 1), (15, 5, 2), (30, 5, 2), (15, 5, 4))
 
 
 def run(arrangement: str, extra: list[str], autotune: str) -> tuple[list[float], str] | None:
@@ -249,12 +258,18 @@ def spread(values: list[float]) -> float:
 
 
 def alone(
-    seconds: float, probes: Sequence[str] = (), awake: bool = True, profile: bool = False
+    seconds: float,
+    probes: Sequence[str] = (),
+    awake: bool = True,
+    profile: bool = False,
+    results: Path | None = None,
 ) -> int:
-    """The reference op alone for ``seconds``: its spread overall and per 15
-    runs; alternating with each of ``probes`` (:data:`PROBES`); idle CPUs
-    kept awake as the suite keeps them, unless ``awake`` is False; with
-    ``profile``, sampled by ``perf`` (:func:`_profile`)."""
+    """The reference op alone for ``seconds``: its spread overall, per 15
+    runs and per stretch of :data:`WINDOW`; alternating with each of
+    ``probes`` (:data:`PROBES`); idle CPUs kept awake as the suite keeps
+    them, unless ``awake`` is False; with ``profile``, sampled by ``perf``
+    (:func:`_profile`); with ``results`` (a kernel-bench results file), the
+    suite's arrangements laid over the runs (:func:`simulate`)."""
     child = [sys.executable, "-c", ALONE, str(seconds), "awake" if awake else "-", *probes]
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "perf.data")
@@ -279,6 +294,7 @@ def alone(
     ref = columns[0]
     ref_slow = _slow(ref)
     _report("reference op", ref, seconds)
+    _windows(began, ref)
     for k, name in enumerate(probes):
         wall, cpu = columns[1 + 2 * k], columns[2 + 2 * k]
         _report(f"probe {name}, wall", wall, seconds)
@@ -296,7 +312,112 @@ def alone(
     if profile:
         ends = [start + round(1e9 * t) for start, t in zip(began, ref, strict=True)]
         _profile(began, ends, ref_slow, samples, pid)
+    if results is not None:
+        simulate(began, ref, results)
     return 0
+
+
+def _windows(began: list[int], runs: list[float]) -> None:
+    """How the reference op's rate moved: the median of each stretch of
+    :data:`WINDOW` seconds of its runs (those the recording spans whole)
+    against the median of them all, and the spread within each. A stretch
+    whose median is off the others' is one in which the machine ran the op at
+    another rate, which rounds spread over several stretches meet whatever
+    their arrangement. Nothing is said of a recording of fewer than two."""
+    start, median = began[0], statistics.median(runs)
+    windows: dict[int, list[float]] = {}
+    for when, t in zip(began, runs, strict=True):
+        windows.setdefault(int((when - start) / 1e9 // WINDOW), []).append(t)
+    whole = [w for k, w in windows.items() if k < max(windows)]
+    if len(whole) < 2:
+        return
+    rates = sorted(statistics.median(w) / median for w in whole)
+    spreads = sorted(spread(w) for w in whole)
+    print(
+        f"  over {len(whole)} stretches of {WINDOW:g} s: medians {rates[0]:.2f}x to "
+        f"{rates[-1]:.2f}x the whole time's; spread within a stretch {spreads[0]:.1f}% to "
+        f"{spreads[-1]:.1f}% (median {spreads[len(spreads) // 2]:.1f}%)"
+    )
+
+
+def _case_backends(path: Path) -> list[list[float]]:
+    """Per case of a kernel-bench results file, the in-program time per call
+    of each backend it timed (seconds), in the order of the file."""
+    saved = json.loads(path.read_text())
+    cases: dict[str, list[float]] = {}
+    for r in saved["records"]:
+        if r.get("program_median_ms"):
+            cases.setdefault(r["label"], []).append(r["program_median_ms"] / 1e3)
+    if not cases:
+        raise ValueError(f"{path} holds no in-program times (a kernel-bench results file?)")
+    return list(cases.values())
+
+
+def _schedule(
+    cases: list[list[float]], rounds: int, passes: int, run: float
+) -> tuple[list[list[float]], float]:
+    """When, from the start of the in-program phase, the reference op's timed
+    runs of each case would start, and how long the phase would last, if the
+    suite ran ``rounds`` a case in ``passes`` passes of runs of ``run``
+    seconds (as ``kernel_bench._program.program_times`` orders them: the cases
+    shuffled every pass, a warm-up round each, every timed run after one
+    untimed call; a backend slower than a run chains one call). Where in its
+    round the reference op runs is drawn at random, as the round's order is."""
+    draw = random.Random(1)
+    round_of = [run + sum(t + max(run, t) for t in backends) for backends in cases]
+    times: list[list[float]] = [[] for _ in cases]
+    order, now = list(range(len(cases))), 0.0
+    for share in _pass_sizes(rounds, passes):
+        draw.shuffle(order)
+        for i in order:
+            now += round_of[i]  # the warm-up round
+            for _ in range(share):
+                times[i].append(now + draw.random() * round_of[i])
+                now += round_of[i]
+    return times, now
+
+
+def simulate(began: list[int], runs: list[float], results: Path) -> None:
+    """What other arrangements of the suite's rounds (:data:`SIMULATED`)
+    would report as the reference op's spread on the machine just recorded:
+    each arrangement's schedule of the reference op's runs (:func:`_schedule`,
+    from the cases and backends of ``results``) laid over the recording at
+    every half second it fits, a run of k ms read as k consecutive runs of
+    the recording. One recording serves every arrangement, so they are
+    compared on the same noise, which fresh processes cannot be. (k runs
+    launch k times: a longer run's spread is read a little high.)"""
+    cases = _case_backends(results)
+    span = (began[-1] - began[0]) / 1e9
+    per_run = statistics.median(runs)
+    print(
+        f"\nthe suite's {len(cases)} cases (from {results}) laid over the recording at every "
+        "0.5 s they fit:"
+    )
+    print(
+        "| rounds a case | passes | run | in-program phase | cases at most 5 %, mean "
+        "| offsets with every case at most 5 % | worst case's spread, median |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for rounds, passes, k in SIMULATED:
+        times, phase = _schedule(cases, rounds, passes, k * per_run)
+        offsets = [0.5 * j for j in range(int((span - phase) / 0.5))]
+        if not offsets:
+            print(f"| {rounds} | {passes} | {k} ms | {phase:.0f} s | (a longer recording) | | |")
+            continue
+        good, every, worst = [], 0, []
+        for offset in offsets:
+            found = []
+            for case in times:
+                at = [bisect.bisect_left(began, began[0] + 1e9 * (offset + t)) for t in case]
+                found.append(spread([sum(runs[i : i + k]) for i in at if i + k <= len(runs)]))
+            good.append(sum(f <= 5 for f in found))
+            every += good[-1] == len(found)
+            worst.append(max(found))
+        print(
+            f"| {rounds} | {passes} | {k} ms | {phase:.0f} s | {statistics.mean(good):.1f} of "
+            f"{len(cases)} | {_share(every, len(offsets))} of {len(offsets)} | "
+            f"{statistics.median(worst):.1f}% |"
+        )
 
 
 def _slow(runs: Sequence[float]) -> list[bool]:
@@ -396,12 +517,24 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="with --alone: leave idle CPUs as the system sets them (the suite keeps them awake)",
     )
+    parser.add_argument(
+        "--simulate",
+        nargs="?",
+        const=Path("kernel-bench-results.json"),
+        type=Path,
+        metavar="RESULTS",
+        help="with --alone: lay the suite's rounds, as several arrangements would order "
+        "them, over the recorded runs (the cases and backends of a kernel-bench results file; "
+        "default kernel-bench-results.json)",
+    )
     args = parser.parse_args(argv)
     if args.alone is not None:
+        if args.simulate is not None and not args.simulate.is_file():
+            parser.error(f"--simulate: no such file {args.simulate} (run kernel-bench first)")
         probes = ["alu"] if args.probe == [] else list(dict.fromkeys(args.probe or ()))
-        return alone(args.alone, probes, not args.system_idle, args.profile)
-    if args.probe is not None or args.system_idle or args.profile:
-        parser.error("--probe, --profile and --system-idle go with --alone")
+        return alone(args.alone, probes, not args.system_idle, args.profile, args.simulate)
+    if args.probe is not None or args.system_idle or args.profile or args.simulate:
+        parser.error("--probe, --profile, --simulate and --system-idle go with --alone")
     if args.processes < 1:
         parser.error("--processes must be at least 1")
     extra = ["--quick"] if args.quick else []
