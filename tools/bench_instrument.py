@@ -223,8 +223,17 @@ NOISE = re.compile(r"spread \(IQR/median\) ([\d.]+)% to ([\d.]+)% over the cases
 #: in-program phase.
 WINDOW = 4.0
 #: The arrangements ``--simulate`` lays over the recorded runs: rounds a case,
-#: passes, run length (in runs of the recording, about 1 ms each).
-SIMULATED = ((15, 5, 1), (15, 15, 1), (30, 5, 1), (45, 5, 1), (15, 5, 2), (30, 5, 2), (15, 5, 4))
+#: passes, run length (in runs of the recording: the suite's calibrated run).
+SIMULATED = (
+    (15, 5, 1),
+    (15, 15, 1),
+    (30, 5, 1),
+    (45, 5, 1),
+    (15, 5, 2),
+    (30, 5, 2),
+    (15, 5, 4),
+    (15, 5, 8),
+)
 
 
 def run(arrangement: str, extra: list[str], autotune: str) -> tuple[list[float], str] | None:
@@ -383,7 +392,9 @@ def simulate(began: list[int], runs: list[float], results: Path) -> None:
     each arrangement's schedule of the reference op's runs (:func:`_schedule`,
     from the cases and backends of ``results``) laid over the recording at
     every half second it fits, a run of k ms read as k consecutive runs of
-    the recording. One recording serves every arrangement, so they are
+    the recording (a run of the recording is the suite's: chained calls of
+    the reference op calibrated to ``_timing.SECONDS_PER_RUN``, which may come
+    out shorter). One recording serves every arrangement, so they are
     compared on the same noise, which fresh processes cannot be. (k runs
     launch k times: a longer run's spread is read a little high.)"""
     cases = _case_backends(results)
@@ -400,9 +411,10 @@ def simulate(began: list[int], runs: list[float], results: Path) -> None:
     print("|---|---|---|---|---|---|---|")
     for rounds, passes, k in SIMULATED:
         times, phase = _schedule(cases, rounds, passes, k * per_run)
+        run = f"{1e3 * k * per_run:.1f} ms"
         offsets = [0.5 * j for j in range(int((span - phase) / 0.5))]
         if not offsets:
-            print(f"| {rounds} | {passes} | {k} ms | {phase:.0f} s | (a longer recording) | | |")
+            print(f"| {rounds} | {passes} | {run} | {phase:.0f} s | (a longer recording) | | |")
             continue
         good, every, worst = [], 0, []
         for offset in offsets:
@@ -414,7 +426,7 @@ def simulate(began: list[int], runs: list[float], results: Path) -> None:
             every += good[-1] == len(found)
             worst.append(max(found))
         print(
-            f"| {rounds} | {passes} | {k} ms | {phase:.0f} s | {statistics.mean(good):.1f} of "
+            f"| {rounds} | {passes} | {run} | {phase:.0f} s | {statistics.mean(good):.1f} of "
             f"{len(cases)} | {_share(every, len(offsets))} of {len(offsets)} | "
             f"{statistics.median(worst):.1f}% |"
         )
