@@ -10,6 +10,7 @@ current arrangement of its rounds and under others.
     uv run python tools/bench_instrument.py --alone 20 --probe alu python numpy
     uv run python tools/bench_instrument.py --alone 20 --profile     # ... sampled by perf
     uv run python tools/bench_instrument.py --alone 20 --system-idle # ... idle CPUs not kept awake
+    uv run python tools/bench_instrument.py --alone 100 --simulate   # ... the suite's rounds laid over it
 
 ``--alone SECONDS`` measures the machine instead: one fresh process runs the
 reference op's 1 ms chains back to back, nothing else, for that long, and
@@ -35,6 +36,11 @@ installed and allowed to sample the process), and the samples within the
 reference op's runs are counted per run by thread and kind of code, for its
 slow runs (at least ``_stretches.SLOW`` times its median) and the others:
 the kinds whose count grows are where the slow runs lost their time.
+With ``--simulate`` the suite's schedule of the reference op (its cases and
+backends read from a kernel-bench results file) is laid over the recording as
+each arrangement of :data:`SIMULATED` would order it: every arrangement then
+meets the same noise, which fresh processes, each meeting the machine in
+another state, never do (:func:`simulate`).
 
 Each process runs ``kernel-bench`` (``--quick`` passed on) under one of the
 ``--arrangements`` (:data:`ARRANGEMENTS`; the library is patched in that
