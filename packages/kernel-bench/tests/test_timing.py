@@ -214,6 +214,18 @@ def test_calls_per_run_is_not_fooled_by_the_launch(monkeypatch):
     assert len(log) <= 13 and max(c for _, c in log) * 1e-8 < 0.6e-2
 
 
+def test_calls_per_run_fills_the_run_with_calls_less_the_launch(monkeypatch):
+    from kernel_bench import _timing
+
+    # A call of 0.1 us behind a launch (and wait) of 120 us, as the reference
+    # op's on a 2-core machine: a run of 1 ms holds 8,800 calls. A time per
+    # call taken from the quarter-length chain alone, launch and all, chained
+    # about 6,000 (runs of 0.7 ms).
+    runs, log = _fake_runs(monkeypatch, {"ref": 1e-7}, launch=1.2e-4)
+    assert _timing.calls_per_run(runs["ref"], (), 1e-3) == 8800
+    assert max(c for _, c in log) < 8800  # no run as long as the target was needed
+
+
 def test_calls_per_run_is_not_fooled_by_a_slow_launch_after_compiling(monkeypatch):
     from kernel_bench import _timing
 

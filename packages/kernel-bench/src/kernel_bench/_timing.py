@@ -189,17 +189,20 @@ def calls_per_run(
     run: Callable[..., Any], data: Sequence[Any], seconds: float, *, most: int = 10_000_000
 ) -> int:
     """How many calls a run of ``run`` (made by :func:`chained`) should chain to
-    last about ``seconds``, at least 1 and at most ``most``.
+    last about ``seconds``, launch included, at least 1 and at most ``most``.
 
     After a warm-up call, chains of growing length are timed (each at most ten
-    times the last) until one lasts a quarter of ``seconds``: the time per
-    call is taken from the least of three runs of that length (a pause of the
-    process only lengthens a run), where launching the program from Python (tens
-    of microseconds) is a small part of it. A chain timed too short, as a
-    guess from one short run would be, is mostly that launch: its rounds would
-    measure the launch's jitter, not the operation. So a chain shorter than
-    ``seconds`` is also timed at twice its length, and where that does not
-    take at least 1.5 times as long (a launch slow for a while after a
+    times the last) until one lasts a quarter of ``seconds``; each length is
+    timed three times and the least taken (a pause of the process only
+    lengthens a run). Launching the program from Python and waiting for it
+    costs tens to a hundred microseconds whatever the chain: a time per call
+    taken from one length counts it among the calls, and a chain timed too
+    short, as a guess from one short run would be, is mostly launch, whose
+    jitter its rounds would measure instead of the operation. So a chain
+    shorter than ``seconds`` is also timed at twice its length: the
+    difference is the time of the calls alone, and the calls fill
+    ``seconds`` less the launch. Where twice the calls
+    do not take at least 1.5 times as long (a launch slow for a while after a
     compilation made a short chain look long), the chain grows on."""
 
     def timed(count: int) -> float:
@@ -207,27 +210,32 @@ def calls_per_run(
         jax.block_until_ready(run(jnp.asarray(count, dtype=jnp.int32), *data))
         return _now() - start
 
+    def least(count: int) -> float:
+        return min(timed(count) for _ in range(3))
+
     timed(1)  # warm
     count, target = 1, seconds / 4
     while True:
         elapsed = timed(count)
         if elapsed >= target or count >= most:
-            # A pause of the process (another job scheduled) only lengthens a
-            # run: the least of three runs of that length is the one to trust,
-            # and where it is short after all, the chain grows on.
             elapsed = min(elapsed, timed(count), timed(count))
             if count >= most:
                 break
             if elapsed >= target / 2:
-                # A run of one call that lasts the whole target is checked
-                # too, unless it lasts several times that: right after a
+                # A run of one call that lasts the whole target is taken as
+                # it is only when it lasts several times that: right after a
                 # compilation three runs of one 0.15 ms call (a threaded
                 # numba kernel) took 1 to 8 ms, and a chain of one call would
                 # then be timed, mostly its launch.
-                long_enough = elapsed >= seconds
-                trusted = long_enough and (count > 1 or elapsed >= _TRUSTED_ALONE * seconds)
-                if trusted or _doubles(timed, count, elapsed):
+                if elapsed >= seconds and (count > 1 or elapsed >= _TRUSTED_ALONE * seconds):
                     break
+                twice = least(2 * count)
+                if twice >= 1.5 * elapsed:
+                    # (So the calls are at least half the run, and the
+                    # launch less than half of ``seconds``.)
+                    per_call = (twice - elapsed) / count
+                    launch = max(0.0, elapsed - count * per_call)
+                    return max(1, min(most, round((seconds - launch) / per_call)))
                 # Twice the calls took about as long: the run was mostly its
                 # launch (slow for a while after a compilation), not calls.
                 count = min(most, 2 * count)
@@ -241,12 +249,6 @@ def calls_per_run(
 #: A run of one call lasting this many times the target is taken as it is
 #: (no process slows three runs in a row that much for long).
 _TRUSTED_ALONE = 4
-
-
-def _doubles(timed: Callable[[int], float], count: int, elapsed: float) -> bool:
-    # Whether a chain twice as long takes at least 1.5 times as long (the
-    # least of three runs): its time is then mostly calls, not the launch.
-    return min(timed(2 * count) for _ in range(3)) >= 1.5 * elapsed
 
 
 def interleaved(
