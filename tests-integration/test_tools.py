@@ -437,8 +437,12 @@ def test_bench_instrument_schedules_the_reference_op_as_the_suite_orders_its_rou
     assert phase == pytest.approx(20 * (round_a + round_b))
     assert [len(t) for t in times] == [15, 15]
     assert all(t == sorted(t) and 0 < t[0] and t[-1] < phase for t in times)
-    with pytest.raises(ValueError, match="holds no in-program times"):
-        tool._case_backends(_results(tmp_path / "none.json", {}))
+    (tmp_path / "other.json").write_text('{"records": [1, 2]}')
+    for path in (_results(tmp_path / "none.json", {}), tmp_path / "other.json"):
+        with pytest.raises(ValueError, match="holds no in-program times"):
+            tool._case_backends(path)
+    with pytest.raises(ValueError, match=r"cannot be read .*: run kernel-bench first"):
+        tool._case_backends(tmp_path / "absent.json")
 
 
 def test_bench_instrument_simulates_arrangements_on_one_recording(tmp_path, capsys):
@@ -466,7 +470,8 @@ def test_bench_instrument_simulate_needs_alone_and_a_results_file(tmp_path):
     tool = [sys.executable, str(TOOLS / "bench_instrument.py")]
     for args, message in (
         (["--simulate"], "--probe, --profile, --simulate and --system-idle go with --alone"),
-        (["--alone", "1", "--simulate", str(tmp_path / "no.json")], "--simulate: no such file"),
+        (["--alone", "1", "--simulate", str(tmp_path / "no.json")], "run kernel-bench first"),
+        (["--alone", "1", "--simulate", str(tmp_path)], "run kernel-bench first"),
     ):
         refused = subprocess.run([*tool, *args], capture_output=True, text=True, check=False)
         assert refused.returncode == 2

@@ -358,13 +358,21 @@ def _windows(began: list[int], runs: list[float]) -> None:
 def _case_backends(path: Path) -> list[list[float]]:
     """Per case of a kernel-bench results file, the in-program time per call
     of each backend it timed (seconds), in the order of the file."""
-    saved = json.loads(path.read_text())
-    cases: dict[str, list[float]] = {}
-    for r in saved["records"]:
-        if r.get("program_median_ms"):
-            cases.setdefault(r["label"], []).append(r["program_median_ms"] / 1e3)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ValueError(
+            f"{path} cannot be read ({exc.strerror}): run kernel-bench first"
+        ) from None
+    try:
+        cases: dict[str, list[float]] = {}
+        for r in json.loads(text)["records"]:
+            if r.get("program_median_ms"):
+                cases.setdefault(r["label"], []).append(r["program_median_ms"] / 1e3)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        cases = {}
     if not cases:
-        raise ValueError(f"{path} holds no in-program times (a kernel-bench results file?)")
+        raise ValueError(f"{path} holds no in-program times (not a kernel-bench results file?)")
     return list(cases.values())
 
 
@@ -397,10 +405,10 @@ def simulate(began: list[int], runs: list[float], results: Path) -> None:
     would report as the reference op's spread on the machine just recorded:
     each arrangement's schedule of the reference op's runs (:func:`_schedule`,
     from the cases and backends of ``results``) laid over the recording at
-    every half second it fits, a run of k ms read as k consecutive runs of
-    the recording (a run of the recording is the suite's: chained calls of
-    the reference op calibrated to ``_timing.SECONDS_PER_RUN``, which may come
-    out shorter). One recording serves every arrangement, so they are
+    every half second it fits, a run k times as long as the recording's read
+    as k consecutive runs of it (a run of the recording is the suite's:
+    chained calls of the reference op calibrated to
+    ``_timing.SECONDS_PER_RUN``). One recording serves every arrangement, so they are
     compared on the same noise, which fresh processes cannot be. (k runs
     launch k times: a longer run's spread is read a little high.)"""
     cases = _case_backends(results)
@@ -547,8 +555,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.alone is not None:
-        if args.simulate is not None and not args.simulate.is_file():
-            parser.error(f"--simulate: no such file {args.simulate} (run kernel-bench first)")
+        if args.simulate is not None:
+            try:
+                _case_backends(args.simulate)
+            except ValueError as exc:
+                parser.error(f"--simulate: {exc}")
         probes = ["alu"] if args.probe == [] else list(dict.fromkeys(args.probe or ()))
         return alone(args.alone, probes, not args.system_idle, args.profile, args.simulate)
     if args.probe is not None or args.system_idle or args.profile or args.simulate:

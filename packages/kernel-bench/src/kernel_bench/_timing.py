@@ -200,10 +200,10 @@ def calls_per_run(
     short, as a guess from one short run would be, is mostly launch, whose
     jitter its rounds would measure instead of the operation. So a chain
     shorter than ``seconds`` is also timed at twice its length: the
-    difference is the time of the calls alone, and the calls fill
-    ``seconds`` less the launch. Where twice the calls
-    do not take at least 1.5 times as long (a launch slow for a while after a
-    compilation made a short chain look long), the chain grows on."""
+    difference is the time of the calls alone, and the calls fill ``seconds``
+    less the launch. Where twice the calls do not take at least 1.5 times as
+    long (a launch slow for a while after a compilation made a short chain
+    look long), the chain grows on."""
 
     def timed(count: int) -> float:
         start = _now()
@@ -231,8 +231,8 @@ def calls_per_run(
                     break
                 twice = least(2 * count)
                 if twice >= 1.5 * elapsed:
-                    # (So the calls are at least half the run, and the
-                    # launch less than half of ``seconds``.)
+                    # Here the calls are at least half of the run; a launch
+                    # longer than ``seconds`` still leaves one call.
                     per_call = (twice - elapsed) / count
                     launch = max(0.0, elapsed - count * per_call)
                     return max(1, min(most, round((seconds - launch) / per_call)))
