@@ -449,14 +449,25 @@ def test_bench_instrument_simulates_arrangements_on_one_recording(tmp_path, caps
     (tool,) = _tools("bench_instrument")
     results = _results(tmp_path / "r.json", {"a": [0.001], "b": [0.002, 0.001]})
     tool.simulate(*_recording([1.0] * 60_000), results)  # a steady machine, 60 s
-    rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| 15 | 5 | 1.0 ms")]
+    out = capsys.readouterr().out
+    rows = [r for r in out.splitlines() if r.startswith("| 15 | 5 | 1.0 ms")]
+    assert out.splitlines()[-1] == (
+        "a case's 15 runs back to back, nothing between them: "
+        + "; ".join(f"{k}.0 ms: 0% above 5 %, all 2 at most 5 % 100%" for k in (1, 2, 4, 8))
+    )
     assert re.fullmatch(
         r"\| 15 \| 5 \| 1\.0 ms \| 0 s \| 2\.0 of 2 \| 100% of \d+ \| 0\.0% \|", rows[0]
     )
-    # Every other run 1.3 ms: each case's rounds meet both.
+    # Every other run 1.3 ms: each case's rounds meet both; two runs together
+    # always last 2.3 ms.
     tool.simulate(*_recording([1.0, 1.3] * 30_000), results)
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1].startswith(
+        "a case's 15 runs back to back, nothing between them: 1.1 ms: 100% above 5 %, all 2 at "
+        "most 5 % 0%; 2.3 ms: 0% above 5 %, all 2 at most 5 % 100%;"
+    )
     # (the first row of 15 rounds in 5 passes: runs of the recording's median)
-    row = next(r for r in capsys.readouterr().out.splitlines() if r.startswith("| 15 | 5 | "))
+    row = next(r for r in out.splitlines() if r.startswith("| 15 | 5 | "))
     assert re.fullmatch(
         r"\| 15 \| 5 \| 1\.\d ms \| 0 s \| 0\.\d of 2 \| \d+% of \d+ \| \d+\.\d% \|", row
     )
