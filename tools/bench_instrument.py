@@ -458,7 +458,7 @@ def _back_to_back(runs: list[float], lengths: Sequence[int], cases: int) -> None
     parts = []
     for k in lengths:
         joined = [sum(runs[i : i + k]) for i in range(0, len(runs) - k + 1, k)]
-        blocks = [spread(joined[i : i + 15]) for i in range(0, len(joined) - 14, 15)]
+        blocks = _blocks(joined)
         if not blocks:
             continue
         quiet = sum(b <= 5 for b in blocks) / len(blocks)
@@ -509,8 +509,14 @@ def _profile(starts: list[int], ends: list[int], slow: list[bool], samples: list
         print(f"| {kind[0]} | {kind[1]} | {other:.3f} | {shown} | {ratio} |")
 
 
+def _blocks(runs: Sequence[float]) -> list[float]:
+    """The spread (per cent) of each 15 consecutive runs, as many whole
+    blocks as ``runs`` holds: one case's rounds, back to back."""
+    return [spread(list(runs[i : i + 15])) for i in range(0, len(runs) - 14, 15)]
+
+
 def _report(name: str, runs: list[float], seconds: float) -> None:
-    blocks = sorted(spread(runs[i : i + 15]) for i in range(0, len(runs) - 14, 15))
+    blocks = sorted(_blocks(runs))
     over = sum(b > 5 for b in blocks)
     print(f"{name}: {len(runs)} runs of {1e3 * sorted(runs)[len(runs) // 2]:.3f} ms (median)")
     print(f"  spread over the whole {seconds:g} s: {spread(runs):.1f}%")
