@@ -279,6 +279,24 @@ def test_decisions_measured_with_idle_cpus_kept_awake_are_filed_apart(tmp_path, 
     assert main(["autotune", "show"]) == 0  # both files' decisions, no warning
 
 
+def test_decisions_measured_on_fewer_cpus_are_filed_apart(monkeypatch):
+    # A process pinned to one CPU (taskset, a container's cpuset) runs a
+    # threaded backend on that CPU alone: its ranking is not the machine's.
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("no CPU affinity on this system")
+    op, decision, path = _decided(monkeypatch)
+    everywhere = autotune.fingerprint("cpu")
+    assert everywhere["cpu_count"] == len(os.sched_getaffinity(0))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    pinned = autotune.fingerprint("cpu")
+    assert pinned == {**everywhere, "cpu_count": 1}
+    _forget(monkeypatch)
+    if everywhere["cpu_count"] > 1:
+        assert _explain(op).source == "measured"  # not the other file's decision
+        assert autotune.cache_dir() / _autotune_cache._file_name(pinned) != path
+    assert list(json.loads(path.read_text())["decisions"]) == [decision.key]
+
+
 def test_clear_removes_bad_files_and_keeps_good_entries(monkeypatch):
     _, decision, path = _decided(monkeypatch)
     content = json.loads(path.read_text())

@@ -113,15 +113,26 @@ def _versions() -> dict[str, str | None]:
     return found
 
 
+def _usable_cpus() -> int | None:
+    # The CPUs this process may run on (its affinity: ``taskset``, a
+    # container's cpuset), not all the machine's: a threaded backend gets
+    # those, so a ranking made on one CPU does not hold on several.
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity off Linux
+        return os.cpu_count()
+
+
 def fingerprint(platform: str) -> dict[str, Any]:
     """What a decision on ``platform`` depends on besides the call: the machine
-    and the software. Decisions are filed under it."""
+    (its CPU model and how many CPUs this process may run on) and the
+    software. Decisions are filed under it."""
     device = jax.devices(platform)[0]
     found = {
         "platform": platform,
         "device": getattr(device, "device_kind", str(device)),
         "cpu": _cpu_model(),
-        "cpu_count": os.cpu_count(),
+        "cpu_count": _usable_cpus(),
         "python": _platform.python_version(),
         "versions": _versions(),
     }
