@@ -132,6 +132,9 @@ class _Load:
 
 def test_run_user_kernel_writes_records_and_plot(tmp_path, capsys, monkeypatch, target_module):
     monkeypatch.setattr("kernel_bench._suite_cli.OtherLoad", _Load)
+    # Every CPU usable, as in a process nothing pinned.
+    monkeypatch.setattr("kernel_bench._kernel.os.cpu_count", lambda: 4)
+    monkeypatch.setattr("kernel_bench._kernel.usable_cpus", lambda: (0, 1, 2, 3))
     latency = tmp_path / "cpu_dma_latency"  # stands in for Linux's request file
     latency.write_bytes(b"\xff" * 4)
     monkeypatch.setattr("kernel_bench._awake.LATENCY_FILE", str(latency))
@@ -178,6 +181,7 @@ def test_run_user_kernel_writes_records_and_plot(tmp_path, capsys, monkeypatch, 
         "least 1.1x its case's median in 0% of its runs"
     )
     assert result.metadata["cpu_idle"] == held
+    assert (result.metadata["cpu_count"], result.metadata["cpus"]) == (4, [0, 1, 2, 3])
     # One round a case: each run is its series' median, none slow, and the
     # backends' runs beside the reference op's at their medians.
     assert result.metadata["slow_stretches"] == {
@@ -188,6 +192,21 @@ def test_run_user_kernel_writes_records_and_plot(tmp_path, capsys, monkeypatch, 
     }
     assert latency.read_bytes() == b"\x00" * 4
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize(("cpus", "clause"), [((1,), "CPU 1"), ((0, 2), "CPUs 0, 2")])
+def test_a_run_pinned_to_fewer_cpus_says_so(tmp_path, capsys, monkeypatch, cpus, clause):
+    # Pinned by taskset or a cpuset: the threaded backends had those CPUs alone.
+    monkeypatch.setattr("kernel_bench._kernel.os.cpu_count", lambda: 4)
+    monkeypatch.setattr("kernel_bench._kernel.usable_cpus", lambda: cpus)
+    out = tmp_path / "r.json"
+    argv = ["run", "kernel_bench_cli_target:double", *FAST, "--output", str(out), "--no-plot"]
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "kernel_bench_cli_target", types.SimpleNamespace(double=cli_double))
+        assert main(argv) == 0
+    (noise,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("machine noise:")]
+    assert noise.endswith(f"; run on {clause} of the machine's 4 (the process's affinity)")
+    assert BenchmarkResult.load(out).metadata["cpus"] == list(cpus)
 
 
 def test_no_keep_cpus_awake_leaves_the_request_file_alone(tmp_path, capsys, monkeypatch):

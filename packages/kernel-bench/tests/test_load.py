@@ -118,3 +118,10 @@ def test_a_process_spinning_beside_is_counted_and_this_ones_own_work_is_not():
     assert others is not None and share is not None
     assert others >= 0.4  # the child's 0.6 s, less a few ticks of rounding
     assert 0.0 < share <= 1.0
+
+
+def test_usable_cpus_are_the_process_affinity(monkeypatch):
+    monkeypatch.setattr(_load.os, "sched_getaffinity", lambda pid: {3, 1}, raising=False)
+    assert _load.usable_cpus() == (1, 3)
+    monkeypatch.delattr(_load.os, "sched_getaffinity")  # as off Linux
+    assert _load.usable_cpus() is None

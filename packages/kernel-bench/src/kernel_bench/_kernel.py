@@ -16,7 +16,7 @@ import numpy as np
 from kernel_check import first_difference
 
 from ._config import BACKEND_PLATFORMS, BenchmarkConfig
-from ._load import OtherLoad
+from ._load import OtherLoad, usable_cpus
 from ._observed import decision_data, recording
 from ._program import InProgram, dispatch_times, program_times, waiting_list, with_measured
 from ._record import BenchmarkRecord, failed_record, verbose_line
@@ -85,6 +85,10 @@ def _metadata(platform: str) -> dict[str, Any]:
         "machine": _platform.machine(),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "environment": {name: os.environ[name] for name in ENVIRONMENT if name in os.environ},
+        # The machine's CPUs, and those the process could run on (pinned by
+        # taskset or a cpuset where fewer): the threaded backends had these.
+        "cpu_count": os.cpu_count(),
+        "cpus": None if (cpus := usable_cpus()) is None else list(cpus),
     }
 
 

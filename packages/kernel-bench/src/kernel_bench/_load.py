@@ -20,7 +20,7 @@ import dataclasses
 import os
 import time
 
-__all__ = ["BUSY_LOAD", "OtherLoad", "known"]
+__all__ = ["BUSY_LOAD", "OtherLoad", "known", "usable_cpus"]
 
 #: Other processes using more than this share of the machine's CPU time
 #: while something was timed make the machine busy (on 2 cores: one core
@@ -33,6 +33,16 @@ PROC_STAT = "/proc/stat"
 # system, irq, softirq, steal (iowait and idle are not; guest time is
 # counted in user already).
 _BUSY_FIELDS = (0, 1, 2, 5, 6, 7)
+
+
+def usable_cpus() -> tuple[int, ...] | None:
+    """The CPUs this process may run on (its affinity: ``taskset``, a
+    container's cpuset), in order; None where the system does not say (off
+    Linux). A threaded backend gets these, not all the machine's."""
+    try:
+        return tuple(sorted(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return None
 
 
 @dataclasses.dataclass(frozen=True)

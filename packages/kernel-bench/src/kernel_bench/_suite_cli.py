@@ -200,6 +200,7 @@ def _print_noise(result: BenchmarkResult) -> None:
     load = result.metadata.get("other_load")
     idle = result.metadata.get("cpu_idle")
     stretches = describe_stretches(result.metadata.get("slow_stretches"))
+    pinned = _pinned(result.metadata.get("cpus"), result.metadata.get("cpu_count"))
     print(
         f"\nmachine noise: a reference op timed in the same rounds spread (IQR/median) "
         f"{min(noise):.1%} to {max(noise):.1%} over the cases"
@@ -207,7 +208,17 @@ def _print_noise(result: BenchmarkResult) -> None:
         + ("" if load is None else f"; other processes used {load:.1%} of the CPUs meanwhile")
         + ("" if idle is None else f"; {idle}")
         + ("" if stretches is None else f"; {stretches}")
+        + ("" if pinned is None else f"; {pinned}")
     )
+
+
+def _pinned(cpus: Any, cpu_count: Any) -> str | None:
+    # A clause for a run whose process could use fewer CPUs than the machine
+    # has (taskset, a cpuset): its threaded backends had only those.
+    if not isinstance(cpus, list) or not isinstance(cpu_count, int) or len(cpus) >= cpu_count:
+        return None
+    named = ", ".join(str(c) for c in cpus)
+    return f"run on CPU{'s' if len(cpus) > 1 else ''} {named} of the machine's {cpu_count} (the process's affinity)"
 
 
 def _check_consistency(result: BenchmarkResult) -> None:

@@ -35,6 +35,7 @@ from typing import Any
 import jax
 
 from .. import _awake
+from .._load import usable_cpus
 from ._decision import (
     BACKEND_PLATFORMS,
     AutotuneWarning,
@@ -113,16 +114,6 @@ def _versions() -> dict[str, str | None]:
     return found
 
 
-def _usable_cpus() -> int | None:
-    # The CPUs this process may run on (its affinity: ``taskset``, a
-    # container's cpuset), not all the machine's: a threaded backend gets
-    # those, so a ranking made on one CPU does not hold on several.
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # no affinity off Linux
-        return os.cpu_count()
-
-
 def fingerprint(platform: str) -> dict[str, Any]:
     """What a decision on ``platform`` depends on besides the call: the machine
     (its CPU model and how many CPUs this process may run on) and the
@@ -132,7 +123,9 @@ def fingerprint(platform: str) -> dict[str, Any]:
         "platform": platform,
         "device": getattr(device, "device_kind", str(device)),
         "cpu": _cpu_model(),
-        "cpu_count": _usable_cpus(),
+        # The CPUs the process may run on: a ranking made on one CPU does
+        # not hold on several.
+        "cpu_count": len(cpus) if (cpus := usable_cpus()) is not None else os.cpu_count(),
         "python": _platform.python_version(),
         "versions": _versions(),
     }
