@@ -239,6 +239,32 @@ def test_bench_instrument_alone_reports_the_spread_and_the_load_of_other_process
     assert lines[-1].endswith("% of the CPUs") or lines[-1].endswith(": unknown")
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+def test_bench_instrument_alone_per_cpu_times_the_reference_op_on_each_cpu():
+    command = [sys.executable, str(TOOLS / "bench_instrument.py"), "--alone", "0.5", "--per-cpu"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600).stdout
+    cpus = sorted(os.sched_getaffinity(0))
+    per_cpu = [line for line in out.splitlines() if line.startswith("    CPU ")]
+    assert [int(line.split()[1].rstrip(":")) for line in per_cpu] == cpus
+    for line in per_cpu:
+        assert re.fullmatch(
+            r"    CPU \d+: \d+ runs of \d+\.\d{3} ms \(median\), \d\.\d\dx the fastest CPU's; "
+            r"spread \d+\.\d%",
+            line,
+        )
+    assert min(float(line.split("x the")[0].split()[-1]) for line in per_cpu) == 1.0
+
+
+def test_bench_instrument_per_cpu_names_the_slower_cpu(capsys):
+    (tool,) = _tools("bench_instrument")
+    # CPU 0 runs the op 1.3x as long as CPU 1, a run each in turn.
+    tool._per_cpu([0, 1] * 50, [1.3e-3, 1.0e-3] * 50)
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "    CPU 0: 50 runs of 1.300 ms (median), 1.30x the fastest CPU's; spread 0.0%",
+        "    CPU 1: 50 runs of 1.000 ms (median), 1.00x the fastest CPU's; spread 0.0%",
+    ]
+
+
 def _alone_heads(out: str) -> list[str]:
     return [line.split(":")[0].split(" (")[0] for line in out.splitlines()]
 
@@ -259,7 +285,7 @@ def test_bench_instrument_probe_runs_beside_the_reference_op_with_idle_cpus_as_s
     ).stdout
     assert _alone_heads(out) == _probe_heads("alu")  # the default kind
     assert re.search(r"correlation with the reference op's runs -?\d\.\d\d, of its wall", out)
-    for flag in ("--probe", "--profile"):
+    for flag in ("--probe", "--profile", "--per-cpu"):
         refused = subprocess.run(
             [sys.executable, str(TOOLS / "bench_instrument.py"), flag],
             capture_output=True,
@@ -267,7 +293,10 @@ def test_bench_instrument_probe_runs_beside_the_reference_op_with_idle_cpus_as_s
             check=False,
         )
         assert refused.returncode == 2
-        assert "--probe, --profile, --simulate and --system-idle go with --alone" in refused.stderr
+        assert (
+            "--probe, --profile, --simulate, --per-cpu and --system-idle go with --alone"
+            in refused.stderr
+        )
 
 
 def test_bench_instrument_probes_of_each_kind():
@@ -320,19 +349,33 @@ def test_bench_instrument_profile_under_perf():
     assert "| other threads | compiled code (JIT) |" in out
 
 
-def test_bench_instrument_compares_arrangements_of_the_rounds():
+@pytest.mark.parametrize(
+    ("arrangement", "described"),
+    [
+        ("passes-1", "one pass (each case's rounds together)"),
+        ("one-cpu", "the whole process pinned to one CPU (the last it may run on, as taskset -c)"),
+    ],
+)
+def test_bench_instrument_compares_arrangements_of_the_rounds(arrangement, described):
+    if arrangement == "one-cpu" and not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no CPU affinity here")
     command = [sys.executable, str(TOOLS / "bench_instrument.py"), "--quick", "--processes", "1"]
-    command += ["--arrangements", "passes-1", "--fresh-autotune"]
+    command += ["--arrangements", arrangement, "--fresh-autotune"]
     out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600).stdout
     lines = out.splitlines()
-    assert lines[0].startswith("passes-1, process 1: ")
+    assert lines[0].startswith(f"{arrangement}, process 1: ")
     assert re.fullmatch(r".*, \d+ of 5 cases at most 5 %, \d+ s", lines[0]), lines[0]
     # What the run said of the reference op's slow runs (kernel_bench._stretches).
     assert re.match(
         r"  the reference op ran at least 1\.1x its case's median in \d+% of its runs", lines[1]
     ), lines[1]
+    if arrangement == "one-cpu" and os.cpu_count() > 1:
+        last = max(os.sched_getaffinity(0))
+        assert lines[1].endswith(
+            f"; run on CPU {last} of the machine's {os.cpu_count()} (the process's affinity)"
+        ), lines[1]
     row = lines[-1].split(" | ")
-    assert row[0] == "| one pass (each case's rounds together)"
+    assert row[0] == f"| {described}"
     assert row[1].endswith(" of 5")
 
 
@@ -480,7 +523,10 @@ def test_bench_instrument_simulates_arrangements_on_one_recording(tmp_path, caps
 def test_bench_instrument_simulate_needs_alone_and_a_results_file(tmp_path):
     tool = [sys.executable, str(TOOLS / "bench_instrument.py")]
     for args, message in (
-        (["--simulate"], "--probe, --profile, --simulate and --system-idle go with --alone"),
+        (
+            ["--simulate"],
+            "--probe, --profile, --simulate, --per-cpu and --system-idle go with --alone",
+        ),
         (["--alone", "1", "--simulate", str(tmp_path / "no.json")], "run kernel-bench first"),
         (["--alone", "1", "--simulate", str(tmp_path)], "run kernel-bench first"),
     ):

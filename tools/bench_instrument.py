@@ -11,6 +11,8 @@ current arrangement of its rounds and under others.
     uv run python tools/bench_instrument.py --alone 20 --profile     # ... sampled by perf
     uv run python tools/bench_instrument.py --alone 20 --system-idle # ... idle CPUs not kept awake
     uv run python tools/bench_instrument.py --alone 100 --simulate   # ... the suite's rounds laid over it
+    uv run python tools/bench_instrument.py --alone 20 --per-cpu     # ... on each CPU in turn
+    uv run python tools/bench_instrument.py --processes 4 --arrangements current one-cpu
 
 ``--alone SECONDS`` measures the machine instead: one fresh process runs the
 reference op's 1 ms chains back to back, nothing else, for that long, and
@@ -40,7 +42,13 @@ With ``--simulate`` the suite's schedule of the reference op (its cases and
 backends read from a kernel-bench results file) is laid over the recording as
 each arrangement of :data:`SIMULATED` would order it: every arrangement then
 meets the same noise, which fresh processes, each meeting the machine in
-another state, never do (:func:`simulate`).
+another state, never do (:func:`simulate`). With ``--per-cpu`` every thread
+of the process is pinned to each CPU it may run on in turn, a run each after
+an untimed one, and the op's rate on each CPU is printed against the
+fastest's (:func:`_per_cpu`): on a virtual machine one CPU can run slower
+than another with nothing else running (its host's core is shared), and an
+unpinned run's rate then follows where its threads landed. The arrangement
+``one-cpu`` runs the whole suite pinned to one CPU, as ``taskset -c`` would.
 
 Each process runs ``kernel-bench`` (``--quick`` passed on) under one of the
 ``--arrangements`` (:data:`ARRANGEMENTS`; the library is patched in that
@@ -75,6 +83,7 @@ from pathlib import Path
 import _perf
 from kernel_bench._program import _pass_sizes
 from kernel_bench._stretches import SLOW, describe
+from kernel_bench._suite_cli import _pinned
 from kernel_bench._timing import Spread
 
 #: What each arrangement changes in its process, and its description.
@@ -92,14 +101,18 @@ ARRANGEMENTS = {
     "omp-passive": "OMP_WAIT_POLICY=PASSIVE",
     "numba-auto-only": "numba and auto only (--backends numba auto)",
     "system-idle": "idle CPUs as the system sets (--no-keep-cpus-awake)",
+    "one-cpu": "the whole process pinned to one CPU (the last it may run on, as taskset -c)",
 }
 
 CHILD = """
-import sys
+import os, sys
+arrangement = sys.argv[1]
+if arrangement == "one-cpu":
+    # Before JAX, numba or Warp start a thread: every thread inherits it.
+    os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
 import jax, jax.numpy as jnp
 from kernel_bench import _program, _suite_cli, _timing
 from kernel_bench.autotune import _measure
-arrangement = sys.argv[1]
 if arrangement == "settle-2ms":
     _timing.SETTLE_SECONDS = 0.002
 if arrangement.startswith("run-"):
@@ -140,7 +153,8 @@ import numpy as np
 from kernel_bench import _load, _program, _timing
 from kernel_bench._awake import keep_cpus_awake
 
-seconds, awake, probes = float(sys.argv[1]), sys.argv[2] == "awake", sys.argv[3:]
+seconds, awake, per_cpu = float(sys.argv[1]), sys.argv[2] == "awake", sys.argv[3] == "per-cpu"
+probes = sys.argv[4:]
 held = keep_cpus_awake(awake)
 held.__enter__()  # held until the process ends
 atexit.register(held.__exit__, None, None, None)
@@ -203,12 +217,30 @@ if "alu" in probes:
 loops = {"alu": alu, "python": python, "numpy": numpy}
 timed_probes = [(loops[name], calibrated(loops[name])) for name in probes]
 print("pid", os.getpid(), flush=True)
+cpus = sorted(os.sched_getaffinity(0)) if per_cpu else [-1]
+
+
+def pin(cpu):
+    # Every thread of the process onto ``cpu``: XLA's and numba's included.
+    for task in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(task), {cpu})
+        except OSError:  # a thread that ended meanwhile
+            pass
+
+
 meter = _load.OtherLoad()
 end = time.perf_counter() + seconds
+turn = 0
 while time.perf_counter() < end:
+    where = cpus[turn % len(cpus)]
+    turn += 1
+    if where >= 0:
+        pin(where)
+        jax.block_until_ready(run(count, x))  # untimed: the first run after the move
     began, start = time.clock_gettime_ns(time.CLOCK_MONOTONIC), time.perf_counter()
     jax.block_until_ready(run(count, x))
-    row = [began, time.perf_counter() - start]
+    row = [began, where, time.perf_counter() - start]
     for probe, n in timed_probes:
         cpu, start = time.thread_time(), time.perf_counter()
         probe(n)
@@ -247,7 +279,8 @@ SIMULATED = (
 def run(arrangement: str, extra: list[str], autotune: str) -> tuple[list[float], str] | None:
     """One fresh process of the main job under ``arrangement``: the reference
     op's spread in each case, in per cent, and what the run said of its slow
-    runs (``kernel_bench._stretches``), or None where it gave none."""
+    runs (``kernel_bench._stretches``) and of the CPUs it was pinned to, if
+    fewer than the machine's; None where it gave none."""
     with tempfile.TemporaryDirectory() as tmp:
         records = Path(tmp) / "records.json"
         env = {**os.environ, "KERNEL_BENCH_AUTOTUNE_DIR": autotune}
@@ -263,7 +296,11 @@ def run(arrangement: str, extra: list[str], autotune: str) -> tuple[list[float],
         saved = json.loads(records.read_text())
     # One noise per case, the same on every record of the case.
     per_case = {r["label"]: r["noise"] for r in saved["records"] if r.get("noise") is not None}
-    stretches = describe(saved["metadata"].get("slow_stretches") or {})
+    metadata = saved["metadata"]
+    stretches = describe(metadata.get("slow_stretches") or {})
+    pinned = _pinned(metadata.get("cpus"), metadata.get("cpu_count"))
+    if stretches and pinned:
+        stretches += f"; {pinned}"
     return [
         100 * v for v in per_case.values()
     ], stretches or "(no figures of the slow runs in the records)"
@@ -280,6 +317,7 @@ def alone(
     awake: bool = True,
     profile: bool = False,
     results: Path | None = None,
+    per_cpu: bool = False,
 ) -> int:
     """The reference op alone for ``seconds``: its spread overall, per 15
     runs and per stretch of :data:`WINDOW`; alternating with each of
@@ -287,7 +325,8 @@ def alone(
     them, unless ``awake`` is False; with ``profile``, sampled by ``perf``
     (:func:`_profile`); with ``results`` (a kernel-bench results file), the
     suite's arrangements laid over the runs (:func:`simulate`)."""
-    child = [sys.executable, "-c", ALONE, str(seconds), "awake" if awake else "-", *probes]
+    child = [sys.executable, "-c", ALONE, str(seconds), "awake" if awake else "-"]
+    child += ["per-cpu" if per_cpu else "-", *probes]
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "perf.data")
         command = [*_perf.RECORD, "-o", data, "--", *child] if profile else child
@@ -305,13 +344,17 @@ def alone(
         rows = [line.split() for line in lines]
         samples = _perf.samples(data) if profile else []
     began = [int(row[0]) for row in rows]
+    where = [int(row[1]) for row in rows]
     columns = [
-        [float(v) for v in column] for column in zip(*(row[1:] for row in rows), strict=True)
+        [float(v) for v in column] for column in zip(*(row[2:] for row in rows), strict=True)
     ]
     ref = columns[0]
     ref_slow = _slow(ref)
     _report("reference op", ref, seconds)
-    _windows(began, ref)
+    if per_cpu:
+        _per_cpu(where, ref)
+    else:
+        _windows(began, ref)
     for k, name in enumerate(probes):
         wall, cpu = columns[1 + 2 * k], columns[2 + 2 * k]
         _report(f"probe {name}, wall", wall, seconds)
@@ -332,6 +375,24 @@ def alone(
     if results is not None:
         simulate(began, ref, results)
     return 0
+
+
+def _per_cpu(where: list[int], runs: list[float]) -> None:
+    """The reference op's rate on each CPU (every thread pinned to it, the CPUs
+    in turn a run each): a CPU slower than the others, with nothing else
+    running, is one its host gives less (a virtual CPU whose core another
+    machine shares), and a run's rate then depends on where it landed."""
+    found: dict[int, list[float]] = {}
+    for cpu, t in zip(where, runs, strict=True):
+        found.setdefault(cpu, []).append(t)
+    fastest = min(statistics.median(t) for t in found.values())
+    print("  per CPU (every thread pinned to it, the CPUs in turn a run each):")
+    for cpu, t in sorted(found.items()):
+        median = statistics.median(t)
+        print(
+            f"    CPU {cpu}: {len(t)} runs of {1e3 * median:.3f} ms (median), "
+            f"{median / fastest:.2f}x the fastest CPU's; spread {spread(t):.1f}%"
+        )
 
 
 def _windows(began: list[int], runs: list[float]) -> None:
@@ -582,7 +643,15 @@ def main(argv: list[str] | None = None) -> int:
         "them, over the recorded runs (the cases and backends of a kernel-bench results file; "
         "default kernel-bench-results.json)",
     )
+    parser.add_argument(
+        "--per-cpu",
+        action="store_true",
+        help="with --alone: pin every thread to each CPU in turn, a run each, and say how "
+        "fast each CPU ran the reference op",
+    )
     args = parser.parse_args(argv)
+    if args.per_cpu and not hasattr(os, "sched_setaffinity"):
+        parser.error("--per-cpu pins threads to CPUs, which this system does not offer")
     if args.alone is not None:
         if args.simulate is not None:
             try:
@@ -590,9 +659,11 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as exc:
                 parser.error(f"--simulate: {exc}")
         probes = ["alu"] if args.probe == [] else list(dict.fromkeys(args.probe or ()))
-        return alone(args.alone, probes, not args.system_idle, args.profile, args.simulate)
-    if args.probe is not None or args.system_idle or args.profile or args.simulate:
-        parser.error("--probe, --profile, --simulate and --system-idle go with --alone")
+        return alone(
+            args.alone, probes, not args.system_idle, args.profile, args.simulate, args.per_cpu
+        )
+    if args.probe is not None or args.system_idle or args.profile or args.simulate or args.per_cpu:
+        parser.error("--probe, --profile, --simulate, --per-cpu and --system-idle go with --alone")
     if args.processes < 1:
         parser.error("--processes must be at least 1")
     extra = ["--quick"] if args.quick else []
