@@ -372,16 +372,25 @@ def test_the_autotuner_and_the_suite_time_the_same_chains(monkeypatch):
 def test_the_autotuner_chains_again_what_it_calibrated_too_short(monkeypatch):
     # Calibrated in a slow moment, each chain is one call: its rounds (launch
     # 50 us, calls of 150 and 100 us) last a fifth of the 1 ms target. The
-    # chains are made again from those medians, and the rounds done afresh.
+    # chains are calibrated again, by the rule that made them (the calls
+    # fill the run less the launch), and the rounds done afresh.
+    from kernel_bench import _timing
     from kernel_bench.autotune import _measure
 
     runs, _log = _fake_runs(monkeypatch, {"numba": 1.5e-4, "jax": 1e-4}, launch=5e-5)
-    monkeypatch.setattr(_measure, "calls_per_run", lambda run, data, seconds: 1)
+    calibrated = []
+
+    def slow_at_first(run, data, seconds):
+        calibrated.append(run)
+        return 1 if calibrated.count(run) == 1 else _timing.calls_per_run(run, data, seconds)
+
+    monkeypatch.setattr(_measure, "calls_per_run", slow_at_first)
     times, counts = _measure._time(runs, (), budget=0.2)
-    assert counts == {"numba": 5, "jax": 7}
+    assert counts == {"numba": 6, "jax": 10}  # (1000 - 50) / 150 and / 100 us, rounded
+    assert len(calibrated) == 4
     # Every round kept is one of the new chains (one-call rounds: 200, 150 us).
-    assert times["numba"] == pytest.approx([150 + 50 / 5] * len(times["numba"]))
-    assert times["jax"] == pytest.approx([100 + 50 / 7] * len(times["jax"]))
+    assert times["numba"] == pytest.approx([150 + 50 / 6] * len(times["numba"]))
+    assert times["jax"] == pytest.approx([100 + 50 / 10] * len(times["jax"]))
     assert len(times["jax"]) >= _measure.MIN_ROUNDS
 
 

@@ -217,11 +217,6 @@ def _too_short(times_us: list[float], count: int) -> bool:
     return Spread.of(times_us).median * count < SECONDS_PER_RUN * 1e6 / 2
 
 
-def _chain_for(times_us: list[float]) -> int:
-    # As many calls as last the target at the rounds' median time per call.
-    return max(1, round(SECONDS_PER_RUN * 1e6 / max(Spread.of(times_us).median, 1e-6)))
-
-
 def _time(
     runs: Mapping[str, Any], data: Sequence[Any], budget: float
 ) -> tuple[dict[str, list[float]], dict[str, int]]:
@@ -233,8 +228,8 @@ def _time(
     candidate; where the two best medians are within :data:`_CLOSE` of each
     other, the last third to more rounds of those two alone. Where the
     rounds show a chain lasting less than half the run it was
-    calibrated to, the chains are made again from the rounds' medians and a
-    third more of the budget times every candidate afresh."""
+    calibrated to, those chains are calibrated again and a third more of the
+    budget times every candidate afresh."""
     counts = {b: calls_per_run(run, data, SECONDS_PER_RUN) for b, run in runs.items()}
     times: dict[str, list[float]] = {b: [] for b in runs}
 
@@ -251,14 +246,14 @@ def _time(
             times[b] += t
 
     rounds(list(runs), budget * 2 / 3)
-    short = {b: _chain_for(times[b]) for b in runs if _too_short(times[b], counts[b])}
+    short = [b for b in runs if _too_short(times[b], counts[b])]
     if short:
         # Calibrated while the machine was slow for a while after compiling
         # (a threaded kernel's first runs can take ten times their later
         # time), a chain lasts a fraction of the run it should: it would time
-        # mostly its launch. Chained again from the rounds' own medians, every
-        # candidate is timed afresh.
-        counts.update(short)
+        # mostly its launch. Calibrated again, now that the rounds ran at
+        # their rate, every candidate is timed afresh.
+        counts.update({b: calls_per_run(runs[b], data, SECONDS_PER_RUN) for b in short})
         for b in runs:
             times[b] = []
         rounds(list(runs), budget / 3)
