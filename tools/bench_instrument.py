@@ -298,12 +298,9 @@ def run(arrangement: str, extra: list[str], autotune: str) -> tuple[list[float],
     per_case = {r["label"]: r["noise"] for r in saved["records"] if r.get("noise") is not None}
     metadata = saved["metadata"]
     stretches = describe(metadata.get("slow_stretches") or {})
-    pinned = _pinned(metadata.get("cpus"), metadata.get("cpu_count"))
-    if stretches and pinned:
-        stretches += f"; {pinned}"
-    return [
-        100 * v for v in per_case.values()
-    ], stretches or "(no figures of the slow runs in the records)"
+    said = [stretches or "(no figures of the slow runs in the records)"]
+    said.append(_pinned(metadata.get("cpus"), metadata.get("cpu_count")))
+    return [100 * v for v in per_case.values()], "; ".join(s for s in said if s)
 
 
 def spread(values: list[float]) -> float:
