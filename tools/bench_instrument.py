@@ -90,6 +90,7 @@ from kernel_bench._timing import Spread
 ARRANGEMENTS = {
     "current": "the current arrangement",
     "settle-2ms": "a 2 ms untimed pause before each timed run",
+    "settle-5ms": "a 5 ms untimed pause before each timed run",
     "run-2ms": "runs of 2 ms in the suite and the autotuner",
     "run-3ms": "runs of 3 ms in the suite and the autotuner",
     "run-4ms": "runs of 4 ms in the suite and the autotuner",
@@ -113,8 +114,8 @@ if arrangement == "one-cpu":
 import jax, jax.numpy as jnp
 from kernel_bench import _program, _suite_cli, _timing
 from kernel_bench.autotune import _measure
-if arrangement == "settle-2ms":
-    _timing.SETTLE_SECONDS = 0.002
+if arrangement.startswith("settle-"):
+    _timing.SETTLE_SECONDS = float(arrangement[len("settle-") : -len("ms")]) * 1e-3
 if arrangement.startswith("run-"):
     seconds = float(arrangement[len("run-") : -len("ms")]) * 1e-3
     _timing.SECONDS_PER_RUN = _measure.SECONDS_PER_RUN = seconds
