@@ -353,6 +353,7 @@ def test_bench_instrument_profile_under_perf():
     ("arrangement", "described"),
     [
         ("passes-1", "one pass (each case's rounds together)"),
+        ("no-quiet", "no wait for the process's other threads before each timed run"),
         ("one-cpu", "the whole process pinned to one CPU (the last it may run on, as taskset -c)"),
     ],
 )
@@ -364,7 +365,9 @@ def test_bench_instrument_compares_arrangements_of_the_rounds(arrangement, descr
     out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=600).stdout
     lines = out.splitlines()
     assert lines[0].startswith(f"{arrangement}, process 1: ")
-    assert re.fullmatch(r".*, \d+ of 5 cases at most 5 %, \d+ s", lines[0]), lines[0]
+    assert re.fullmatch(
+        r".*, \d+ of 5 cases at most 5 %; backends' spread \d+\.\d %, \d+ s", lines[0]
+    ), lines[0]
     # What the run said of the reference op's slow runs (kernel_bench._stretches).
     assert re.match(
         r"  the reference op ran at least 1\.1x its case's median in \d+% of its runs", lines[1]
@@ -377,6 +380,7 @@ def test_bench_instrument_compares_arrangements_of_the_rounds(arrangement, descr
     row = lines[-1].split(" | ")
     assert row[0] == f"| {described}"
     assert row[1].endswith(" of 5")
+    assert re.fullmatch(r"\d+\.\d % \|", row[3]), row
 
 
 def test_bench_gpu_first_call_times_new_kernels_through_the_launcher():

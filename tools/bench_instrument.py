@@ -2,7 +2,7 @@
 (interquartile range over median) in each case of the main job, under the
 current arrangement of its rounds and under others.
 
-    uv run python tools/bench_instrument.py --processes 4            # current, and a 2 ms pause
+    uv run python tools/bench_instrument.py --processes 4            # current, and no quiet wait
     uv run python tools/bench_instrument.py --processes 3 --arrangements current passes-15 run-3ms
     uv run python tools/bench_instrument.py --processes 4 --quick
     uv run python tools/bench_instrument.py --alone 20               # the machine's own noise
@@ -89,6 +89,7 @@ from kernel_bench._timing import Spread
 #: What each arrangement changes in its process, and its description.
 ARRANGEMENTS = {
     "current": "the current arrangement",
+    "no-quiet": "no wait for the process's other threads before each timed run",
     "settle-2ms": "a 2 ms untimed pause before each timed run",
     "settle-5ms": "a 5 ms untimed pause before each timed run",
     "run-2ms": "runs of 2 ms in the suite and the autotuner",
@@ -114,6 +115,14 @@ if arrangement == "one-cpu":
 import jax, jax.numpy as jnp
 from kernel_bench import _program, _suite_cli, _timing
 from kernel_bench.autotune import _measure
+if arrangement == "no-quiet":
+    from kernel_bench import _quiet
+
+    class Loud(_quiet.Quiet):
+        def __init__(self, enabled=True, limit=_quiet.LIMIT_SECONDS):
+            super().__init__(enabled=False, limit=limit)
+
+    _timing.Quiet = _program.Quiet = Loud
 if arrangement.startswith("settle-"):
     _timing.SETTLE_SECONDS = float(arrangement[len("settle-") : -len("ms")]) * 1e-3
 if arrangement.startswith("run-"):
@@ -277,11 +286,15 @@ SIMULATED = (
 )
 
 
-def run(arrangement: str, extra: list[str], autotune: str) -> tuple[list[float], str] | None:
+def run(
+    arrangement: str, extra: list[str], autotune: str
+) -> tuple[list[float], list[float], str] | None:
     """One fresh process of the main job under ``arrangement``: the reference
-    op's spread in each case, in per cent, and what the run said of its slow
-    runs (``kernel_bench._stretches``) and of the CPUs it was pinned to, if
-    fewer than the machine's; None where it gave none."""
+    op's spread in each case and each backend's in-program spread (its
+    rounds' interquartile range over their median), both in per cent, and
+    what the run said of its slow runs (``kernel_bench._stretches``) and of
+    the CPUs it was pinned to, if fewer than the machine's; None where it gave
+    none."""
     with tempfile.TemporaryDirectory() as tmp:
         records = Path(tmp) / "records.json"
         env = {**os.environ, "KERNEL_BENCH_AUTOTUNE_DIR": autotune}
@@ -301,7 +314,12 @@ def run(arrangement: str, extra: list[str], autotune: str) -> tuple[list[float],
     stretches = describe(metadata.get("slow_stretches") or {})
     said = [stretches or "(no figures of the slow runs in the records)"]
     said.append(_pinned(metadata.get("cpus"), metadata.get("cpu_count")))
-    return [100 * v for v in per_case.values()], "; ".join(s for s in said if s)
+    backends = [
+        100 * (r["program_q75_ms"] - r["program_q25_ms"]) / r["program_median_ms"]
+        for r in saved["records"]
+        if r.get("program_median_ms")
+    ]
+    return [100 * v for v in per_case.values()], backends, "; ".join(s for s in said if s)
 
 
 def spread(values: list[float]) -> float:
@@ -601,9 +619,9 @@ def main(argv: list[str] | None = None) -> int:
         "--arrangements",
         nargs="+",
         choices=list(ARRANGEMENTS),
-        default=["current", "settle-2ms"],
+        default=["current", "no-quiet"],
         metavar="NAME",
-        help=f"arrangements to compare (default: current settle-2ms): {', '.join(ARRANGEMENTS)}",
+        help=f"arrangements to compare (default: current no-quiet): {', '.join(ARRANGEMENTS)}",
     )
     parser.add_argument("--quick", action="store_true", help="kernel-bench --quick")
     parser.add_argument(
@@ -666,6 +684,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--processes must be at least 1")
     extra = ["--quick"] if args.quick else []
     results: dict[str, list[list[float]]] = {a: [] for a in args.arrangements}
+    backends: dict[str, list[list[float]]] = {a: [] for a in args.arrangements}
     order = list(args.arrangements)
     with tempfile.TemporaryDirectory() as root:
         shared = os.path.join(root, "autotune")
@@ -683,17 +702,30 @@ def main(argv: list[str] | None = None) -> int:
                 if found is None:
                     print(f"{name}, process {k + 1}: no result", flush=True)
                     continue
-                spreads, stretches = found
-                print(f"{name}, process {k + 1}: {_summary(spreads)}, {wall:.0f} s", flush=True)
+                spreads, backend_spreads, stretches = found
+                print(
+                    f"{name}, process {k + 1}: {_summary(spreads)}; backends' spread "
+                    f"{_median(backend_spreads)}, {wall:.0f} s",
+                    flush=True,
+                )
                 print(f"  {stretches}", flush=True)
                 results[name].append(spreads)
-    print("\n| arrangement | cases at most 5 %, per process | spread over the cases, per process |")
-    print("|---|---|---|")
+                backends[name].append(backend_spreads)
+    print(
+        "\n| arrangement | cases at most 5 %, per process | spread over the cases, per process "
+        "| backends' spread in program (median), per process |"
+    )
+    print("|---|---|---|---|")
     for name, per_process in results.items():
         counts = ", ".join(f"{sum(v <= 5 for v in f)} of {len(f)}" for f in per_process) or "-"
         spans = ", ".join(f"{min(f):.1f} to {max(f):.1f} %" for f in per_process) or "no result"
-        print(f"| {ARRANGEMENTS[name]} | {counts} | {spans} |")
+        medians = ", ".join(_median(f) for f in backends[name]) or "-"
+        print(f"| {ARRANGEMENTS[name]} | {counts} | {spans} | {medians} |")
     return 0
+
+
+def _median(found: list[float]) -> str:
+    return f"{statistics.median(found):.1f} %" if found else "-"
 
 
 def _summary(found: list[float]) -> str:

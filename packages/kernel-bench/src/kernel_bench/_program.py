@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from . import _timing
+from ._quiet import Quiet
 from ._record import BenchmarkRecord
 from ._timing import Spread, Timing, calls_per_run, chained, interleaved
 
@@ -51,26 +52,30 @@ def dispatch_times(
     ``_timing.chained``, warmed up): ``n_runs`` rounds, each calling every
     program once with ``n_batch`` chained calls, the order shuffled every
     round (as ``_timing.interleaved``), so that no backend is timed only
-    after the others or only after one of them. Returns the timing per
-    backend (ms per call; its output the last run's) and the exception of
-    each backend whose run raised (left out of the later rounds)."""
+    after the others or only after one of them, each run starting once no
+    other thread of the process is running (:class:`_quiet.Quiet`). Returns
+    the timing per backend (ms per call; its output the last run's) and the
+    exception of each backend whose run raised (left out of the later
+    rounds)."""
     count = jax.numpy.asarray(n_batch, dtype=jax.numpy.int32)
     order = list(runs)
     times: dict[str, list[float]] = {b: [] for b in order}
     outputs: dict[str, Any] = {}
     errors: dict[str, BaseException] = {}
     shuffle = random.Random(0).shuffle
-    for _ in range(n_runs):
-        shuffle(order)
-        for backend in order:
-            if backend in errors:
-                continue
-            try:
-                start = _timing._now()
-                outputs[backend] = jax.block_until_ready(runs[backend](count, *args))
-                times[backend].append((_timing._now() - start) * 1e3 / n_batch)
-            except Exception as exc:
-                errors[backend] = exc
+    with Quiet() as quiet:
+        for _ in range(n_runs):
+            shuffle(order)
+            for backend in order:
+                if backend in errors:
+                    continue
+                quiet.wait()
+                try:
+                    start = _timing._now()
+                    outputs[backend] = jax.block_until_ready(runs[backend](count, *args))
+                    times[backend].append((_timing._now() - start) * 1e3 / n_batch)
+                except Exception as exc:
+                    errors[backend] = exc
     timings = {b: Timing(tuple(t), outputs[b]) for b, t in times.items() if b not in errors}
     return timings, errors
 

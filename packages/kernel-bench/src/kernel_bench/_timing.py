@@ -14,6 +14,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from ._quiet import Quiet
+
 __all__ = [
     "SECONDS_PER_RUN",
     "SETTLE_SECONDS",
@@ -263,6 +265,7 @@ def interleaved(
     settle: float | None = None,
     seed: int = 0,
     prime: bool = True,
+    quiet: bool = True,
     starts: dict[str, list[float]] | None = None,
 ) -> dict[str, list[float]]:
     """Microseconds per call of each run (made by :func:`chained`, chaining
@@ -282,7 +285,12 @@ def interleaved(
     a chain but the first does, instead of whatever the run before it left
     there (a sparse product over a few MiB took 3-5 times as long right
     after a threaded XLA operation as right after itself, and a chain of one
-    such call would time that). At most ``rounds`` timed rounds;
+    such call would time that). With ``quiet`` (the default) each timed run,
+    its untimed call included, starts once no other thread of the process is
+    running (:class:`_quiet.Quiet`, untimed): what the run before left
+    running (XLA returning a program's temporary buffers to the system after
+    its outputs were ready, a threaded kernel's spinning workers) then falls on
+    no other run. At most ``rounds`` timed rounds;
     once ``min_rounds`` are done, no new round starts after ``seconds``
     (pauses included). Where ``starts`` is given, the clock's reading at the
     start of each timed run is appended to ``starts[name]``, in the order of
@@ -297,20 +305,22 @@ def interleaved(
             jax.block_until_ready(runs[name](arrays[name], *data))
     pause = SETTLE_SECONDS if settle is None else settle
     start_all = _now()
-    for r in range(rounds):
-        if r >= min_rounds and _now() - start_all > seconds:
-            break
-        shuffle(order)
-        for name in order:
-            if prime:
-                jax.block_until_ready(runs[name](one, *data))
-            if pause > 0:
-                _sleep(pause)
-            start = _now()
-            jax.block_until_ready(runs[name](arrays[name], *data))
-            times[name].append((_now() - start) * 1e6 / counts[name])
-            if starts is not None:
-                starts.setdefault(name, []).append(start)
+    with Quiet(enabled=quiet) as waiting:
+        for r in range(rounds):
+            if r >= min_rounds and _now() - start_all > seconds:
+                break
+            shuffle(order)
+            for name in order:
+                waiting.wait()
+                if prime:
+                    jax.block_until_ready(runs[name](one, *data))
+                if pause > 0:
+                    _sleep(pause)
+                start = _now()
+                jax.block_until_ready(runs[name](arrays[name], *data))
+                times[name].append((_now() - start) * 1e6 / counts[name])
+                if starts is not None:
+                    starts.setdefault(name, []).append(start)
     return times
 
 
