@@ -5,11 +5,12 @@ program's outputs are ready XLA's worker thread frees the program's temporary
 buffers, and large ones go back to the system (``munmap``): after jax's
 ``csr_matmat`` at 10^5 that took the worker 5 ms of kernel time, sampled by
 ``perf``. A threaded kernel's OpenMP workers spin for a few milliseconds
-before they sleep. Timed runs that start meanwhile share the machine with that
-work, so a case's reference op ran 4-10 % slower after XLA's backends than
-after numba's on a 2-core machine (docs/performance.md, *What the run before
-leaves running*). :class:`Quiet` waits until no other thread of the process
-is running, so that no run is charged for what another left behind.
+before they sleep. A timed run that starts meanwhile shares the machine with
+that work: on a 2-core machine the reference op's 1 ms run was 6-7 % slower
+right after jax's ``csr_matmat`` than after nothing, and 1-3.5 % after a wait
+(docs/performance.md, *What the run before leaves running*). :class:`Quiet`
+waits until no other thread of the process is running, so that no run is
+charged for what another left behind.
 
 It reads the scheduler state of the process's threads from
 ``/proc/self/task`` (Linux). Elsewhere, or where that cannot be read, it does

@@ -275,9 +275,9 @@ def interleaved(
     after a compilation fault in fresh buffers and wake thread pools). The
     order is shuffled every round (the same sequence in every call with the
     same ``seed``), so that
-    no run always follows the same one: what a run leaves behind (threads
-    still spinning, caches filled with its data) falls on every other run
-    alike instead of always on its successor. Before each timed run the
+    no run always follows the same one: what a run leaves behind (caches
+    filled with its data) falls on every other run alike instead of always
+    on its successor. Before each timed run the
     process pauses ``settle`` seconds (untimed; None: :data:`SETTLE_SECONDS`),
     so that threads the previous run left spinning are asleep again. With
     ``prime`` (the default) each timed run follows one untimed call of its
@@ -292,7 +292,7 @@ def interleaved(
     its outputs were ready, a threaded kernel's spinning workers) then falls on
     no other run. At most ``rounds`` timed rounds;
     once ``min_rounds`` are done, no new round starts after ``seconds``
-    (pauses included). Where ``starts`` is given, the clock's reading at the
+    (pauses and waits included). Where ``starts`` is given, the clock's reading at the
     start of each timed run is appended to ``starts[name]``, in the order of
     the times."""
     order = list(runs)
