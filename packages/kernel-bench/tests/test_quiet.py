@@ -106,3 +106,13 @@ def test_interleaved_without_quiet_does_not_wait(monkeypatch):
     runs, log = _logged_runs(monkeypatch)
     _timing.interleaved(runs, {"a": 7}, (), rounds=1, quiet=False)
     assert log == ["a(7)", "no wait", "a(1)", "a(7)"]
+
+
+def test_each_dispatch_follows_a_wait_and_an_untimed_call_of_its_own(monkeypatch):
+    from kernel_bench import _program
+
+    runs, log = _logged_runs(monkeypatch)
+    monkeypatch.setattr(_program, "Quiet", _timing.Quiet)  # the logging one
+    timings, errors = _program.dispatch_times(runs, (), n_batch=3, n_runs=2)
+    assert errors == {} and len(timings["a"].times_ms) == 2
+    assert log == ["wait", "a(1)", "a(3)", "wait", "a(1)", "a(3)"]

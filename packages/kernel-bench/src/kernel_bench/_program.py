@@ -52,12 +52,16 @@ def dispatch_times(
     ``_timing.chained``, warmed up): ``n_runs`` rounds, each calling every
     program once with ``n_batch`` chained calls, the order shuffled every
     round (as ``_timing.interleaved``), so that no backend is timed only
-    after the others or only after one of them, each run starting once no
-    other thread of the process is running (:class:`_quiet.Quiet`). Returns
-    the timing per backend (ms per call; its output the last run's) and the
-    exception of each backend whose run raised (left out of the later
-    rounds)."""
+    after the others or only after one of them. Each timed run follows one
+    untimed call of its own program, made once no other thread of the
+    process is running (:class:`_quiet.Quiet`): it is timed as a call in a
+    loop of calls is, right after the one before it (threads that call woke
+    still awake, what it left running its own), and never after what another
+    backend left running. Returns the timing per backend (ms per call; its
+    output the last run's) and the exception of each backend whose run raised
+    (left out of the later rounds)."""
     count = jax.numpy.asarray(n_batch, dtype=jax.numpy.int32)
+    one = jax.numpy.asarray(1, dtype=jax.numpy.int32)
     order = list(runs)
     times: dict[str, list[float]] = {b: [] for b in order}
     outputs: dict[str, Any] = {}
@@ -71,6 +75,7 @@ def dispatch_times(
                     continue
                 quiet.wait()
                 try:
+                    jax.block_until_ready(runs[backend](one, *args))
                     start = _timing._now()
                     outputs[backend] = jax.block_until_ready(runs[backend](count, *args))
                     times[backend].append((_timing._now() - start) * 1e3 / n_batch)
