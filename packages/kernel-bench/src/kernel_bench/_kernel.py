@@ -183,7 +183,9 @@ def benchmark_kernel(
         platform: ``"cpu"``, ``"gpu"`` or ``"tpu"``; None: that of JAX's default backend.
         n_warmup: untimed runs of each backend first; at least one runs
             (it compiles, and its output is the one compared).
-        n_runs, n_batch_per_run: timed dispatch runs, and calls per run.
+        n_runs, n_batch_per_run: timed dispatch runs, and calls per run
+            (each timed run follows an untimed call of one, as a call in a
+            loop follows the one before it).
         compare_results: check every backend's outputs against the reference
             backend's (the platform's default backend when it ran, else the
             first that ran) within ``rtol``/``atol``; a backend that disagrees
