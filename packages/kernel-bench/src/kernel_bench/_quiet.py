@@ -56,7 +56,6 @@ class Quiet:
         self.limit = limit
         self._files: dict[str, int] = {}
         self._missed = 0
-        self._me = str(threading.get_native_id())
         #: Whether :meth:`wait` waits: False where asked not to, off Linux,
         #: and once it gave up.
         self.enabled = enabled and os.path.isdir(_TASKS)
@@ -74,16 +73,17 @@ class Quiet:
         self._files.clear()
 
     def wait(self) -> float:
-        """Wait until no other thread of the process has been running for
-        two looks in a row, at most :attr:`limit` seconds; return the seconds
-        waited (0.0 where it does not wait)."""
+        """Wait until no thread of the process but the calling one has been
+        running for two looks in a row, at most :attr:`limit` seconds; return
+        the seconds waited (0.0 where it does not wait)."""
         if not self.enabled:
             return 0.0
+        me = str(threading.get_native_id())
         start = time.perf_counter()
         calm = 0
         while True:
             try:
-                busy = self._running()
+                busy = self._running(me)
             except OSError:
                 self.enabled = False
                 self.close()
@@ -101,11 +101,11 @@ class Quiet:
                 return waited
             time.sleep(_POLL_SECONDS)
 
-    def _running(self) -> bool:
-        # Whether a thread other than the calling one is running or waiting
-        # for a CPU (state "R" in /proc/self/task/<tid>/stat).
+    def _running(self, me: str) -> bool:
+        # Whether a thread other than ``me`` (a thread id) is running or
+        # waiting for a CPU (state "R" in /proc/self/task/<tid>/stat).
         tids = set(os.listdir(_TASKS))
-        tids.discard(self._me)
+        tids.discard(me)
         for gone in self._files.keys() - tids:
             os.close(self._files.pop(gone))
         for tid in tids:

@@ -290,11 +290,10 @@ def interleaved(
     running (:class:`_quiet.Quiet`, untimed): what the run before left
     running (XLA returning a program's temporary buffers to the system after
     its outputs were ready, a threaded kernel's spinning workers) then falls on
-    no other run. At most ``rounds`` timed rounds;
-    once ``min_rounds`` are done, no new round starts after ``seconds``
-    (pauses and waits included). Where ``starts`` is given, the clock's reading at the
-    start of each timed run is appended to ``starts[name]``, in the order of
-    the times."""
+    no other run. At most ``rounds`` timed rounds; once ``min_rounds`` are
+    done, no new round starts after ``seconds`` (pauses and waits included).
+    Where ``starts`` is given, the clock's reading at the start of each timed
+    run is appended to ``starts[name]``, in the order of the times."""
     order = list(runs)
     arrays = {b: jnp.asarray(counts[b], dtype=jnp.int32) for b in order}
     one = jnp.asarray(1, dtype=jnp.int32)
