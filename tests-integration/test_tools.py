@@ -234,6 +234,7 @@ def test_bench_instrument_alone_reports_the_spread_and_the_load_of_other_process
         "reference op",
         "  spread over the whole 0.5 s",
         "  spread over 15 consecutive runs",
+        "  its runs 1.1x its median or more",
         "other processes meanwhile",
     ]
     assert lines[-1].endswith("% of the CPUs") or lines[-1].endswith(": unknown")
@@ -271,7 +272,7 @@ def _alone_heads(out: str) -> list[str]:
 
 def _probe_heads(*kinds: str) -> list[str]:
     spread = ("  spread over the whole 0.5 s", "  spread over 15 consecutive runs")
-    heads = ["reference op", *spread]
+    heads = ["reference op", *spread, "  its runs 1.1x its median or more"]
     for kind in kinds:
         heads += [f"probe {kind}, wall", *spread, f"probe {kind}, CPU time", *spread]
         heads.append("  its runs 1.1x its median or more")

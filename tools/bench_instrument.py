@@ -17,8 +17,10 @@ current arrangement of its rounds and under others.
 ``--alone SECONDS`` measures the machine instead: one fresh process runs the
 reference op's 1 ms chains back to back, nothing else, for that long, and
 prints their spread over the whole time and over every 15 consecutive runs
-(one case's rounds): the least spread the suite can report on this machine,
-and the share of the CPUs other processes used meanwhile (from /proc/stat:
+(one case's rounds): the least spread the suite can report on this machine;
+the share of its runs at least ``_stretches.SLOW`` times its median, to set
+beside the same share in the suite's noise line (more there: the suite's own
+work slows the op; as many: the machine does); and the share of the CPUs other processes used meanwhile (from /proc/stat:
 a spread with none used is the machine's, or on a virtual machine its host's).
 Idle CPUs are kept awake as the suite keeps them (``kernel_bench._awake``);
 ``--system-idle`` leaves them as the system sets them. With ``--probe`` the
@@ -367,6 +369,10 @@ def alone(
     ref = columns[0]
     ref_slow = _slow(ref)
     _report("reference op", ref, seconds)
+    print(
+        f"  its runs {SLOW}x its median or more: {_share(sum(ref_slow), len(ref))} "
+        "(the suite's noise line gives this share of its runs, against each case's median)"
+    )
     if per_cpu:
         _per_cpu(where, ref)
     else:
