@@ -10,6 +10,7 @@ dev group would hide it.
     uv run python tools/wheel_smoke.py                 # every package
     uv run python tools/wheel_smoke.py numba-cpu-ffi   # some
     uv run python tools/wheel_smoke.py --dist DIR      # and keep the wheels in DIR
+    uv run python tools/wheel_smoke.py --jobs 1        # one package at a time
 
 The environments are made by ``uv venv`` and filled by ``uv pip install``, which
 resolves from the wheels' own metadata exactly as pip does, but from uv's cache
@@ -22,6 +23,7 @@ the package and its compiler (Triton, NVRTC, numba-cuda) import and compile.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import email.message
 import email.parser
 import os
@@ -155,13 +157,17 @@ def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, **kwargs)
 
 
-def smoke(package: str, wheels: dict[str, pathlib.Path], scratch: pathlib.Path) -> list[str]:
-    """Problems found for ``package`` (empty when it works alone)."""
+def smoke(
+    package: str, wheels: dict[str, pathlib.Path], scratch: pathlib.Path
+) -> tuple[list[str], list[str]]:
+    """Problems found for ``package`` (empty when it works alone), and a line
+    for each program that ran. Packages may be tried at once: each has its own
+    environment, programs and caches under ``scratch``."""
     extras, programs, needs_gpu = PACKAGES[package]
     venv = scratch / f"venv-{package}"
     made = _run(["uv", "venv", "--quiet", "--python", sys.executable, str(venv)])
     if made.returncode:
-        return [f"uv venv failed: {made.stderr.strip()}"]
+        return [f"uv venv failed: {made.stderr.strip()}"], []
     python = venv / "bin" / "python"
     targets = [
         f"{name}{f'[{extras}]' if name == package and extras else ''} @ {wheels[name].as_uri()}"
@@ -169,10 +175,10 @@ def smoke(package: str, wheels: dict[str, pathlib.Path], scratch: pathlib.Path) 
     ]
     installed = _run(["uv", "pip", "install", "--quiet", "--python", str(python), *targets])
     if installed.returncode:
-        return [f"install failed: {installed.stderr.strip()[-2000:]}"]
-    problems = []
+        return [f"install failed: {installed.stderr.strip()[-2000:]}"], []
+    problems, lines = [], []
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env["XDG_CACHE_HOME"] = str(scratch / "cache")
+    env["XDG_CACHE_HOME"] = str(scratch / f"cache-{package}")
     readme = readme_python_blocks(ROOT / "packages" / package)
     for index, code in enumerate([*readme[:1], *programs]):
         label = "README example" if index == 0 and readme else f"feature check {index}"
@@ -182,12 +188,12 @@ def smoke(package: str, wheels: dict[str, pathlib.Path], scratch: pathlib.Path) 
         program.write_text(code)
         done = _run([str(python), str(program)], cwd=scratch, env=env, timeout=600)
         if done.returncode == 0:
-            print(f"  {package}: {label}: ok")
+            lines.append(f"  {package}: {label}: ok")
         elif needs_gpu and _NO_GPU.search(done.stderr):
-            print(f"  {package}: {label}: ran up to the launch (no GPU here)")
+            lines.append(f"  {package}: {label}: ran up to the launch (no GPU here)")
         else:
             problems.append(f"{label} failed:\n{textwrap.indent(done.stderr[-3000:], '    ')}")
-    return problems
+    return problems, lines
 
 
 def wheels_in(dist: pathlib.Path) -> dict[str, pathlib.Path]:
@@ -214,6 +220,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--dist", type=pathlib.Path, help="build the wheels into DIR and keep them there"
     )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1,
+        help="packages tried at once (default: the CPUs this process may run on)",
+    )
     args = parser.parse_args(argv)
     chosen = args.packages or list(PACKAGES)
     with tempfile.TemporaryDirectory(prefix="wheel-smoke-") as tmp:
@@ -227,14 +239,23 @@ def main(argv: list[str] | None = None) -> int:
                 failed[package] = problems
             else:
                 print(f"  {package}: index page metadata: ok")
-        for package in chosen:
+
+        def timed(package: str) -> tuple[list[str], list[str], float]:
             start = time.perf_counter()
-            problems = failed.get(package, []) + smoke(package, wheels, scratch)
-            print(
-                f"{package}: {'ok' if not problems else 'FAILED'} ({time.perf_counter() - start:.1f} s)"
-            )
-            if problems:
-                failed[package] = problems
+            return *smoke(package, wheels, scratch), time.perf_counter() - start
+
+        # The work is in the packages' own processes: a thread each waits on them.
+        with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            for package, (problems, lines, seconds) in zip(
+                chosen, pool.map(timed, chosen), strict=True
+            ):
+                problems = failed.get(package, []) + problems
+                print(
+                    "\n".join([*lines, f"{package}: {'ok' if not problems else 'FAILED'}"]), end=""
+                )
+                print(f" ({seconds:.1f} s)", flush=True)
+                if problems:
+                    failed[package] = problems
         for package, problems in failed.items():
             print(f"\n{package}:")
             for problem in problems:
