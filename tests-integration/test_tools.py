@@ -8,6 +8,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -179,6 +180,35 @@ def test_downstream_example_says_when_it_has_no_wheels(tmp_path):
         timeout=60,
     )
     assert (out.returncode, out.stdout) == (1, f"no wheels in {tmp_path}\n")
+
+
+def test_wheel_smoke_tries_packages_at_once_and_their_lines_stay_together(monkeypatch, capsys):
+    (tool,) = _tools("wheel_smoke")
+    monkeypatch.setattr(tool, "build_wheels", lambda dist: {p: dist for p in tool.PACKAGES})
+    monkeypatch.setattr(tool, "page_problems", lambda wheel: [])
+    both = threading.Barrier(2, timeout=30)
+
+    def smoke(package, wheels, scratch):
+        both.wait()  # each returns only once the other has started: at once, or a timeout
+        return ([] if package == "ffi-core" else ["README example failed"]), [f"  {package}: ran"]
+
+    monkeypatch.setattr(tool, "smoke", smoke)
+    assert tool.main(["ffi-core", "kernel-check", "--jobs", "2"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" (")[0] for line in lines[2:6]] == [
+        "  ffi-core: ran",
+        "ffi-core: ok",
+        "  kernel-check: ran",
+        "kernel-check: FAILED",
+    ]
+    refused = subprocess.run(
+        [sys.executable, str(TOOLS / "wheel_smoke.py"), "--jobs", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2
+    assert "--jobs: packages tried at once, at least 1; got 0" in refused.stderr
 
 
 def _tree(root: pathlib.Path, files: dict[str, str]) -> pathlib.Path:

@@ -20,8 +20,9 @@ prints their spread over the whole time and over every 15 consecutive runs
 (one case's rounds): the least spread the suite can report on this machine;
 the share of its runs at least ``_stretches.SLOW`` times its median, to set
 beside the same share in the suite's noise line (more there: the suite's own
-work slows the op; as many: the machine does); and the share of the CPUs other processes used meanwhile (from /proc/stat:
-a spread with none used is the machine's, or on a virtual machine its host's).
+work slows the op; as many: the machine does); and the share of the CPUs
+other processes used meanwhile (from /proc/stat: a spread with none used is
+the machine's, or on a virtual machine its host's).
 Idle CPUs are kept awake as the suite keeps them (``kernel_bench._awake``);
 ``--system-idle`` leaves them as the system sets them. With ``--probe`` the
 reference op's runs alternate with runs of loops without JAX, in the calling

@@ -227,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         help="packages tried at once (default: the CPUs this process may run on)",
     )
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs: packages tried at once, at least 1; got {args.jobs}")
     chosen = args.packages or list(PACKAGES)
     with tempfile.TemporaryDirectory(prefix="wheel-smoke-") as tmp:
         scratch = pathlib.Path(tmp)
@@ -245,15 +247,13 @@ def main(argv: list[str] | None = None) -> int:
             return *smoke(package, wheels, scratch), time.perf_counter() - start
 
         # The work is in the packages' own processes: a thread each waits on them.
-        with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             for package, (problems, lines, seconds) in zip(
                 chosen, pool.map(timed, chosen), strict=True
             ):
                 problems = failed.get(package, []) + problems
-                print(
-                    "\n".join([*lines, f"{package}: {'ok' if not problems else 'FAILED'}"]), end=""
-                )
-                print(f" ({seconds:.1f} s)", flush=True)
+                verdict = f"{package}: {'ok' if not problems else 'FAILED'} ({seconds:.1f} s)"
+                print("\n".join([*lines, verdict]), flush=True)
                 if problems:
                     failed[package] = problems
         for package, problems in failed.items():
