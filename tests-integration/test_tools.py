@@ -318,18 +318,18 @@ def test_bench_instrument_probe_runs_beside_the_reference_op_with_idle_cpus_as_s
     ).stdout
     assert _alone_heads(out) == _probe_heads("alu")  # the default kind
     assert re.search(r"correlation with the reference op's runs -?\d\.\d\d, of its wall", out)
-    for flag in ("--probe", "--profile", "--per-cpu"):
-        refused = subprocess.run(
-            [sys.executable, str(TOOLS / "bench_instrument.py"), flag],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert refused.returncode == 2
-        assert (
-            "--probe, --profile, --simulate, --per-cpu and --system-idle go with --alone"
-            in refused.stderr
-        )
+
+
+@pytest.mark.parametrize("flag", ["--probe", "--profile", "--per-cpu", "--system-idle"])
+def test_bench_instrument_options_of_alone_are_refused_without_it(flag, capsys):
+    (tool,) = _tools("bench_instrument")
+    with pytest.raises(SystemExit) as refused:
+        tool.main([flag])
+    assert refused.value.code == 2
+    assert (
+        "--probe, --profile, --simulate, --per-cpu and --system-idle go with --alone"
+        in capsys.readouterr().err
+    )
 
 
 def test_bench_instrument_probes_of_each_kind():
@@ -557,8 +557,8 @@ def test_bench_instrument_simulates_arrangements_on_one_recording(tmp_path, caps
     assert "| 45 | 5 | 1.0 ms | 4 s | (a longer recording) | | |" in capsys.readouterr().out
 
 
-def test_bench_instrument_simulate_needs_alone_and_a_results_file(tmp_path):
-    tool = [sys.executable, str(TOOLS / "bench_instrument.py")]
+def test_bench_instrument_simulate_needs_alone_and_a_results_file(tmp_path, capsys):
+    (tool,) = _tools("bench_instrument")
     for args, message in (
         (
             ["--simulate"],
@@ -567,6 +567,7 @@ def test_bench_instrument_simulate_needs_alone_and_a_results_file(tmp_path):
         (["--alone", "1", "--simulate", str(tmp_path / "no.json")], "run kernel-bench first"),
         (["--alone", "1", "--simulate", str(tmp_path)], "run kernel-bench first"),
     ):
-        refused = subprocess.run([*tool, *args], capture_output=True, text=True, check=False)
-        assert refused.returncode == 2
-        assert message in refused.stderr
+        with pytest.raises(SystemExit) as refused:
+            tool.main(args)
+        assert refused.value.code == 2
+        assert message in capsys.readouterr().err
