@@ -72,6 +72,7 @@ from ._intrinsics import voidptr as voidptr
 __all__ = [
     "HandlerCacheWarning",
     "Layers",
+    "PORTABLE_CPUS",
     "answer_metadata",
     "arg_buffer",
     "array_view",
@@ -111,6 +112,7 @@ __all__ = [
     "num_args",
     "num_attrs",
     "num_rets",
+    "portable_cpus",
     "ret_buffer",
     "stack_buffer",
     "store",
