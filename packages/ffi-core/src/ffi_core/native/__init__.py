@@ -14,7 +14,7 @@ from ..abi import native as _native
 # Names ffi_core.abi.native gained after the move: only there.
 _ADDED = frozenset(
     "HandlerCacheWarning Layers PORTABLE_CPUS array_view cache_dispatcher cached_cfunc "
-    "cached_njit call_c handler_module load_at portable_cpus store_at".split()
+    "cached_njit call_c handler_module handler_name load_at portable_cpus store_at".split()
 )
 # Every name of the last release's ffi_core.native -> the module that holds it now.
 _MOVED: dict[str, str] = dict.fromkeys(

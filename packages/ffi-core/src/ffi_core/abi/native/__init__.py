@@ -106,6 +106,7 @@ __all__ = [
     "frame_ctx",
     "frame_stage",
     "handler_module",
+    "handler_name",
     "is_metadata_query",
     "load",
     "load_at",
