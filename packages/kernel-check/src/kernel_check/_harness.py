@@ -243,7 +243,7 @@ def check_kernel(
         sanitize: run the ``sanitize`` check: the op, imported in a child
             process as the export check imports it, called under NVIDIA's
             ``compute-sanitizer --tool memcheck`` (found on ``PATH`` or in
-            ``$CUDA_HOME/bin``); skipped, saying why, without a GPU or the tool.
+            ``$CUDA_HOME/bin``, else ``$CUDA_PATH/bin``); skipped, saying why, without a GPU or the tool.
         name: the op's name in the report (default: its ``__name__``).
         raises: raise an AssertionError listing every failed check (the
             default, for tests); False returns the report whatever failed.
@@ -253,6 +253,8 @@ def check_kernel(
 
     Raises:
         AssertionError: with ``raises``, when a check failed.
+        TypeError, ValueError: an argument of the wrong type or value (each
+            message names the argument and what it accepts).
 
     Example:
         >>> import jax.numpy as jnp, numpy as np

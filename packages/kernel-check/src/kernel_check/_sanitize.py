@@ -109,7 +109,8 @@ def parse_memcheck(output: str) -> list[MemcheckError]:
 
 
 def find_sanitizer() -> str | None:
-    """The ``compute-sanitizer`` executable: on ``PATH``, or in ``$CUDA_HOME/bin``."""
+    """The ``compute-sanitizer`` executable: on ``PATH``, or in ``$CUDA_HOME/bin``
+    (``$CUDA_PATH/bin`` where ``CUDA_HOME`` is not set)."""
     found = shutil.which("compute-sanitizer")
     if found:
         return found

@@ -29,7 +29,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # ``numba_kernel_call_p`` was another name of ffi-core's CPU primitive.
+    # ``numba_kernel_call_p``: a deprecated alias of ffi-core's CPU primitive.
     if name == "numba_kernel_call_p":
         import warnings
 

@@ -54,7 +54,7 @@ class CallSig(ffi_core.bridge.CallSig):
     context: str = ""
     #: The call carries one more input, a float32 scalar the handler ignores:
     #: the cost hint of large calls (``_primitive``). Not in the ``repr``, so
-    #: the names of calls without it stay as they were; ``name_parts`` adds it.
+    #: a call without it is named by the ``repr`` alone; ``name_parts`` adds it.
     hint: bool = dataclasses.field(default=False, repr=False)
     #: The kernel is compiled with bounds checks (an index out of range
     #: raises IndexError): named like the hint, and only when set.

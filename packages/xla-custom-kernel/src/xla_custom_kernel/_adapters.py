@@ -49,8 +49,9 @@ class BackendAdapter:
         extra: the install extra of ``xla-custom-kernel`` that brings the
             backend's package, named in ImportError messages; None for none.
         module: the import name of the backend's bridge package (e.g.
-            ``"warp_ffi"``): ``def_<name>_kernel`` raises an ImportError
-            naming ``extra`` where it is not installed; None: nothing to check.
+            ``"warp_ffi"``): where it is not installed, ``def_<name>_kernel``
+            registers the backend as unavailable, and running it raises an
+            ImportError naming ``extra``; None: nothing to check.
     """
 
     name: str

@@ -52,8 +52,8 @@ def _takes_backend(rule: Callable[..., Any]) -> bool:
 
 def backend_keyword(rule: Callable[..., Any], backend: str | None) -> dict[str, Any]:
     """``{"backend": backend}`` where ``rule`` takes a ``backend`` keyword (by
-    name or ``**kwargs``), as the seed's rules do; ``{}`` for rules written
-    without it, which keep working."""
+    name or ``**kwargs``), as the seed's rules do; ``{}`` for rules that take
+    no ``backend``."""
     try:
         takes = _takes_backend(rule)
     except TypeError:  # an unhashable callable: read its signature each time

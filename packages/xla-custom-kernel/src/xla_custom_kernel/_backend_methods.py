@@ -46,8 +46,9 @@ class BackendMethods:
             kg: ``kg(outs=..., **static_kwargs)`` returning a callable that takes
                 the input arrays and returns the outputs (one array, or a
                 sequence for several outputs).
-            asdefault: make it the platform's default (the first kernel
-                registered for a platform is its default anyway).
+            asdefault: make it the platform's default (otherwise the first
+                backend registered for a platform whose bridge is installed is
+                its default).
             batching: how ``vmap`` runs it: ``"vmap"`` (vmap the callable: one
                 call where its operations batch natively), ``"loop"`` (one call
                 per batch element in one XLA loop) or ``"auto"`` (``"vmap"``
@@ -107,7 +108,8 @@ class BackendMethods:
         """Register a pure-JAX reference backend named ``"jax"``.
 
         ``kg`` returns a function of jnp/lax code. With ``platform=None`` it is
-        registered on every platform (default only where none exists yet).
+        registered on every platform (default only where none exists yet, or
+        everywhere with ``asdefault=True``).
         """
         platforms = BACKEND_PLATFORMS if platform is None else (check_platform(platform),)
         return tuple(
@@ -216,6 +218,7 @@ class BackendMethods:
             ...     o_ref[...] = x_ref[...] + 1
             >>> def kg(outs, *, interpret=False):
             ...     return pl.pallas_call(add_one, out_shape=outs, interpret=interpret)
+            >>> from xla_custom_kernel import XLACustomKernel
             >>> op = XLACustomKernel("doc_pallas_add_one")
             >>> _ = op.def_pallas_kernel("gpu", kg)  # compiled, on a GPU
             >>> _ = op.def_pallas_kernel("cpu", kg, interpret=True)  # for tests

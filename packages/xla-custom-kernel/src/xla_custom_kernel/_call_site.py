@@ -217,7 +217,8 @@ class CallSite:
         Traceable: put it in ``jax.jit`` or a loop to time it.
 
         Raises:
-            ValueError: ``backend`` is not registered for the platform.
+            ValueError: ``backend`` is not one of ``self.backends`` (registered
+                for the platform and installed).
         """
         if backend not in self.backends:
             raise ValueError(

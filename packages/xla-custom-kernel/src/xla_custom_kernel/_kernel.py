@@ -69,8 +69,8 @@ class XLACustomKernel(BackendMethods, RuleMethods, DataMethods):
     (:meth:`def_numba_kernel`, :meth:`def_jax_kernel`, ...). A *kernel
     generator* ``kg(outs=..., **static_kwargs)`` returns a callable taking the
     input arrays and returning the outputs; it runs at lowering time, once per
-    distinct (platform, backend, outputs, static keywords). The first kernel
-    registered for a platform is its default. A backend whose bridge package is
+    distinct (platform, backend, outputs, static keywords). The first backend
+    registered for a platform whose bridge is installed is its default. A backend whose bridge package is
     not installed is registered as unavailable (see :meth:`unavailable_backends`).
 
     A kernel's name is unique in the process: the module that created it may
@@ -352,7 +352,8 @@ class XLACustomKernel(BackendMethods, RuleMethods, DataMethods):
         registered chooser does it; kernel-bench's takes the keywords of
         ``kernel_bench.benchmark_kernel`` (``platform``, ``n_warmup``,
         ``n_runs``, ``n_batch_per_run``, ``compare_results``, ``rtol``,
-        ``atol``, ``verbose``, ``catch_errors``, ``backends``).
+        ``atol``, ``verbose``, ``catch_errors``, ``backends``, ``progress``,
+        ``autotune``, ``measure_in_program``, ``seconds_per_run``).
 
         Raises:
             ImportError: no chooser is installed (the message says how to

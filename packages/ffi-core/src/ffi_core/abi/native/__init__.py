@@ -70,9 +70,9 @@ from ._intrinsics import store_at as store_at
 from ._intrinsics import voidptr as voidptr
 
 __all__ = [
+    "PORTABLE_CPUS",
     "HandlerCacheWarning",
     "Layers",
-    "PORTABLE_CPUS",
     "answer_metadata",
     "arg_buffer",
     "array_view",
