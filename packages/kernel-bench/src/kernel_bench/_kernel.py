@@ -190,7 +190,8 @@ def benchmark_kernel(
             backend's (the platform's default backend when it ran, else the
             first that ran) within ``rtol``/``atol``; a backend that disagrees
             is recorded with ``success=False`` and why, its times kept.
-        rtol, atol: tolerances of the comparison (``numpy.allclose``).
+        rtol, atol: tolerances of the comparison (``kernel_check.first_difference``:
+            NaNs equal; integer and bool outputs compared exactly).
         verbose: print one line per backend and case as they finish.
         catch_errors: record a backend that raises (or disagrees) and go on;
             if False, raise its exception (``ResultMismatchError`` for a
@@ -199,7 +200,8 @@ def benchmark_kernel(
         progress: called as ``progress(done, total, description)`` before
             each step and once at the end (``done == total``).
         autotune: also run each case with ``backend="auto"`` (recorded as
-            backend ``"auto"``), after the named backends: the autotuner
+            backend ``"auto"``), after the named backends, where the platform
+            has more than one available backend: the autotuner
             (``kernel_bench.autotune``) picks a backend per call signature,
             measuring it the first time.
         measure_in_program: also time every backend that ran inside one
@@ -216,6 +218,13 @@ def benchmark_kernel(
     Returns:
         A ``BenchmarkResult`` with one record per case and backend, labelled
         ``"<kernel name>/<case name>"``.
+
+    Raises:
+        TypeError, ValueError: an argument of the wrong type or value (an
+            unknown platform or backend, a count or tolerance out of range, a
+            kernel without a call function, benchmark data or backends); each
+            message names the argument.
+        RuntimeError: ``platform`` is not available to JAX.
     """
     if platform is None:
         platform = default_platform()

@@ -94,7 +94,9 @@ class BenchmarkRecord:
         noise: the machine's noise in those rounds: the interquartile range
             over the median of a tiny reference operation timed alongside.
         autotune: for backend ``"auto"``: the decision it ran (JSON data:
-            ``backend``, ``source``, ``margin``, ``noise``, ``busy``, ``signature``).
+            ``backend``, ``source``, ``signature``, ``margin`` (None where
+            infinite or unknown), ``runner_up``, ``noise``, ``busy``, ``load``,
+            ``left_out``, ``ms_per_call``, ``key``; see ``_observed``).
     """
 
     platform: str

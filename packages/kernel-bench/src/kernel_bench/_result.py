@@ -173,11 +173,15 @@ class BenchmarkResult:
         (log scale): the median time per call (in program where measured,
         else dispatch), its error bar from the 25th to the 75th percentile;
         the fastest backend of each case in bold, and any as fast within the
-        noise. Needs matplotlib;
+        noise. ``title`` heads the chart (default: none). Needs matplotlib;
         the global pyplot state is not touched.
 
         Returns:
             The path written.
+
+        Raises:
+            ValueError: ``path`` does not end in ``.png``, or the result has no
+                records.
         """
         from ._plot import plot_records
 

@@ -349,7 +349,8 @@ def benchmark_function(
 
     Args:
         fn: the function to time.
-        n_warmup: untimed runs first (compilation happens in the first).
+        n_warmup: untimed runs first, at least 0 (compilation happens in the
+            first; with 0, in the first timed run).
         n_runs: timed runs, at least 1.
         n_batch_per_run: calls per timed run, at least 1; use more for calls
             so short that the timer and the dispatch would dominate.

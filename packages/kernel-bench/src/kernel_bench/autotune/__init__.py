@@ -17,16 +17,17 @@ registered backends (``xla_custom_kernel.CallSite``). It comes, in order, from:
    so that every process lowers the same program with the same backends
    (``_distributed``);
 3. the cache on disk (:func:`cache_dir`), one file per machine and software
-   (CPU model or GPU name, Python, the versions of jax, jaxlib, numpy,
-   numba, warp-lang, triton and of every installed package of this project;
+   (CPU model or GPU name, the CPUs the process may run on, Python, the
+   versions of jax, jaxlib, numpy, numba, numba-cuda, warp-lang, triton and
+   of every installed package of this project;
    and whether idle CPUs were kept awake, as the suite keeps them while it
    times, ``kernel_bench._awake``): a new version is a new file; what is read back is checked before it is
    used (``_decision`` and ``_cache``): a bad file or entry is
    a miss with an :class:`AutotuneWarning` naming it (a bad message from
    process 0 gives the fixed default, with a warning naming its key). A
    decision read from the disk that is not *settled* (``Decision.settled``:
-   its margin is within its noise, or it was measured while the machine was
-   busy), or one measured without the load of other processes on a machine
+   its margin is within its noise or a 5 % tie (``TIE``), or it was measured
+   while the machine was busy), or one measured without the load of other processes on a machine
    that measures it (written by an earlier version), is measured again, once
    per process, and the disk updated. A run of the suite (``kernel-bench``)
    that times a decision from the disk slower than the fastest fixed backend
@@ -127,9 +128,11 @@ def decide(
     static: tuple[tuple[str, Any], ...],
     batch: tuple[tuple[int, tuple[bool, ...]], ...] = (),
 ) -> Decision:
-    """The backend of ``kernel`` for one call signature on ``platform`` (see the
-    module docs for where the answer comes from). ``inputs`` are the abstract
-    values of the (batched) inputs, ``outs`` those of the unbatched outputs,
+    """The backend of ``kernel`` (an ``XLACustomKernel``) for one call signature
+    on ``platform`` (see the module docs for where the answer comes from).
+    ``inputs`` are the abstract values of the (batched) inputs, ``outs`` those
+    of the unbatched outputs, ``multiple`` whether the operation returns a
+    tuple of outputs,
     ``static`` the sorted static keywords, ``batch`` the batch levels.
     ``XLACustomKernel`` asks :data:`CHOOSER` the same when it lowers a call
     whose backend is ``"auto"``."""

@@ -27,7 +27,8 @@ def cache_dir() -> pathlib.Path:
     """Where decisions are kept: ``$KERNEL_BENCH_AUTOTUNE_DIR``, else
     ``$XDG_CACHE_HOME/kernel-bench/autotune`` (``~/.cache/kernel-bench/autotune``).
     The directory is used only when ``ffi_core.checked_cache_dir`` accepts it
-    (yours, mode 0700, not a symlink); else decisions stay in memory."""
+    (yours, not a symlink, not writable by group or others; created with mode
+    0700); else decisions stay in memory."""
     explicit = os.environ.get(CACHE_ENV)
     if explicit:
         return pathlib.Path(explicit)
