@@ -54,8 +54,8 @@ def softplus_data(*, platform):
         yield BenchmarkConfig(f"n={n}", (x,), data_kwargs={"n": n})
 
 
-# Before timing the backends, check that they compute one thing, eagerly, under
-# jit and under vmap: check_kernel (Tutorial 8 shows all it checks).
+# Before timing the backends, check that they compute one thing under jit and
+# under vmap: check_kernel (Tutorial 8 shows all it checks).
 report = check_kernel(
     softplus,
     np.linspace(-3.0, 3.0, 8, dtype=np.float32),

@@ -108,8 +108,9 @@ spmv.set_default("cpu", "numba")
 
 # --- 4. Autodiff: JVP and transpose rules -----------------------------------
 # def_jvp_rule2 takes one rule per input: rule(tangent, *primals, outs,
-# **static) gives the output tangent due to that input (None: no derivative,
-# here for the integer structure). The product is linear in `data` and `v`, so
+# **static) gives the output tangent due to that input (None: a zero
+# derivative, here for the integer structure; xck.NOT_DIFFERENTIABLE would make
+# differentiating in that input an error naming it). The product is linear in `data` and `v`, so
 # the tangents are calls of the kernel itself.
 spmv.def_jvp_rule2(
     lambda t, d, i, p, v, outs, shape, transpose: spmv(
@@ -200,7 +201,7 @@ x = jnp.array([1.0, -1.0], jnp.float32)
 try:
     jax.block_until_ready(checked(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype)))
     raise AssertionError("the kernel should have raised")
-except Exception as e:  # JaxRuntimeError (first run) or ValueError
+except Exception as e:  # XLA's run-time error (JaxRuntimeError)
     message = str(e)
 assert "negative input" in message
 assert "kernel 'tutorial_checked', backend 'numba' on cpu" in message

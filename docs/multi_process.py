@@ -16,7 +16,7 @@ of it (an ``all-gather`` in the compiled program); with
 ``sharding_rule="elementwise"`` each device computes its own shard, and the
 result keeps the inputs' sharding. On several machines,
 give every process the coordinator's address, the number of processes and its
-own id, exactly as here. Step 5, back in the first process, checks the ops
+own id, exactly as here. Step 5, back in the launching process, checks the ops
 with ``check_kernel`` (Tutorial 8).
 """
 
@@ -55,7 +55,7 @@ def worker(process_id: int, port: int) -> None:
     os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={DEVICES_PER_PROCESS}"
     import jax
 
-    try:  # gloo: JAX's cross-process collectives on CPU (the default on newer jax)
+    try:  # gloo: JAX's cross-process collectives on CPU (an option some jax versions lack)
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
     except AttributeError:
         pass

@@ -34,8 +34,9 @@ axpy_op = numba_kernel(axpy, jax.ShapeDtypeStruct(x.shape, x.dtype))
 np.testing.assert_allclose(axpy_op(a, x, y), 2 * x + y)  # eagerly
 np.testing.assert_allclose(jax.jit(axpy_op)(a, x, y), 2 * x + y)  # under jit
 
-# Shapes are read at run time: the same op serves any length (the output
-# shape given in `outs` is what JAX allocates, so build the op per shape).
+# Shapes are read at run time: the same compiled kernel and native handler
+# serve any length. The output shape given in `outs` is what JAX allocates, so
+# build an op per output shape.
 z = jnp.arange(1000, dtype=jnp.float32)
 big = numba_kernel(axpy, jax.ShapeDtypeStruct(z.shape, z.dtype))(a, z, z)
 np.testing.assert_allclose(big, 3 * z)
@@ -78,9 +79,11 @@ norms = numba_kernel(row_norms, jax.ShapeDtypeStruct((4,), jnp.float32))(r)
 np.testing.assert_allclose(norms, jnp.linalg.norm(r, axis=1), rtol=1e-6)
 
 # --- 4. vmap ----------------------------------------------------------------
-# By default a batched call is ONE native call that loops over the batch (in
-# parallel threads when the kernel is not itself parallel). The kernel still
-# sees one batch element at a time, so kernels that couple elements stay right.
+# By default a batched call is ONE native call that loops over the batch
+# (across threads when the batch holds enough work, see
+# `numba_cpu_ffi.parallel_min_elements()`; this small batch runs on one
+# thread). The kernel still sees one batch element at a time, so kernels that
+# couple elements stay right.
 
 
 @numba.njit

@@ -125,8 +125,9 @@ scale_op.def_warp_kernel(lambda outs, alpha: axpy)
 out = S(x.shape, x.dtype)
 by_warp = scale_op(x, y, outs=out, alpha=0.5, backend="warp")
 assert scale_op.available_backends("cpu") == ["numba", "warp"]
-# check_kernel compares every backend with the default (numba), eagerly, under
-# jit and vmap, and from 8 threads (Tutorial 8 shows all it checks).
+# check_kernel compares every backend with the default (numba) under jit and
+# vmap, and checks the default eagerly and from 8 threads too (Tutorial 8 shows
+# all it checks).
 report = check_kernel(
     scale_op,
     x,
