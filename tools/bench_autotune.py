@@ -9,12 +9,14 @@ about S seconds; ``--reverse``: time the backends in the other order; ``--json``
    chain of calls in one compiled program (kernel-bench's engine), the
    candidates interleaved round by round (a warm-up round first, the order
    shuffled every round); the figure is
-   the least time per call over the rounds, the statistic the autotuner uses. ``auto`` decides in this process, from an empty cache
+   the least time per call over the rounds (the autotuner itself ranks by
+   medians). ``auto`` decides in this process, from an empty cache
    (a temporary directory), so its first lowering measures. Per case: the
-   best fixed backend, auto's choice and auto / best (goal: at most 1.05).
+   best fixed backend, auto's choice, chosen / best, auto / chosen and auto /
+   best (goal: at most 1.05).
    Over the suite: the sum of the per-call times of every case, for auto and
    for each backend registered for every operation (what a single fixed
-   default would cost).
+   default would cost), and for auto's choices timed as fixed backends.
 2. lowering: the cost of a decision already made, at lowering time: lowering a
    new jit of ``axpy`` with ``backend="auto"`` against ``backend="numba"``,
    interleaved.

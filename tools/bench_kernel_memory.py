@@ -1,7 +1,8 @@
 """Resident memory per distinct numba-cpu-ffi kernel, after its first call.
 
 Run: ``uv run python tools/bench_kernel_memory.py`` (``--n 50`` kernels,
-``--repeats 3`` fresh processes per row, ``--json`` for machine-readable output).
+``--repeats 3`` fresh processes per row, ``--rows cold,warm,...`` the rows to run,
+``--json`` for machine-readable output).
 
 Each row runs in fresh processes. A process builds one kernel and calls it
 (warm-up: Numba, LLVM and XLA start), reads its resident set size

@@ -6,9 +6,12 @@ does where it may).
 
 Each comparison runs its candidates in interleaved rounds (A, B, A, B, ...) so
 that machine noise hits both alike, and reports the median time of each and the
-median of the per-round ratios. ``--only add_2pow20_profile`` samples the 2^20
-add (ours, ``jnp.add``, Numba alone) with perf on its software clock instead
-(``_perf.py``; perf must be installed and allowed to sample the process).
+median of the per-round ratios. The group ``add_2pow20_profile`` (in every full
+run) samples the 2^20 add (ours, ``jnp.add``, Numba alone) with perf on its
+software clock (``_perf.py``; perf must be installed and allowed to sample the
+process, else it says it cannot). ``--only GROUP ...`` runs some groups,
+``--reverse`` runs them in reverse order, ``--json FILE`` also writes the
+results, ``--no-cost-hint`` leaves large calls without their cost hint.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Run: ``uv run python tools/bench_xla_custom_kernel.py`` (``--quick`` for a short
 1. Dispatch cost: a numba kernel called through ``XLACustomKernel`` against the
    same kernel called with ``numba_kernel`` directly, inside one ``jit``, as one
    call and as 1,000 chained calls. The lowered programs are also compared:
-   both must hold the same FFI custom call.
+   whether both hold the same FFI custom call is printed.
 2. Batching: ``vmap`` of the CSR matrix-vector product over 32 vectors (one
    native call for the batch) against one call per vector in a ``lax.scan``.
 """

@@ -1,7 +1,8 @@
 """Check the built docs site (site/, from `uv run --group docs mkdocs build --strict`).
 
 1. Every public name of every package (packages/<pkg>/api.txt) has its entry in
-   the package's API page (an element whose id is the name).
+   the package's API page (an element whose id is the name); deprecated names
+   are documented at their new place.
 2. A headless Chromium loads the start page and one API page from a server on
    127.0.0.1 and the rendered DOM holds what a reader should see (the page's
    title, its navigation, a rendered signature). `--screenshot DIR` also saves

@@ -28,7 +28,11 @@ What it checks, each printed as one ``CHECK`` line (see ``gpu_check.py``):
   1,000 chained tiny launches in one jit against the same chain of ``jnp``
   ops kept apart by ``optimization_barrier`` (goal <= 1.5x) and against a
   ``jax.pure_callback`` launching the same kernel (goal >= 10x slower), and a
-  2**24-element float32 elementwise op against ``jnp`` (goal <= 1.1x).
+  2**24-element float32 elementwise op against ``jnp`` (goal <= 1.1x) and
+  against the same kernel launched by numba-cuda alone (goal <= 1.05x).
+
+``--only PART ...`` (``tests``, ``assumptions``, ``graph_check``, ``benchmark``)
+runs some parts.
 
 Each performance goal is reported ``pass`` or ``MISS``; a miss does not fail the
 run. Exits 0 when no check failed, 1 when one failed, 2 when there is no GPU.

@@ -3,7 +3,7 @@
 Run with the other checks by ``tools/gpu_check.py``, or alone from the
 repository root: ``uv run python tools/gpu_check_sanitize.py``. For CUDA
 source, numba-cuda and Triton, a kernel that reads and writes one float32 past
-its 1,000-element buffers (``_gpu_sanitize_ops.py``) must give a failed
+its 1,024-element buffers (``_gpu_sanitize_ops.py``) must give a failed
 ``sanitize`` row naming the kernel, and the same kernel kept within bounds a
 passed row. Exits 0 when every check passed, 1 when one failed, 2 without a GPU
 or without ``compute-sanitizer``.

@@ -2,9 +2,10 @@
 
 For each package: a fresh virtual environment outside the workspace, the package's
 wheel (and the wheels of the sibling packages it declares) installed with its
-declared dependencies from the package index, then its README examples and one
-call of each documented feature run in that environment (export round trip
-included). An undeclared run-time dependency fails here, where the workspace's
+declared dependencies from the package index, then its README's first example
+runs in that environment, and for some packages a feature check (numba-cpu-ffi's
+export round trip, ``kernel-bench list``, ``check_kernel``); the wheel's metadata
+(its index page) is checked too. An undeclared run-time dependency fails here, where the workspace's
 dev group would hide it.
 
     uv run python tools/wheel_smoke.py                 # every package
