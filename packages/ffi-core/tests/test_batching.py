@@ -149,6 +149,21 @@ def _row_sums_bind(seen):
     return bind
 
 
+def test_batch_call_refuses_a_method_it_does_not_know() -> None:
+    # A bridge checks vmap_method when a kernel is wrapped; one rewritten into
+    # a traced call afterwards (check_kernel's vmap rows do) is checked here.
+    with pytest.raises(ValueError, match="`vmap_method` must be one of None, 'sequential'"):
+        batch_call(
+            _row_sums_bind([]),
+            [jnp.ones((3, 4)), jnp.ones(2)],
+            [0, None],
+            out_avals=[jax_core.ShapedArray((2,), jnp.float32)],
+            batched=None,
+            vmap_method="bogus",
+            aliased=(),
+        )
+
+
 @pytest.mark.parametrize("method", [None, "sequential", "sequential_unrolled", "expand_dims"])
 def test_batch_call_modes(method: str | None) -> None:
     x = jnp.arange(12.0).reshape(3, 4)

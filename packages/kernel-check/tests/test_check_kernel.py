@@ -217,6 +217,50 @@ def test_op_that_fails_eagerly():
             TypeError,
             "`export_imports` must be a sequence of module names (str), got 'mymodule'",
         ),
+        (
+            {"tolerances": {"flaot32": (1e-3, 1e-3)}},
+            ValueError,
+            "`tolerances` names 'flaot32', which is not a dtype's name; dtype names such as "
+            "'float16', 'bfloat16', 'float32'",
+        ),
+        (
+            {"other_args": [X, X]},
+            ValueError,
+            "`other_args` must hold as many arrays as the op is given inputs (1), got 2",
+        ),
+        (
+            {"aliases": {7: 0}},
+            ValueError,
+            "`aliases` maps input 7 to output 0: inputs are 0 to 0 and outputs are counted from 0",
+        ),
+        (
+            {"aliases": {-1: 0}},
+            ValueError,
+            "`aliases` maps input -1 to output 0: inputs are 0 to 0",
+        ),
+        (
+            {"variants": 5},
+            TypeError,
+            "`variants` must be a mapping {name (str): callable} or None, got 5",
+        ),
+        (
+            {"variants": {"twice": 2}},
+            TypeError,
+            "`variants` must be a mapping {name (str): callable} or None, got {'twice': 2}",
+        ),
+        (
+            {"skip": {"vmap": 5}},
+            TypeError,
+            "`skip` given as a mapping must map check names to reasons (str), got {'vmap': 5}",
+        ),
+        ({"checks": [5]}, TypeError, "`checks` must be a collection of check names (str), got [5]"),
+        ({"raises": "no"}, TypeError, "`raises` must be a bool, got <class 'str'>"),
+        ({"sharding_rule": 5}, TypeError, "`sharding_rule` must be None, a str or an"),
+        (
+            {"checks": ["results: nosuch row"]},
+            ValueError,
+            "`checks` names rows ['results: nosuch row'], which no check reported for this op",
+        ),
     ],
 )
 def test_bad_options(kwargs, error, message):

@@ -17,6 +17,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ._spec import check_vmap_method
+
 __all__ = ["batch_call", "batch_to_front", "expand_batch", "leading_batch", "scan_batch"]
 
 
@@ -220,7 +222,12 @@ def batch_call(
 
     Returns:
         The outputs and their batch axes (all 0), as a batching rule returns.
+
+    Raises:
+        ValueError: ``vmap_method`` is none of ``VMAP_METHODS`` (a bridge
+            handles its own methods before calling this).
     """
+    check_vmap_method(vmap_method)
     size = next(x.shape[d] for x, d in zip(args, dims, strict=True) if d is not None)
     if vmap_method in ("sequential", "sequential_unrolled"):
         outs = scan_batch(

@@ -7,12 +7,13 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import jax.numpy as jnp
-from ffi_core.bridge import bounds_checking
+from ffi_core.bridge import bounds_checking, check_sharding_rule
 
 from ._aliases import check_aliases
 from ._autodiff import check_autodiff
 from ._bad_inputs import check_bad_inputs
 from ._case import Case, describe_error, is_inexact, param_names
+from ._compare import TOLERANCES
 from ._compile import check_compile
 from ._export import check_export
 from ._report import CheckReport, CheckResult, failed, skipped
@@ -71,6 +72,8 @@ def _check_names(names: Collection[str] | None, what: str) -> tuple[str, ...]:
         return ()
     if isinstance(names, str):
         raise TypeError(f"`{what}` must be a collection of check names, got the str {names!r}")
+    if not isinstance(names, Collection) or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"`{what}` must be a collection of check names (str), got {names!r}")
     unknown = [n for n in names if n.split(":", 1)[0] not in CHECKS]
     if unknown:
         raise ValueError(
@@ -120,7 +123,16 @@ def _differentiable(value: Any, op: Callable[..., Any], args: Sequence[Any]) -> 
     return tuple(sorted(set(found)))
 
 
-def _check_options(tolerances, vmap_methods, other_args, aliases, export_imports) -> None:
+def _dtype_name(name: str) -> bool:
+    try:
+        return bool(jnp.dtype(name).name == name)
+    except TypeError:
+        return False
+
+
+def _check_options(
+    args, tolerances, vmap_methods, other_args, aliases, export_imports, variants, skip
+) -> None:
     if tolerances is not None:
         if not isinstance(tolerances, Mapping):
             raise TypeError(
@@ -138,6 +150,11 @@ def _check_options(tolerances, vmap_methods, other_args, aliases, export_imports
                     "`tolerances` must map dtype names to (rtol, atol), two numbers >= 0, "
                     f"got {name!r}: {pair!r}"
                 )
+            if not _dtype_name(name):
+                raise ValueError(
+                    f"`tolerances` names {name!r}, which is not a dtype's name; "
+                    f"dtype names such as {', '.join(map(repr, TOLERANCES))}"
+                )
     if vmap_methods is not None and (
         not _sequence(vmap_methods)
         or not all(m is None or isinstance(m, str) for m in vmap_methods)
@@ -145,11 +162,33 @@ def _check_options(tolerances, vmap_methods, other_args, aliases, export_imports
         raise TypeError(f"`vmap_methods` must be a sequence of str or None, got {vmap_methods!r}")
     if other_args is not None and not _sequence(other_args):
         raise TypeError(f"`other_args` must be a sequence of arrays, got {type(other_args)!r}")
+    if other_args is not None and len(other_args) != len(args):
+        raise ValueError(
+            f"`other_args` must hold as many arrays as the op is given inputs ({len(args)}), "
+            f"got {len(other_args)}"
+        )
     if aliases is not None and not (
         isinstance(aliases, Mapping)
         and all(isinstance(k, int) and isinstance(v, int) for k, v in aliases.items())
     ):
         raise TypeError(f"`aliases` must be a mapping {{input: output}} of ints, got {aliases!r}")
+    for i, j in (aliases or {}).items():
+        if not 0 <= i < len(args) or j < 0:
+            raise ValueError(
+                f"`aliases` maps input {i} to output {j}: inputs are 0 to {len(args) - 1} "
+                "and outputs are counted from 0"
+            )
+    if variants is not None and not (
+        isinstance(variants, Mapping)
+        and all(isinstance(k, str) and callable(v) for k, v in variants.items())
+    ):
+        raise TypeError(
+            f"`variants` must be a mapping {{name (str): callable}} or None, got {variants!r}"
+        )
+    if isinstance(skip, Mapping) and not all(isinstance(v, str) for v in skip.values()):
+        raise TypeError(
+            f"`skip` given as a mapping must map check names to reasons (str), got {skip!r}"
+        )
     if export_imports is not None and not (
         _sequence(export_imports) and all(isinstance(m, str) for m in export_imports)
     ):
@@ -271,14 +310,19 @@ def check_kernel(
     for what, given in (("kwargs", kwargs), ("other_kwargs", other_kwargs)):
         if given is not None and not isinstance(given, Mapping):
             raise TypeError(f"`{what}` must be a mapping or None, got {type(given)!r}")
-    if not isinstance(sanitize, bool):
-        raise TypeError(f"`sanitize` must be a bool, got {type(sanitize)!r}")
+    for what, flag in (("sanitize", sanitize), ("raises", raises)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"`{what}` must be a bool, got {type(flag)!r}")
     for what, value, least in (("batch_size", batch_size, 2), ("threads", threads, 1)):
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"`{what}` must be an int, got {type(value)!r}")
         if value < least:
             raise ValueError(f"`{what}` must be at least {least}, got {value}")
-    _check_options(tolerances, vmap_methods, other_args, aliases, export_imports)
+    _check_options(
+        args, tolerances, vmap_methods, other_args, aliases, export_imports, variants, skip
+    )
+    if sharding_rule is not None:
+        check_sharding_rule(sharding_rule)
     if differentiable is not None:
         differentiable = _differentiable(differentiable, op, args)
     selected = _check_names(checks, "checks") or tuple(CHECKS)
@@ -316,18 +360,28 @@ def check_kernel(
     # Every kernel the checks bind is compiled with bounds checks, where its
     # bridge can: an index out of range fails a row instead of corrupting memory.
     with bounds_checking():
-        rows = _run_checks(case, {c.split(":", 1)[0] for c in selected}, excluded)
+        rows, ran = _run_checks(case, {c.split(":", 1)[0] for c in selected}, excluded)
+    found = {row.check for row in rows}
+    missing = sorted(r for r in case.rows if r not in found and r.split(":", 1)[0] not in excluded)
+    if ran and missing:
+        raise ValueError(
+            f"`checks` names rows {missing}, which no check reported for this op; a row is "
+            "named as the report names it ('bad_inputs: dtype'): run its check to see them"
+        )
     report = CheckReport(case.name, tuple(rows))
     if raises:
         report.raise_for_failures()
     return report
 
 
-def _run_checks(case: Case, wanted: set[str], excluded: Mapping[str, str]) -> list[CheckResult]:
+def _run_checks(
+    case: Case, wanted: set[str], excluded: Mapping[str, str]
+) -> tuple[list[CheckResult], bool]:
+    # The rows, and whether the checks ran (not when the op itself raised).
     try:
         _ = case.expected
     except Exception as exc:
-        return [failed("results: eager", f"the op raised {describe_error(exc)}")]
+        return [failed("results: eager", f"the op raised {describe_error(exc)}")], False
     rows: list[CheckResult] = []
     for family, run in CHECKS.items():
         if family not in wanted:
@@ -340,4 +394,4 @@ def _run_checks(case: Case, wanted: set[str], excluded: Mapping[str, str]) -> li
         except Exception as exc:  # a check that raises fails; the others still run
             new = [failed(family, f"raised {describe_error(exc)}")]
         rows.extend(new)
-    return rows
+    return rows, True
