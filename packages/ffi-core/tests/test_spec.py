@@ -155,6 +155,21 @@ def test_normalize_outs() -> None:
     assert structs == (F3, F3) and rebuild((1, 2)) == Pair(1, {"c": 2})
 
 
+@pytest.mark.parametrize(
+    ("outs", "where", "shape"),
+    [
+        (S((2, -1), jnp.float32), "`outs`", "(2, -1)"),
+        ([F3, S((-3,), jnp.float32)], "`outs[1]`", "(-3,)"),
+    ],
+)
+def test_normalize_outs_refuses_a_negative_size(outs, where: str, shape: str) -> None:
+    with pytest.raises(
+        ValueError,
+        match=whole_message(f"{where} has the shape {shape}; an array's sizes are 0 or more"),
+    ):
+        normalize_outs(outs)
+
+
 class _Spec:
     """Not JAX's: any object with `shape` and `dtype` describes an output."""
 

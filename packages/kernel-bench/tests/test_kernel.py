@@ -203,7 +203,25 @@ def test_batched_runs_call_every_backend(fake_kernel):
         ({"n_warmup": 1.5}, TypeError, "`n_warmup` must be an int, got 1.5"),
         ({"n_batch_per_run": 0}, ValueError, "`n_batch_per_run` must be at least 1, got 0"),
         ({"rtol": -1}, ValueError, "`rtol` must be a non-negative number, got -1"),
-        ({"atol": "0"}, ValueError, "`atol` must be a non-negative number, got '0'"),
+        ({"atol": "0"}, TypeError, "`atol` must be a non-negative number, got '0'"),
+        (
+            {"platform": 5},
+            TypeError,
+            "`platform` must be None or one of 'cpu', 'gpu', 'tpu', got 5",
+        ),
+        ({"catch_errors": "no"}, TypeError, "`catch_errors` must be a bool, got 'no'"),
+        ({"measure_in_program": 0}, TypeError, "`measure_in_program` must be a bool, got 0"),
+        (
+            {"progress": 5},
+            TypeError,
+            "`progress` must be None or a callable progress(done, total, description), got 5",
+        ),
+        (
+            {"backends": []},
+            ValueError,
+            "`backends` must name at least one backend (None: all of them); available: "
+            "'jax', 'numba'",
+        ),
         (
             {"backends": "jax"},
             TypeError,
@@ -221,6 +239,26 @@ def test_bad_arguments(fake_kernel, kwargs, error, message):
     k = fake_kernel("scale", {"jax": scale, "numba": scale}, cases(4))
     with pytest.raises(error, match=whole_message(message)):
         benchmark_kernel(k, **({"platform": "cpu"} | kwargs))
+
+
+@pytest.mark.parametrize("kernel", [None, scale, "scale"])
+def test_kernel_that_is_no_xla_custom_kernel(kernel):
+    with pytest.raises(
+        TypeError,
+        match=whole_message(
+            "`kernel` must be an xla_custom_kernel.XLACustomKernel with a call function and "
+            f"benchmark data, got {type(kernel)!r}"
+        ),
+    ):
+        benchmark_kernel(kernel, platform="cpu")
+
+
+def test_tolerances_of_numpy_scalars(fake_kernel):
+    k = fake_kernel("scale", {"jax": scale, "numba": scale}, cases(4))
+    result = benchmark_kernel(
+        k, platform="cpu", n_warmup=1, n_runs=2, rtol=np.float32(1e-3), atol=np.float64(0.0)
+    )
+    assert all(r.success for r in result.records)
 
 
 def test_unavailable_platform(fake_kernel):

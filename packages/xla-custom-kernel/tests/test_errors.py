@@ -207,6 +207,21 @@ def test_backend_returning_wrong_shape_or_dtype(name, fn, got):
         jax.jit(lambda x: k(x, outs=_like(x)))(X)
 
 
+def test_backend_returning_no_array(name):
+    k = XLACustomKernel(name)
+    k.def_kernel("forgetful", "cpu", lambda outs: lambda x: None)
+    k.def_jax_kernel(lambda outs: lambda x: x)
+    with pytest.raises(
+        BackendError,
+        match=re.escape(
+            f"backend 'forgetful' of kernel {name!r} failed on platform 'cpu': TypeError: "
+            "backend 'forgetful' returned <class 'NoneType'> for output 0, not an array; the "
+            f"call declared float32[4]. {_switch(name, 'cpu', 'jax')}"
+        ),
+    ):
+        jax.jit(lambda x: k(x, outs=_like(x)))(X)
+
+
 @pytest.mark.parametrize(
     ("fn", "got"),
     [(lambda x: [x], "1 values"), (lambda x: (x, x, x), "3 values")],

@@ -243,6 +243,13 @@ def test_def_kernel_bad_platform(name):
             "`batching` must be one of 'auto', 'vmap', 'loop', got 'scan'",
         ),
         (("a", "cpu", _kg, 1), {}, TypeError, "`asdefault` must be a bool, got <class 'int'>"),
+        (
+            ("auto", "cpu", _kg),
+            {},
+            ValueError,
+            "`backend` 'auto' names the autotuner's choice among the registered backends; "
+            "register the backends under names of their own",
+        ),
     ],
 )
 def test_def_kernel_bad_arguments(name, args, kwargs, error, message):
@@ -296,3 +303,23 @@ def test_rule_registration_refuses_non_callables(name, rule, message):
     k = XLACustomKernel(name)
     with pytest.raises(TypeError, match=re.escape(message)):
         getattr(k, rule)(1)
+
+
+def test_a_kernel_given_where_its_generator_belongs(name):
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def add(x, y, out):
+        out[:] = x + y
+
+    k = XLACustomKernel(name)
+    message = (
+        "`kg` must be a kernel generator kg(outs=..., **kwargs) returning the kernel, got a "
+        "Numba kernel (a @numba.njit or @cuda.jit function) itself; pass "
+        "`lambda outs, **kwargs: kernel`"
+    )
+    with pytest.raises(TypeError, match=re.escape(message)):
+        k.def_numba_kernel(add)
+    with pytest.raises(TypeError, match=re.escape(message)):
+        k.def_kernel("numba", "cpu", add)
+    assert k.available_backends("cpu") == []

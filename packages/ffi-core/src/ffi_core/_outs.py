@@ -37,14 +37,20 @@ def is_output_spec(value: Any) -> bool:
 
 def _as_struct(spec: Any, where: str) -> jax.ShapeDtypeStruct:
     if isinstance(spec, jax.ShapeDtypeStruct):
-        return spec
-    try:
-        return jax.ShapeDtypeStruct(tuple(spec.shape), spec.dtype)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"{where} must be {_OUTPUT_SPEC}, got {type(spec)!r} whose shape "
-            f"{spec.shape!r} and dtype {spec.dtype!r} do not describe an array: {exc}"
-        ) from None
+        struct = spec
+    else:
+        try:
+            struct = jax.ShapeDtypeStruct(tuple(spec.shape), spec.dtype)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"{where} must be {_OUTPUT_SPEC}, got {type(spec)!r} whose shape "
+                f"{spec.shape!r} and dtype {spec.dtype!r} do not describe an array: {exc}"
+            ) from None
+    if any(isinstance(d, int) and d < 0 for d in struct.shape):
+        raise ValueError(
+            f"{where} has the shape {tuple(struct.shape)}; an array's sizes are 0 or more"
+        )
+    return struct
 
 
 def normalize_outs(
@@ -59,6 +65,7 @@ def normalize_outs(
 
     Raises:
         TypeError: ``outs`` or one of its leaves is not an output spec.
+        ValueError: a leaf's shape has a negative size.
 
     Example:
         >>> import jax

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import numbers
 import os
 import platform as _platform
 import re
@@ -93,6 +94,13 @@ def _metadata(platform: str) -> dict[str, Any]:
 
 
 def _check_kernel(kernel: Any, platform: str, backends: Sequence[str] | None) -> tuple[str, ...]:
+    if not all(
+        hasattr(kernel, a) for a in ("name", "has_call", "has_benchmark_data", "available_backends")
+    ):
+        raise TypeError(
+            "`kernel` must be an xla_custom_kernel.XLACustomKernel with a call function and "
+            f"benchmark data, got {type(kernel)!r}"
+        )
     name = kernel.name
     if not kernel.has_call:
         raise ValueError(
@@ -111,6 +119,11 @@ def _check_kernel(kernel: Any, platform: str, backends: Sequence[str] | None) ->
         return available
     if isinstance(backends, str) or not isinstance(backends, Sequence):
         raise TypeError(f"`backends` must be None or a list of backend names, got {backends!r}")
+    if not backends:
+        raise ValueError(
+            f"`backends` must name at least one backend (None: all of them); available: "
+            f"{', '.join(map(repr, available))}"
+        )
     for b in backends:
         if b not in available and b != AUTO:
             raise ValueError(
@@ -228,6 +241,11 @@ def benchmark_kernel(
     """
     if platform is None:
         platform = default_platform()
+    if not isinstance(platform, str):
+        raise TypeError(
+            f"`platform` must be None or one of {', '.join(map(repr, BACKEND_PLATFORMS))}, "
+            f"got {platform!r}"
+        )
     if platform not in BACKEND_PLATFORMS:
         raise ValueError(
             f"`platform` must be None or one of {', '.join(map(repr, BACKEND_PLATFORMS))}, got {platform!r}"
@@ -236,9 +254,25 @@ def benchmark_kernel(
     check_count("n_runs", n_runs, 1)
     check_count("n_batch_per_run", n_batch_per_run, 1)
     for name, value in (("rtol", rtol), ("atol", atol)):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"`{name}` must be a non-negative number, got {value!r}")
+        if not value >= 0:
             raise ValueError(f"`{name}` must be a non-negative number, got {value!r}")
-    if isinstance(seconds_per_run, bool) or not isinstance(seconds_per_run, int | float):
+    for name, flag in (
+        ("compare_results", compare_results),
+        ("verbose", verbose),
+        ("catch_errors", catch_errors),
+        ("autotune", autotune),
+        ("measure_in_program", measure_in_program),
+    ):
+        if not isinstance(flag, bool):
+            raise TypeError(f"`{name}` must be a bool, got {flag!r}")
+    if progress is not None and not callable(progress):
+        raise TypeError(
+            f"`progress` must be None or a callable progress(done, total, description), "
+            f"got {progress!r}"
+        )
+    if isinstance(seconds_per_run, bool) or not isinstance(seconds_per_run, numbers.Real):
         raise TypeError(f"`seconds_per_run` must be a number of seconds, got {seconds_per_run!r}")
     if not seconds_per_run > 0:
         raise ValueError(f"`seconds_per_run` must be positive, got {seconds_per_run!r}")

@@ -107,6 +107,21 @@ def adapt_numba(kernel: Any, entry: Any, fn: Any, outs: Any) -> Any:
     return numba_kernel(fn, outs, error_context=context)
 
 
+def bare_kernel(kg: Any) -> str | None:
+    """What ``kg`` is where it is a kernel rather than a kernel generator (a
+    ``@numba.njit`` or ``@cuda.jit`` function, a ``@wp.kernel``, a
+    ``@triton.jit`` function), else None. Read from its type, importing
+    nothing."""
+    module = type(kg).__module__
+    if module.startswith("numba.") and hasattr(kg, "py_func"):
+        return "a Numba kernel (a @numba.njit or @cuda.jit function)"
+    if _is_warp_kernel(kg):
+        return "a Warp kernel (@wp.kernel)"
+    if module.startswith("triton.") and type(kg).__name__ == "JITFunction":
+        return "a Triton kernel (@triton.jit)"
+    return None
+
+
 def _is_warp_kernel(fn: Any) -> bool:
     # Without importing warp: it is only needed when the generator returned one.
     return type(fn).__name__ == "Kernel" and type(fn).__module__.startswith("warp.")

@@ -119,6 +119,11 @@ def _checked(entry: KernelEntry, fn: Callable[..., Any], outs) -> Callable[..., 
     def run(*args: Any) -> list[Any]:
         results = as_outputs(fn(*args), len(outs), f"backend {entry.backend!r}")
         for k, (r, o) in enumerate(zip(results, outs, strict=True)):
+            if not hasattr(r, "dtype"):
+                raise TypeError(
+                    f"backend {entry.backend!r} returned {type(r)!r} for output {k}, not an "
+                    f"array; the call declared {_describe(o)}"
+                )
             if tuple(np.shape(r)) != o.shape or np.dtype(r.dtype) != o.dtype:
                 raise ValueError(
                     f"backend {entry.backend!r} returned {_describe(r)} for output {k}; "

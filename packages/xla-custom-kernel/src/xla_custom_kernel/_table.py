@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from ._adapters import missing_bridge
+from ._adapters import bare_kernel, missing_bridge
 from ._chooser import find_chooser
 from ._entry import BATCHING_MODES, KernelEntry
 from ._errors import BackendPreferenceWarning, NoKernelError, UnknownBackendError
@@ -83,10 +83,21 @@ class BackendTable:
     def add(self, entry: KernelEntry, asdefault: bool) -> KernelEntry:
         if not isinstance(entry.backend, str) or not entry.backend:
             raise TypeError(f"`backend` must be a non-empty str, got {entry.backend!r}")
+        if entry.backend == AUTO:
+            raise ValueError(
+                "`backend` 'auto' names the autotuner's choice among the registered backends; "
+                "register the backends under names of their own"
+            )
         check_platform(entry.platform)
         if not callable(entry.generator):
             raise TypeError(
                 f"`kg` must be a callable kernel generator kg(outs=..., **kwargs), got {type(entry.generator)!r}"
+            )
+        kind = bare_kernel(entry.generator)
+        if kind is not None:
+            raise TypeError(
+                f"`kg` must be a kernel generator kg(outs=..., **kwargs) returning the kernel, "
+                f"got {kind} itself; pass `lambda outs, **kwargs: kernel`"
             )
         if entry.batching not in BATCHING_MODES:
             raise ValueError(
