@@ -121,6 +121,50 @@ def test_declared_layout_checked_against_the_compiled_entry(gpu):
         op(_rand(8), _rand(8), a=1.0, n=8)
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"options": None}, TypeError, "`options` must be a sequence of str, got None"),
+        ({"options": "-DX=1"}, TypeError, "`options` must be a sequence of str, got '-DX=1'"),
+        (
+            {"name": None},
+            TypeError,
+            "`name` must be a non-empty str (the source's file name), got None",
+        ),
+        (
+            {"kernels": {1: ["in"]}},
+            TypeError,
+            "`kernels` must map kernel names (non-empty str) to parameter lists, got the names [1]",
+        ),
+        (
+            {"kernels": {"axpy": ["in", "in", "out", "n:float32", "n:int32"]}},
+            ValueError,
+            "kernel 'axpy' declares the scalar parameter 'n' twice; each scalar is passed by its name",
+        ),
+    ],
+)
+def test_load_refuses(kwargs, error, message):
+    args = {"kernels": {"axpy": ["in", "in", "out", "a:float32", "n:int32"]}} | kwargs
+    with raises_exactly(error, message):
+        load_cuda_inline(AXPY, **args)
+
+
+def test_options_as_a_generator_are_refused_not_dropped():
+    with pytest.raises(
+        TypeError, match=re.escape("`options` must be a sequence of str, got <generator")
+    ):
+        load_cuda_inline(AXPY, kernels={"axpy": ["in"]}, options=(o for o in ["-DX=1"]))
+
+
+def test_load_cuda_file_refuses_what_is_no_path(tmp_path):
+    with raises_exactly(TypeError, "`path` must be a str or os.PathLike naming a file, got 0"):
+        load_cuda_file(0, kernels={"axpy": ["in"]})
+    latin = tmp_path / "latin.cu"
+    latin.write_bytes(b"// caf\xe9\n")
+    with pytest.raises(ValueError, match=re.escape(f"`path` {str(latin)!r} is not UTF-8 text: ")):
+        load_cuda_file(latin, kernels={"axpy": ["in"]})
+
+
 def test_errors():
     good = {"axpy": ["in", "in", "out", "a:float32", "n:int32"]}
     with raises_exactly(TypeError, "`source` must be a str of CUDA C++, got bytes"):

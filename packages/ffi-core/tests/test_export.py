@@ -463,6 +463,32 @@ def test_bad_arguments():
         custom_call_targets(3)
     with pytest.raises(TypeError, match=re.escape("`fun` must be callable, got <class 'int'>")):
         ffi_core.export(3)
+    for kwargs, error, message in (
+        (
+            {"platforms": "cpu"},
+            TypeError,
+            "`platforms` must be None or a sequence of platform names such as ['cpu', 'cuda'], "
+            "got 'cpu'",
+        ),
+        (
+            {"platforms": []},
+            ValueError,
+            "`platforms` must be None (the default backend) or name at least one platform "
+            "(str), got ()",
+        ),
+        (
+            {"disabled_checks": 5},
+            TypeError,
+            "`disabled_checks` must be a sequence of jax.export.DisabledSafetyCheck, got 5",
+        ),
+        (
+            {"disabled_checks": ["x"]},
+            TypeError,
+            "`disabled_checks` must be a sequence of jax.export.DisabledSafetyCheck, got ('x',)",
+        ),
+    ):
+        with pytest.raises(error, match=whole_message(message)):
+            ffi_core.export(jnp.sin, **kwargs)
     with pytest.raises(ValueError, match=re.escape("a recipe step needs a str 'kind', got {}")):
         record_recipe("t", {})
 

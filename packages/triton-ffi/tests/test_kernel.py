@@ -140,12 +140,33 @@ def test_errors():
         "callable of the meta-parameters returning one), got (1, 1, 1, 1)",
     ):
         triton_kernel(add, spec, grid=(1, 1, 1, 1), BLOCK=4)
+    for options, error, message in (
+        ({"num_warps": 0}, ValueError, "`num_warps` must be at least 1, got 0"),
+        ({"num_warps": True}, TypeError, "`num_warps` must be an int, got True"),
+        ({"num_stages": "3"}, TypeError, "`num_stages` must be an int, got '3'"),
+        (
+            {"num_warps": 3},
+            ValueError,
+            "`num_warps` must be a power of two from 1 to 32 (a block of 32 * num_warps "
+            "threads, at most 1024), got 3",
+        ),
+        (
+            {"num_warps": 64},
+            ValueError,
+            "`num_warps` must be a power of two from 1 to 32 (a block of 32 * num_warps "
+            "threads, at most 1024), got 64",
+        ),
+    ):
+        with raises_exactly(error, f"triton kernel 'add': {message}"):
+            triton_kernel(add, spec, grid=1, BLOCK=4, **options)
+    assert triton_kernel(add, spec, grid=np.int64(2), BLOCK=4) is not None
     op = triton_kernel(add, spec, grid=1, BLOCK=4)
     x = np.zeros(4, np.float32)
     with raises_exactly(
         TypeError,
         "triton kernel 'add': missing scalar parameter(s) ['n']; pass them as keywords of "
-        "the call, e.g. op(..., n=...)",
+        "the call, e.g. op(..., n=...) (the parameters after the first 3 are scalars: 2 input "
+        "arrays given and 1 outputs; a pointer among them means an input array is missing)",
     ):
         op(x, x)
     with raises_exactly(

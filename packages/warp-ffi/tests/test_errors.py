@@ -167,6 +167,13 @@ def test_scalars():
     ):
         f(X, X, alpha="1")
     with raises(
+        ValueError,
+        "scalar parameter 'alpha' of warp kernel 'axpy' (float32) must be within "
+        "[-3.40282e+38, 3.40282e+38], got 1e+300",
+    ):
+        f(X, X, alpha=1e300)
+    assert np.isinf(f(X, X, alpha=float("inf"))).all()  # inf itself is a float32
+    with raises(
         TypeError,
         "scalar parameter 'alpha' of warp kernel 'axpy' (float32) is static: it takes a Python "
         "or NumPy number, got a traced or device array; pass arrays as inputs",

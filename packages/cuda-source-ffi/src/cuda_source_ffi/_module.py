@@ -58,7 +58,18 @@ class CudaModule:
                 "('in', 'out' or 'name:dtype' each), e.g. {'axpy': ['in', 'in', 'out', "
                 f"'a:float32', 'n:int32']}}; got {kernels!r}"
             )
-        if isinstance(options, str) or not all(isinstance(o, str) for o in options):
+        if not isinstance(name, str) or not name:
+            raise TypeError(
+                f"`name` must be a non-empty str (the source's file name), got {name!r}"
+            )
+        if not all(isinstance(k, str) and k for k in kernels):
+            raise TypeError(
+                f"`kernels` must map kernel names (non-empty str) to parameter lists, got the "
+                f"names {list(kernels)!r}"
+            )
+        if isinstance(options, str | bytes) or not isinstance(options, Sequence):
+            raise TypeError(f"`options` must be a sequence of str, got {options!r}")
+        if not all(isinstance(o, str) for o in options):
             raise TypeError(f"`options` must be a sequence of str, got {options!r}")
         self.source = source
         self.name = name
@@ -248,6 +259,12 @@ def load_cuda_file(
     options: Sequence[str] = (),
 ) -> CudaModule:
     """:func:`load_cuda_inline` of the file at ``path`` (its name in NVRTC's log)."""
-    with open(path, encoding="utf-8") as f:
-        source = f.read()
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"`path` must be a str or os.PathLike naming a file, got {path!r}")
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"`path` {os.fspath(path)!r} is not UTF-8 text: {exc}") from None
     return CudaModule(source, kernels, name=os.path.basename(path), options=options)

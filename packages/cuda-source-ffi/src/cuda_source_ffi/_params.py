@@ -59,6 +59,11 @@ def parse_params(kernel: str, params: Any) -> tuple[tuple[str, str, str], ...]:
                 f"parameter {p!r} of kernel {kernel!r} must be 'in', 'out' or 'name:dtype' "
                 f"with dtype one of {', '.join(SCALAR_DTYPES)}"
             )
+        if any(name == n for _, n, _ in parsed):
+            raise ValueError(
+                f"kernel {kernel!r} declares the scalar parameter {name!r} twice; each scalar "
+                "is passed by its name"
+            )
         parsed.append((dtype, name, dtype))
     return tuple(parsed)
 

@@ -116,6 +116,16 @@ def triton_kernel(
             f"{label}: missing the value of tl.constexpr parameter(s) {missing}; pass them "
             f"as keywords of triton_kernel, e.g. {missing[0]}=..."
         )
+    for what, value in (("num_warps", num_warps), ("num_stages", num_stages)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{label}: `{what}` must be an int, got {value!r}")
+        if value < 1:
+            raise ValueError(f"{label}: `{what}` must be at least 1, got {value}")
+    if num_warps & (num_warps - 1) or num_warps > 32:
+        raise ValueError(
+            f"{label}: `num_warps` must be a power of two from 1 to 32 (a block of "
+            f"32 * num_warps threads, at most 1024), got {num_warps}"
+        )
     if not callable(grid):
         _grid(grid, {}, label)  # a wrong type fails here, before any call
     runtime = tuple(p.name for p in params if not p.is_constexpr)
@@ -156,7 +166,9 @@ def triton_kernel(
         if absent:
             raise TypeError(
                 f"{label}: missing scalar parameter(s) {absent}; pass them as keywords of the "
-                f"call, e.g. op(..., {absent[0]}=...)"
+                f"call, e.g. op(..., {absent[0]}=...) (the parameters after the first "
+                f"{n_ptr} are scalars: {len(args)} input arrays given and {n_out} outputs; "
+                "a pointer among them means an input array is missing)"
             )
         return given
 

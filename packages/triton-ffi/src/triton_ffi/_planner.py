@@ -68,8 +68,8 @@ def _scalar_dtype(name: str, value: Any, label: str) -> str:
 
 def _grid(grid: Any, meta: Mapping[str, Any], label: str) -> tuple[int, ...]:
     value = grid(dict(meta)) if callable(grid) else grid
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value,)
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        return (int(value),)
     if isinstance(value, tuple | list) and 1 <= len(value) <= 3:
         if all(isinstance(g, int | np.integer) and not isinstance(g, bool) for g in value):
             return tuple(int(g) for g in value)

@@ -15,6 +15,7 @@ from typing import Any
 import ffi_core
 import ffi_core.bridge
 import jax
+import jax.numpy as jnp
 import numpy as np
 from ffi_core.bridge import KernelInfo as KernelInfoBase
 from ffi_core.bridge import check_kernel_type, kernel_digest
@@ -283,6 +284,11 @@ def _scalar(kernel_name: str, p: Param, value: Any) -> Any:
         info = np.iinfo(typing.cast(str, p.dtype))  # a scalar Param always has a dtype
         if not info.min <= int(value) <= info.max:
             raise ValueError(f"{where} must be in [{info.min}, {info.max}], got {value!r}")
+    if kind == "f":
+        # A finite number beyond the type's range would silently become inf.
+        limit = float(jnp.finfo(p.dtype).max)
+        if np.isfinite(float(value)) and abs(float(value)) > limit:
+            raise ValueError(f"{where} must be within [-{limit:g}, {limit:g}], got {value!r}")
     return np.dtype(p.dtype).type(value)
 
 

@@ -229,12 +229,38 @@ def export(
     Returns:
         A function of the arguments (arrays or ``jax.ShapeDtypeStruct``) returning
         the ``jax.export.Exported``; write it with :func:`serialize`.
+
+    Raises:
+        TypeError, ValueError: ``fun``, ``platforms`` (a str such as ``"cpu"``
+            is refused: give ``["cpu"]``) or ``disabled_checks`` of the wrong
+            type or value.
     """
     if not callable(fun):
         raise TypeError(f"`fun` must be callable, got {type(fun)!r}")
     jitted = fun if hasattr(fun, "trace") and hasattr(fun, "lower") else jax.jit(fun)
-    platforms = None if platforms is None else tuple(platforms)
+    if platforms is not None:
+        if isinstance(platforms, str | bytes) or not isinstance(platforms, Iterable):
+            raise TypeError(
+                "`platforms` must be None or a sequence of platform names such as "
+                f"['cpu', 'cuda'], got {platforms!r}"
+            )
+        platforms = tuple(platforms)
+        if not platforms or not all(isinstance(p, str) and p for p in platforms):
+            raise ValueError(
+                "`platforms` must be None (the default backend) or name at least one platform "
+                f"(str), got {platforms!r}"
+            )
+    if isinstance(disabled_checks, str | bytes) or not isinstance(disabled_checks, Iterable):
+        raise TypeError(
+            "`disabled_checks` must be a sequence of jax.export.DisabledSafetyCheck, "
+            f"got {disabled_checks!r}"
+        )
     extra = tuple(disabled_checks)
+    if not all(isinstance(c, jax.export.DisabledSafetyCheck) for c in extra):
+        raise TypeError(
+            "`disabled_checks` must be a sequence of jax.export.DisabledSafetyCheck, "
+            f"got {extra!r}"
+        )
 
     def do(*args: Any, **kwargs: Any) -> jax.export.Exported:
         # Lowered for the platforms jax.export.export exports for: by default
