@@ -258,8 +258,7 @@ def export(
     extra = tuple(disabled_checks)
     if not all(isinstance(c, jax.export.DisabledSafetyCheck) for c in extra):
         raise TypeError(
-            "`disabled_checks` must be a sequence of jax.export.DisabledSafetyCheck, "
-            f"got {extra!r}"
+            f"`disabled_checks` must be a sequence of jax.export.DisabledSafetyCheck, got {extra!r}"
         )
 
     def do(*args: Any, **kwargs: Any) -> jax.export.Exported:
