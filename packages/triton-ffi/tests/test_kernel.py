@@ -69,6 +69,17 @@ def test_add_under_jit(gpu, n):
     assert shared == 0
 
 
+def test_a_grid_callable_returning_no_ints(gpu):
+    op = triton_kernel(add, S((4,), jnp.float32), grid=lambda meta: (meta["n"] / 2,), BLOCK=4)
+    x = _rand(4)
+    with raises_exactly(
+        TypeError,
+        "triton kernel 'add': `grid` must return an int or a tuple of 1 to 3 ints (or "
+        "`grid` a callable of the meta-parameters returning one), got (2.0,)",
+    ):
+        jax.jit(lambda a, b: op(a, b, n=4))(x, x)
+
+
 def test_scalar_values_share_one_handler(gpu):
     n = 300
     op = triton_kernel(axpy, S((n,), jnp.float32), grid=_grid, BLOCK=128)

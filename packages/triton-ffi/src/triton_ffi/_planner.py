@@ -73,7 +73,7 @@ def _grid(grid: Any, meta: Mapping[str, Any], label: str) -> tuple[int, ...]:
     if isinstance(value, tuple | list) and 1 <= len(value) <= 3:
         if all(isinstance(g, int | np.integer) and not isinstance(g, bool) for g in value):
             return tuple(int(g) for g in value)
-    what = "`grid` returned" if callable(grid) else "`grid` must be"
+    what = "`grid` must return" if callable(grid) else "`grid` must be"
     raise TypeError(
         f"{label}: {what} an int or a tuple of 1 to 3 ints (or `grid` a callable of the "
         f"meta-parameters returning one), got {value!r}"
