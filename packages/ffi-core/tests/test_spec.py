@@ -22,6 +22,7 @@ from ffi_core.bridge import (
     normalize_outs,
     output_avals,
     positional_count,
+    scalar_value,
 )
 from ffi_core.testing import whole_message
 from jax import core as jax_core
@@ -467,3 +468,57 @@ def test_check_arity_refuses(n_in: int, n_out: int) -> None:
     )
     with pytest.raises(TypeError, match=whole_message(message)):
         check_arity(2, n_in, n_out, name="kernel 'k'")
+
+
+@pytest.mark.parametrize(
+    ("value", "dtype", "expected"),
+    [
+        (3, "int32", np.int32(3)),
+        (np.uint64(2**64 - 1), "uint64", np.uint64(2**64 - 1)),
+        (2, "float16", np.float16(2.0)),
+        (np.float64(2.5), "float32", np.float32(2.5)),
+        (True, "bool", np.bool_(True)),
+        (float("inf"), "float32", np.float32("inf")),
+    ],
+)
+def test_scalar_value(value, dtype: str, expected) -> None:
+    got = scalar_value(value, dtype, "scalar 'x'")
+    assert got == expected and got.dtype == np.dtype(dtype)
+
+
+@pytest.mark.parametrize(
+    ("value", "dtype", "error", "message"),
+    [
+        (1, "bool", TypeError, "scalar 'x' (bool) must be a bool (True or False), got 1"),
+        (
+            True,
+            "int8",
+            TypeError,
+            "scalar 'x' (int8) must be a number, got the bool True (bools are not taken for numbers)",
+        ),
+        (
+            1.5,
+            "int32",
+            TypeError,
+            "scalar 'x' (int32) must be an int, got 1.5 (a float is not truncated)",
+        ),
+        ("1", "float32", TypeError, "scalar 'x' (float32) must be a number, got '1'"),
+        (300, "uint8", OverflowError, "scalar 'x' (uint8) is 300, outside its range [0, 255]"),
+        (
+            1e6,
+            "float16",
+            OverflowError,
+            "scalar 'x' (float16) is 1000000.0, beyond its largest value 65504",
+        ),
+        (
+            jnp.float32(1),
+            "float32",
+            TypeError,
+            "scalar 'x' (float32) is static: it takes a Python or NumPy number, got a traced or "
+            "device array; pass arrays as inputs",
+        ),
+    ],
+)
+def test_scalar_value_refuses(value, dtype: str, error, message: str) -> None:
+    with pytest.raises(error, match=whole_message(message)):
+        scalar_value(value, dtype, "scalar 'x'")

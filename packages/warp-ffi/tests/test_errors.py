@@ -167,9 +167,9 @@ def test_scalars():
     ):
         f(X, X, alpha="1")
     with raises(
-        ValueError,
-        "scalar parameter 'alpha' of warp kernel 'axpy' (float32) must be within "
-        "[-3.40282e+38, 3.40282e+38], got 1e+300",
+        OverflowError,
+        "scalar parameter 'alpha' of warp kernel 'axpy' (float32) is 1e+300, beyond its "
+        "largest value 3.40282e+38",
     ):
         f(X, X, alpha=1e300)
     assert np.isinf(f(X, X, alpha=float("inf"))).all()  # inf itself is a float32
@@ -181,13 +181,15 @@ def test_scalars():
         jax.jit(lambda a: f(X, X, alpha=a))(1.0)
     g = warp_kernel(counts, S((4,), jnp.int32))
     with raises(
-        TypeError, "scalar parameter 'n' of warp kernel 'counts' (int32) must be an int, got 1.5"
+        TypeError,
+        "scalar parameter 'n' of warp kernel 'counts' (int32) must be an int, got 1.5 (a float is "
+        "not truncated)",
     ):
         g(n=1.5)
     with raises(
-        ValueError,
-        "scalar parameter 'n' of warp kernel 'counts' (int32) must be in "
-        "[-2147483648, 2147483647], got 4294967296",
+        OverflowError,
+        "scalar parameter 'n' of warp kernel 'counts' (int32) is 4294967296, outside its "
+        "range [-2147483648, 2147483647]",
     ):
         g(n=2**32)
     np.testing.assert_array_equal(g(n=7), [7] * 4)  # no inputs at all

@@ -13,8 +13,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 from ffi_core.abi import SUPPORTED_DTYPES
+from ffi_core.bridge import scalar_value as check_scalar
 from ffi_core.bridge.cuda import CTYPES
 
 from ._signature import SourceParam, source_params
@@ -117,48 +117,6 @@ def typed_pointers(
 
 
 def scalar_value(label: str, name: str, dtype: str, value: Any) -> Any:
-    """``value`` checked against scalar parameter ``name``'s declared ``dtype``."""
-    if not isinstance(value, int | float | bool | np.generic):
-        raise TypeError(
-            f"{label}: scalar {name!r} must be a number (declared {dtype}), got "
-            f"{type(value).__name__}"
-        )
-    kind = np.dtype(dtype).kind
-    is_bool = isinstance(value, bool | np.bool_)
-    if kind == "b":
-        if not is_bool:
-            raise TypeError(
-                f"{label}: scalar {name!r} is declared bool, got {type(value).__name__} "
-                f"{value}; pass True or False"
-            )
-        return bool(value)
-    if is_bool:
-        raise TypeError(
-            f"{label}: scalar {name!r} is declared {dtype}, got a bool ({value}); pass a "
-            "number (bools are not taken for numbers)"
-        )
-    if kind in "iu":
-        if not isinstance(value, int | np.integer):
-            raise TypeError(
-                f"{label}: scalar {name!r} is declared {dtype}, got {type(value).__name__} "
-                f"{value}; pass an int (a float is not truncated)"
-            )
-        info = np.iinfo(dtype)
-        if not info.min <= int(value) <= info.max:
-            raise OverflowError(
-                f"{label}: scalar {name!r} is {value}, outside the range of its declared "
-                f"{dtype} [{info.min}, {info.max}]"
-            )
-        return int(value)
-    if not isinstance(value, int | float | np.integer | np.floating):
-        raise TypeError(
-            f"{label}: scalar {name!r} is declared {dtype}, got {type(value).__name__} "
-            f"{value}; pass a real number"
-        )
-    number = float(value)
-    limit = float(np.finfo(dtype).max)
-    if np.isfinite(number) and abs(number) > limit:
-        raise OverflowError(
-            f"{label}: scalar {name!r} is {value}, beyond the largest {dtype} ({limit:g})"
-        )
-    return number
+    """``value`` checked against scalar parameter ``name``'s declared ``dtype``
+    (``ffi_core.bridge.scalar_value``), as a Python number."""
+    return check_scalar(value, dtype, f"{label}: scalar {name!r}").item()

@@ -1,4 +1,4 @@
-"""The checks of a kernel call's arity, aliases and inputs.
+"""The checks of a kernel call's arity, aliases, inputs and scalar parameters.
 
 They run in a bridge's public function, before anything is traced or bound;
 each names the argument, the value it got and what is accepted.
@@ -12,11 +12,12 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ._spec import KernelDTypes, check_dtype
 
-__all__ = ["check_aliases", "check_arity", "check_inputs", "positional_count"]
+__all__ = ["check_aliases", "check_arity", "check_inputs", "positional_count", "scalar_value"]
 
 
 def positional_count(fn: Callable[..., Any]) -> int | None:
@@ -172,3 +173,60 @@ def check_inputs(
                 f"{list(x.shape)}) to output {j} ({np.dtype(o.dtype).name}{list(o.shape)}); "
                 "aliased buffers must have the same shape and dtype"
             )
+
+
+def scalar_value(value: Any, dtype: str, where: str) -> np.generic:
+    """``value`` as a NumPy scalar of ``dtype``, for a scalar parameter that a
+    kernel declares of that type; ``where`` names the parameter in messages
+    ("scalar 'n' of CUDA kernel 'axpy'").
+
+    A bool parameter takes a bool; an integer one an int (not a bool, not a
+    float: nothing is truncated) within the type's range; a floating-point one
+    an int or a float (not a bool) whose size the type holds (infinities and
+    NaN pass as they are). NumPy scalars count as their Python kinds. A traced
+    or device array is refused: a scalar parameter is static.
+
+    Raises:
+        TypeError: a value of the wrong kind.
+        OverflowError: a number beyond the type's range.
+
+    Example:
+        >>> scalar_value(3, "int32", "scalar 'n'")
+        np.int32(3)
+        >>> scalar_value(2**40, "int32", "scalar 'n'")
+        Traceback (most recent call last):
+        OverflowError: scalar 'n' (int32) is 1099511627776, outside its range [-2147483648, 2147483647]
+    """
+    if isinstance(value, jax.Array | jax.core.Tracer):
+        raise TypeError(
+            f"{where} ({dtype}) is static: it takes a Python or NumPy number, got a traced or "
+            "device array; pass arrays as inputs"
+        )
+    kind = "f" if dtype == "bfloat16" else np.dtype(dtype).kind
+    is_bool = isinstance(value, bool | np.bool_)
+    if kind == "b":
+        if not is_bool:
+            raise TypeError(f"{where} (bool) must be a bool (True or False), got {value!r}")
+        return np.bool_(value)
+    if is_bool:
+        raise TypeError(
+            f"{where} ({dtype}) must be a number, got the bool {value!r} (bools are not taken "
+            "for numbers)"
+        )
+    if kind in "iu":
+        if not isinstance(value, int | np.integer):
+            raise TypeError(
+                f"{where} ({dtype}) must be an int, got {value!r} (a float is not truncated)"
+            )
+        info = np.iinfo(dtype)
+        if not info.min <= int(value) <= info.max:
+            raise OverflowError(
+                f"{where} ({dtype}) is {value}, outside its range [{info.min}, {info.max}]"
+            )
+        return np.dtype(dtype).type(value)
+    if not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{where} ({dtype}) must be a number, got {value!r}")
+    limit = float(jnp.finfo(dtype).max)
+    if np.isfinite(float(value)) and abs(float(value)) > limit:
+        raise OverflowError(f"{where} ({dtype}) is {value}, beyond its largest value {limit:g}")
+    return jnp.dtype(dtype).type(value)

@@ -14,8 +14,6 @@ from typing import Any
 
 import ffi_core
 import ffi_core.bridge
-import jax
-import jax.numpy as jnp
 import numpy as np
 from ffi_core.bridge import KernelInfo as KernelInfoBase
 from ffi_core.bridge import check_kernel_type, kernel_digest
@@ -261,35 +259,9 @@ class KernelInfo(KernelInfoBase):
 
 
 def _scalar(kernel_name: str, p: Param, value: Any) -> Any:
-    where = f"scalar parameter '{p.name}' of warp kernel '{kernel_name}' ({p.dtype})"
-    if isinstance(value, jax.Array | jax.core.Tracer):
-        raise TypeError(
-            f"{where} is static: it takes a Python or NumPy number, got a traced or device "
-            "array; pass arrays as inputs"
-        )
-    # bfloat16 is ml_dtypes' own kind ("V") to NumPy: a float here.
-    kind = "f" if p.dtype == "bfloat16" else np.dtype(p.dtype).kind
-    ok = (
-        isinstance(value, bool | np.bool_)
-        if kind == "b"
-        else isinstance(value, int | np.integer) and not isinstance(value, bool)
-        if kind in "iu"
-        else isinstance(value, int | float | np.integer | np.floating)
-        and not isinstance(value, bool)
-    )
-    if not ok:
-        expected = {"b": "a bool", "i": "an int", "u": "an int", "f": "a number"}[kind]
-        raise TypeError(f"{where} must be {expected}, got {value!r}")
-    if kind in "iu":
-        info = np.iinfo(typing.cast(str, p.dtype))  # a scalar Param always has a dtype
-        if not info.min <= int(value) <= info.max:
-            raise ValueError(f"{where} must be in [{info.min}, {info.max}], got {value!r}")
-    if kind == "f":
-        # A finite number beyond the type's range would silently become inf.
-        limit = float(jnp.finfo(p.dtype).max)
-        if np.isfinite(float(value)) and abs(float(value)) > limit:
-            raise ValueError(f"{where} must be within [-{limit:g}, {limit:g}], got {value!r}")
-    return np.dtype(p.dtype).type(value)
+    where = f"scalar parameter '{p.name}' of warp kernel '{kernel_name}'"
+    # A scalar Param always has a dtype.
+    return ffi_core.bridge.scalar_value(value, typing.cast(str, p.dtype), where)
 
 
 def attribute_dtype(dtype: str) -> str:

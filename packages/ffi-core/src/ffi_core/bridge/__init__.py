@@ -34,6 +34,7 @@ from .._checks import check_aliases as check_aliases
 from .._checks import check_arity as check_arity
 from .._checks import check_inputs as check_inputs
 from .._checks import positional_count as positional_count
+from .._checks import scalar_value as scalar_value
 from .._cost_hint import HINT_MIN_ELEMENTS as HINT_MIN_ELEMENTS
 from .._cost_hint import hint_source as hint_source
 from .._cost_hint import lower_with_hint as lower_with_hint
@@ -151,6 +152,7 @@ __all__ = [
     "registered_targets",
     "require_devices_at_lowering",
     "resolve_sharding_rule",
+    "scalar_value",
     "scan_batch",
     "shaped_values",
     "target_name",
