@@ -316,6 +316,15 @@ def test_run_with_tags_on_explicit_kernels(capsys, target_module):
             "cannot import module 'no_such_module_xyz': ModuleNotFoundError: No module named "
             "'no_such_module_xyz'",
         ),
+        (
+            ["--backends", "jax", "run", "kernel_bench_cli_target:double"],
+            "--backends took the command 'run' as a backend's name; put the command first "
+            "(kernel-bench run ... --backends B ...)",
+        ),
+        (
+            ["run", "kernel_bench_cli_target:fakes", "--backends", "jax", "nosuch"],
+            "--backends: 'nosuch' is no backend of the kernels on cpu; they have auto, jax, numba, off",
+        ),
     ],
 )
 def test_usage_errors(capsys, target_module, argv, message):
@@ -374,6 +383,17 @@ def test_compare_two_files(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["compare", str(old), str(tmp_path / "missing.json")])
     assert "cannot read" in capsys.readouterr().err
+    (tmp_path / "text.json").write_text("not json")
+    (tmp_path / "ints.json").write_text('{"records": [1]}')
+    for name, reason in (
+        ("text.json", "is not a JSON file: Expecting value: line 1 column 1 (char 0)"),
+        ("ints.json", "a benchmark record must be a dict of its fields, got 1"),
+    ):
+        with pytest.raises(SystemExit):
+            main(["compare", str(old), str(tmp_path / name)])
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert last.startswith(f"kernel-bench: error: cannot read '{tmp_path / name}': "), last
+        assert last.endswith(reason), last
 
 
 def test_suite_sets_scale_and_writes_files(tmp_path, capsys, monkeypatch, fake_kernel):
@@ -574,4 +594,54 @@ def test_a_module_that_fails_to_import_is_one_line(tmp_path, monkeypatch, capsys
     assert err.strip().splitlines()[-1] == (
         "kernel-bench: error: cannot import module 'kernel_bench_cli_broken': RuntimeError: "
         "mylib needs its data files"
+    )
+
+
+def test_options_given_before_run_are_kept():
+    from kernel_bench._cli import build_parser
+
+    parser = build_parser()
+    before = ["--n-runs", "5", "--output", "x.json", "--quick", "--no-plot", "-v", "--no-progress"]
+    args = parser.parse_args([*before, "run", "m"])
+    assert (args.n_runs, str(args.output), args.scale, args.no_plot, args.verbose) == (
+        5,
+        "x.json",
+        "quick",
+        True,
+        True,
+    )
+    assert args.progress is False and args.targets == ["m"]
+    # Given after `run`, they win; not given at all, the defaults hold.
+    assert parser.parse_args(["--n-runs", "5", "run", "m", "--n-runs", "7"]).n_runs == 7
+    args = parser.parse_args(["run", "m"])
+    assert (args.n_runs, args.output, args.scale, args.no_plot, args.n_batch) == (
+        None,
+        None,
+        "default",
+        False,
+        1,
+    )
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_timing(tmp_path, capsys, target_module):
+    (tmp_path / "a_file").write_text("")
+    output = tmp_path / "a_file" / "r.json"
+    with pytest.raises(SystemExit) as info:
+        main(["run", "kernel_bench_cli_target:double", "--output", str(output)])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"kernel-bench: error: --output {output}: {output.parent} is not a folder"
+    )
+
+
+@pytest.mark.skipif(
+    any(d.platform == "gpu" for d in jax.devices()) or jax.default_backend() != "cpu",
+    reason="a GPU is present",
+)
+def test_a_platform_jax_does_not_have_is_a_usage_error(capsys, target_module):
+    with pytest.raises(SystemExit) as info:
+        main(["run", "kernel_bench_cli_target:double", "--platform", "gpu"])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "kernel-bench: error: --platform gpu: JAX has no gpu device here (it has cpu)"
     )

@@ -49,20 +49,25 @@ examples:
   kernel-bench autotune clear            forget them"""
 
 
-def _timing_options() -> LazyHelpParser:
+def _timing_options(defaults: bool = True) -> LazyHelpParser:
+    """The options of a run, for the command (``defaults``) and for ``run``, whose
+    copy sets only what it is given: the command's values, given before ``run``
+    (``kernel-bench --n-runs 5 run m``), are kept, and given after it they win."""
     # The subcommands' parsers are LazyHelpParsers, and so are the parents they take.
-    parent = LazyHelpParser(add_help=False)
+    parent = LazyHelpParser(
+        add_help=False, argument_default=None if defaults else argparse.SUPPRESS
+    )
     add_scale_and_platform(
         parent,
         quick="a short run: small data (bundled suite) and few timed runs",
         full="a long run: the largest data (bundled suite) and more timed runs",
         platform="where to run the kernels (default: JAX's default device)",
+        defaults=defaults,
     )
     parent.add_argument(
         "--backends",
         nargs="+",
         metavar="B",
-        default=None,
         help="run only these backends (default: every backend of the platform)",
     )
     parent.add_argument("--n-runs", type=int, metavar="N", help="timed runs per backend and case")
@@ -71,7 +76,7 @@ def _timing_options() -> LazyHelpParser:
         "--n-batch",
         type=int,
         metavar="N",
-        default=1,
+        default=1 if defaults else argparse.SUPPRESS,
         help="calls per timed run, chained in one program (for very short calls)",
     )
     parent.add_argument(
@@ -87,13 +92,16 @@ def _timing_options() -> LazyHelpParser:
         "show a progress bar on standard error (default: when it is a terminal)",
     )
     parent.add_argument(
-        "-v", "--verbose", action="store_true", help="print each backend's time as it finishes"
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=False if defaults else argparse.SUPPRESS,
+        help="print each backend's time as it finishes",
     )
     parent.add_argument(
         "--devices",
         type=int,
         metavar="N",
-        default=None,
         help="also run each case of a kernel with a sharding rule under jit, sharded over a "
         "mesh of N CPU devices, and report the time and the elements each device computed",
     )
@@ -114,11 +122,12 @@ def _timing_options() -> LazyHelpParser:
 
 def _switch(parser: argparse.ArgumentParser, name: str, help: str) -> None:
     """``--name`` and ``--no-name``, leaving ``args.name`` (hyphens as underscores)
-    None when neither is given."""
+    None when neither is given (unset where the parser sets no defaults)."""
     dest = name.replace("-", "_")
+    unset = None if parser.argument_default is None else argparse.SUPPRESS
     group = parser.add_mutually_exclusive_group()
-    group.add_argument(f"--{name}", dest=dest, action="store_true", default=None, help=help)
-    group.add_argument(f"--no-{name}", dest=dest, action="store_false")
+    group.add_argument(f"--{name}", dest=dest, action="store_true", default=unset, help=help)
+    group.add_argument(f"--no-{name}", dest=dest, action="store_false", default=unset)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser(
         "run",
-        parents=[timing],
+        parents=[_timing_options(defaults=False)],
         help="benchmark your own kernels",
         description="Benchmark XLACustomKernel operations: every case of their benchmark data "
         "on every backend of the platform.",
@@ -164,7 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PNG",
         help="write the plot to PNG (default: beside --output's FILE)",
     )
-    run.add_argument("--no-plot", action="store_true", help="write no PNG")
+    run.add_argument(
+        "--no-plot", action="store_true", default=argparse.SUPPRESS, help="write no PNG"
+    )
 
     listing = commands.add_parser(
         "list",
@@ -290,6 +301,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if args.output is None:
             args.output = args.output_dir / f"{DEFAULT_STEM}.json"
+    if args.command is None and args.backends:
+        # --backends takes every word after it, a command's name too.
+        swallowed = [b for b in args.backends if b in _COMMANDS]
+        if swallowed:
+            parser.error(
+                f"--backends took the command {swallowed[0]!r} as a backend's name; put the "
+                f"command first (kernel-bench {swallowed[0]} ... --backends B ...)"
+            )
+    platform = getattr(args, "platform", None)
+    if platform is not None and args.command in (None, "run", "autotune", "check"):
+        _check_platform(parser, platform)
     if args.command in (None, "run", "autotune", "check"):
         _quiet_warp()
     if getattr(args, "devices", None) is not None:
@@ -303,6 +325,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "autotune": run_autotune,
     }
     return command[args.command](parser, args)
+
+
+_COMMANDS = ("run", "list", "compare", "check", "autotune")
+
+
+def _check_platform(parser: argparse.ArgumentParser, platform: str) -> None:
+    import jax
+
+    try:
+        jax.devices(platform)
+    except RuntimeError:
+        have = ", ".join(sorted({d.platform for d in jax.devices()}))
+        parser.error(f"--platform {platform}: JAX has no {platform} device here (it has {have})")
 
 
 def _quiet_warp() -> None:

@@ -45,15 +45,28 @@ class LazyHelpParser(argparse.ArgumentParser):
 
 
 def add_scale_and_platform(
-    parser: argparse.ArgumentParser, *, quick: str, full: str, platform: str
+    parser: argparse.ArgumentParser,
+    *,
+    quick: str,
+    full: str,
+    platform: str,
+    defaults: bool = True,
 ) -> None:
     """``--quick``/``--full`` (``scale``: ``"quick"``, ``"full"``, else ``"default"``)
-    and ``--platform`` (None: JAX's default device), with the command's help for each."""
+    and ``--platform`` (None: JAX's default device), with the command's help for each.
+    ``defaults=False``: an option not given sets nothing (a subcommand's copy of
+    options the command itself takes, so that those given before it stay)."""
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", dest="scale", action="store_const", const="quick", help=quick)
     size.add_argument("--full", dest="scale", action="store_const", const="full", help=full)
-    parser.set_defaults(scale="default")
-    parser.add_argument("--platform", choices=BACKEND_PLATFORMS, default=None, help=platform)
+    if defaults:
+        parser.set_defaults(scale="default")
+    parser.add_argument(
+        "--platform",
+        choices=BACKEND_PLATFORMS,
+        default=None if defaults else argparse.SUPPRESS,
+        help=platform,
+    )
 
 
 def import_module(parser: argparse.ArgumentParser, module: str) -> Any:

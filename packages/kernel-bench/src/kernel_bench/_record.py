@@ -154,6 +154,8 @@ class BenchmarkRecord:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BenchmarkRecord:
         """The record that ``to_dict`` gave ``data``; unknown keys are refused."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a benchmark record must be a dict of its fields, got {data!r}")
         unknown = sorted(set(data) - set(RECORD_FIELDS))
         if unknown:
             raise ValueError(

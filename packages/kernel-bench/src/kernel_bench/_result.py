@@ -237,7 +237,11 @@ class BenchmarkResult:
         """Read a result that ``save`` wrote (the format from the suffix)."""
         path = pathlib.Path(path)
         if _file_format(path) == ".json":
-            return cls.from_dict(json.loads(path.read_text()))
+            try:
+                data = json.loads(path.read_text())
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"'{path}' is not a JSON file: {exc}") from None
+            return cls.from_dict(data)
         reader = csv.DictReader(io.StringIO(path.read_text()))
         if reader.fieldnames is None or tuple(reader.fieldnames) not in (
             RECORD_FIELDS,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import os
 import pathlib
 import sys
 from collections.abc import Iterable, Sequence
@@ -24,7 +25,7 @@ from ._awake import keep_cpus_awake
 from ._cli_common import SUITE_MODULE, resolve
 from ._consistency import MIN_TOLERANCE, NOISY, check_consistency, forget_stale
 from ._console import ProgressBar, print_table
-from ._kernel import benchmark_kernel, default_platform
+from ._kernel import AUTO, benchmark_kernel, default_platform
 from ._load import OtherLoad
 from ._program import PASSES, REFERENCE_OP, deferred_in_program, program_times, with_measured
 from ._record import BenchmarkRecord
@@ -286,8 +287,33 @@ def _choices(result: BenchmarkResult) -> tuple[list[str], list[list[str]]]:
 
 
 def _check_output(parser: argparse.ArgumentParser, output: pathlib.Path | None) -> None:
-    if output is not None and output.suffix.lower() not in FILE_FORMATS:
+    # Before anything is timed: a file that cannot be written would lose the run.
+    if output is None:
+        return
+    if output.suffix.lower() not in FILE_FORMATS:
         parser.error(f"--output must end in {' or '.join(FILE_FORMATS)}, got '{output}'")
+    if output.parent.exists() and not output.parent.is_dir():
+        parser.error(f"--output {output}: {output.parent} is not a folder")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        parser.error(f"--output {output}: cannot make its folder ({exc.strerror or exc})")
+    if output.is_dir() or not os.access(output.parent, os.W_OK):
+        parser.error(f"--output {output}: cannot write a file there")
+
+
+def _check_backends(parser: argparse.ArgumentParser, kernels: Sequence[Any], args: Any) -> None:
+    # A backend that none of the kernels has is a typo, not a filter.
+    if args.backends is None:
+        return
+    platform = args.platform or default_platform()
+    known = {b for k in kernels for b in k.available_backends(platform)} | {AUTO}
+    unknown = [b for b in args.backends if b not in known]
+    if unknown:
+        parser.error(
+            f"--backends: {', '.join(map(repr, unknown))} is no backend of the kernels on "
+            f"{platform}; they have {', '.join(sorted(known))}"
+        )
 
 
 def run_suite(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -296,6 +322,7 @@ def run_suite(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     suite.set_scale(args.scale)
     if args.autotune is None:
         args.autotune = True
+    _check_backends(parser, suite.example_kernels(), args)
     result = _benchmark_all(suite.example_kernels(), args)
     json_path = args.output or pathlib.Path(f"{DEFAULT_STEM}.json")
     png_path = None if args.no_plot else json_path.with_suffix(".png")
@@ -315,6 +342,7 @@ def run_targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
             + " ".join(args.targets)
             + (f" with tags {', '.join(args.tags)}" if args.tags else "")
         )
+    _check_backends(parser, kernels, args)
     result = _benchmark_all(kernels, args)
     if args.speedup_vs is not None and args.speedup_vs not in {r.backend for r in result.records}:
         parser.error(f"--speedup-vs {args.speedup_vs}: no kernel ran a backend of that name")
