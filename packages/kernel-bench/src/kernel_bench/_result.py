@@ -238,10 +238,10 @@ class BenchmarkResult:
         path = pathlib.Path(path)
         if _file_format(path) == ".json":
             try:
-                data = json.loads(path.read_text())
+                loaded = json.loads(path.read_text())
             except json.JSONDecodeError as exc:
                 raise ValueError(f"'{path}' is not a JSON file: {exc}") from None
-            return cls.from_dict(data)
+            return cls.from_dict(loaded)
         reader = csv.DictReader(io.StringIO(path.read_text()))
         if reader.fieldnames is None or tuple(reader.fieldnames) not in (
             RECORD_FIELDS,
