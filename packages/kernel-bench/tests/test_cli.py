@@ -611,6 +611,10 @@ def test_options_given_before_run_are_kept():
         True,
     )
     assert args.progress is False and args.targets == ["m"]
+    args = parser.parse_args(["--platform", "cpu", "--quick", "autotune", "run", "axpy"])
+    assert (args.platform, args.scale) == ("cpu", "quick")
+    args = parser.parse_args(["autotune", "run", "axpy"])
+    assert (args.platform, args.scale) == (None, "default")
     # Given after `run`, they win; not given at all, the defaults hold.
     assert parser.parse_args(["--n-runs", "5", "run", "m", "--n-runs", "7"]).n_runs == 7
     args = parser.parse_args(["run", "m"])

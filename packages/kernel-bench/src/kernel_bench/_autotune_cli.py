@@ -65,6 +65,8 @@ def add_autotune_command(commands: Any) -> None:
         quick="the bundled suite's small data",
         full="the bundled suite's largest data",
         platform="where to decide (default: JAX's default device)",
+        # Given before `autotune`, the command's --platform and --quick/--full stay.
+        defaults=False,
     )
     tune_run.add_argument(
         "targets",

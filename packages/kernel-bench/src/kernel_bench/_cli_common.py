@@ -56,11 +56,17 @@ def add_scale_and_platform(
     and ``--platform`` (None: JAX's default device), with the command's help for each.
     ``defaults=False``: an option not given sets nothing (a subcommand's copy of
     options the command itself takes, so that those given before it stay)."""
+    unset = "default" if defaults else argparse.SUPPRESS
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--quick", dest="scale", action="store_const", const="quick", help=quick)
-    size.add_argument("--full", dest="scale", action="store_const", const="full", help=full)
-    if defaults:
-        parser.set_defaults(scale="default")
+    for flag, help_text in (("quick", quick), ("full", full)):
+        size.add_argument(
+            f"--{flag}",
+            dest="scale",
+            action="store_const",
+            const=flag,
+            default=unset,
+            help=help_text,
+        )
     parser.add_argument(
         "--platform",
         choices=BACKEND_PLATFORMS,
