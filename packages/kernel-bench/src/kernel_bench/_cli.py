@@ -301,9 +301,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if args.output is None:
             args.output = args.output_dir / f"{DEFAULT_STEM}.json"
+    command = {
+        None: _run_suite,
+        "run": _run_targets,
+        "list": _list,
+        "compare": _compare,
+        "check": run_check,
+        "autotune": run_autotune,
+    }
     if args.command is None and args.backends:
         # --backends takes every word after it, a command's name too.
-        swallowed = [b for b in args.backends if b in _COMMANDS]
+        swallowed = [b for b in args.backends if b in command]
         if swallowed:
             parser.error(
                 f"--backends took the command {swallowed[0]!r} as a backend's name; put the "
@@ -316,18 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quiet_warp()
     if getattr(args, "devices", None) is not None:
         _use_cpu_devices(parser, args.devices)
-    command = {
-        None: _run_suite,
-        "run": _run_targets,
-        "list": _list,
-        "compare": _compare,
-        "check": run_check,
-        "autotune": run_autotune,
-    }
     return command[args.command](parser, args)
-
-
-_COMMANDS = ("run", "list", "compare", "check", "autotune")
 
 
 def _check_platform(parser: argparse.ArgumentParser, platform: str) -> None:
