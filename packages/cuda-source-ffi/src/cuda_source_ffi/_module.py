@@ -67,9 +67,11 @@ class CudaModule:
                 f"`kernels` must map kernel names (non-empty str) to parameter lists, got the "
                 f"names {list(kernels)!r}"
             )
-        if isinstance(options, str | bytes) or not isinstance(options, Sequence):
-            raise TypeError(f"`options` must be a sequence of str, got {options!r}")
-        if not all(isinstance(o, str) for o in options):
+        if (
+            isinstance(options, str | bytes)
+            or not isinstance(options, Sequence)
+            or not all(isinstance(o, str) for o in options)
+        ):
             raise TypeError(f"`options` must be a sequence of str, got {options!r}")
         self.source = source
         self.name = name
