@@ -377,10 +377,25 @@ def test_cli_autotune_run_show_and_clear(capsys):
     # The fake clock times every backend alike: a tie, within the noise.
     assert "; margin 1.00x, noise 0.0%, machine quiet; measured again in the next process)" in out
 
+    # A name the cache holds no decision of is said on stderr, with those it holds.
+    assert main(["autotune", "show", "axpi"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == f"no autotune decisions in {autotune.cache_dir()}\n"
+    assert captured.err == (
+        "kernel-bench: no autotune decisions of axpi (operations with decisions: axpy)\n"
+    )
     assert main(["autotune", "clear", "axpy"]) == 0
-    assert capsys.readouterr().out == f"removed 1 decision(s) of axpy from {autotune.cache_dir()}\n"
+    captured = capsys.readouterr()
+    assert captured.out == f"removed 1 decision(s) of axpy from {autotune.cache_dir()}\n"
+    assert captured.err == ""
     assert main(["autotune", "show"]) == 0
     assert capsys.readouterr().out == f"no autotune decisions in {autotune.cache_dir()}\n"
+    assert main(["autotune", "clear", "axpy"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == f"removed 0 decision(s) of axpy from {autotune.cache_dir()}\n"
+    assert captured.err == (
+        "kernel-bench: no autotune decisions of axpy (operations with decisions: none)\n"
+    )
 
 
 def test_cli_autotune_run_names_unknown_operations(capsys):

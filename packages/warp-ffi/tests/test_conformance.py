@@ -611,3 +611,14 @@ def test_bfloat16_arrays_and_scalars(platform):
     np.testing.assert_array_equal(np.asarray(grad, np.float32), np.full(8, -2.0))
     rows = jax.vmap(lambda x: op(x, s=2.0))(jnp.stack([x, x + 1]))
     np.testing.assert_array_equal(np.asarray(rows, np.float32)[1], (np.arange(-4, 4) + 1) * 2.0)
+
+
+@pytest.mark.parametrize("n_args", [0, 1, 3])
+def test_in_out_op_called_with_another_number_of_inputs(n_args):
+    op = warp_kernel(accumulate, S((4,), jnp.float32), in_out_argnames=["b"])
+    with raises(
+        TypeError,
+        "warp kernel 'accumulate' takes 2 input arrays (a, b; 'b' read and written, from "
+        f"`in_out_argnames`), but is called with {n_args} positional arguments",
+    ):
+        op(*[jnp.ones(4)] * n_args)

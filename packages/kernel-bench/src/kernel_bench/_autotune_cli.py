@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import sys
+from collections.abc import Sequence
 from typing import Any
 
 from ._cli_common import EXAMPLES_PREFIX, SUITE_MODULE, add_scale_and_platform, resolve, short_name
@@ -95,6 +97,19 @@ def _suite_kernel(parser: argparse.ArgumentParser, target: str, scale: str) -> l
     return resolve(parser, target, None)
 
 
+def _name_unknown_ops(ops: Sequence[str], cached: set[str]) -> None:
+    # An operation named that the cache holds no decision of (a misspelt name,
+    # most often): said on stderr with the operations it does hold.
+    unknown = [op for op in ops if op not in cached and EXAMPLES_PREFIX + op not in cached]
+    if unknown:
+        held = ", ".join(sorted(short_name(op) for op in cached)) or "none"
+        print(
+            f"kernel-bench: no autotune decisions of {', '.join(unknown)} "
+            f"(operations with decisions: {held})",
+            file=sys.stderr,
+        )
+
+
 def run_autotune(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """The ``autotune`` subcommand; returns the exit status."""
     from . import autotune
@@ -102,13 +117,16 @@ def run_autotune(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
 
     # A bundled example by its short name too (`axpy` for kernel_bench.examples.axpy).
     names = {n for op in getattr(args, "ops", None) or () for n in (op, EXAMPLES_PREFIX + op)}
+    if args.action in ("clear", "show"):
+        cached = autotune.cached_decisions()
+        _name_unknown_ops(getattr(args, "ops", None) or (), {d.op for d in cached})
     if args.action == "clear":
         removed = sum(autotune.clear(op) for op in (sorted(names) or [None]))
         what = "all operations" if not args.ops else ", ".join(args.ops)
         print(f"removed {removed} decision(s) of {what} from {autotune.cache_dir()}")
         return 0
     if args.action == "show":
-        decisions = [d for d in autotune.cached_decisions() if not names or d.op in names]
+        decisions = [d for d in cached if not names or d.op in names]
         if not decisions:
             print(f"no autotune decisions in {autotune.cache_dir()}")
             return 0

@@ -373,7 +373,19 @@ def _wrap_in_out(
         p = info.arrays[k]
         return jax.ShapeDtypeStruct((0,) * p.rank, p.dtype or "float32")
 
+    n_in = len(info.arrays) - len(out_avals)
+
     def op(*args: Any, **given: Any) -> tuple[Any, ...]:
+        if len(args) != n_in:
+            inputs = ", ".join(p.name for p in info.arrays[:n_in])
+            updated = ", ".join(f"'{info.arrays[k].name}'" for k in in_out)
+            scalars = ", ".join(p.name for p in info.scalars)
+            extra = f"; scalar parameters ({scalars}) are given as keywords" if scalars else ""
+            raise TypeError(
+                f"warp kernel '{info.name}' takes {n_in} input arrays ({inputs}; {updated} "
+                f"read and written, from `in_out_argnames`), but is called with {len(args)} "
+                f"positional arguments{extra}"
+            )
         key = tuple(aval(args, k) for k in in_out)
         inner = ops.get(key)
         if inner is None:
