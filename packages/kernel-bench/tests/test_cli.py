@@ -55,6 +55,7 @@ def target_module(monkeypatch, fake_kernel):
     ]
     module.nested = types.SimpleNamespace(kernel=module.fakes[0])
     module.not_a_kernel = 3
+    module.no_data = cli_no_data
     monkeypatch.setitem(sys.modules, module.__name__, module)
     return module
 
@@ -238,6 +239,29 @@ def test_run_module_with_tags_and_backends(capsys, target_module):
     assert "jax" not in captured.out.splitlines()[1]
 
 
+def test_a_bare_module_names_its_own_kernels(target_module):
+    import argparse
+
+    from kernel_bench._cli_common import resolve
+
+    # Kernels its code (or a submodule's) creates, held in its namespace or not,
+    # and kernels its namespace holds; not every kernel of the process.
+    code = "from xla_custom_kernel import XLACustomKernel\nmade = XLACustomKernel(NAME)\n"
+    for name, where in [
+        ("kernel_bench_cli_made_in_module", target_module.__name__),
+        ("kernel_bench_cli_made_in_submodule", target_module.__name__ + ".sub"),
+        ("kernel_bench_cli_made_elsewhere", "kernel_bench_cli_targetless"),
+    ]:
+        exec(code, {"__name__": where, "NAME": name})
+    names = [k.name for k in resolve(argparse.ArgumentParser(), target_module.__name__, None)]
+    assert names == [
+        "kernel_bench_cli_double",
+        "kernel_bench_cli_no_data",
+        "kernel_bench_cli_made_in_module",
+        "kernel_bench_cli_made_in_submodule",
+    ]
+
+
 def test_run_list_attribute_and_failures(tmp_path, capsys, target_module):
     out = tmp_path / "r.csv"
     code = main(
@@ -349,7 +373,7 @@ def test_list_shows_tags_backends_and_data(capsys, target_module):
         ["* default backend of the platform"],
     ]
     assert main(["list", "--tags", "no-such-tag"]) == 0
-    assert capsys.readouterr().out == "no registered kernels with tags no-such-tag\n"
+    assert capsys.readouterr().out == "no kernels in kernel_bench.examples with tags no-such-tag\n"
 
 
 EXAMPLES = ("axpy", "exp_trace", "lif_step", "csr_matvec", "csr_matmat")

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from ._autotune_cli import add_autotune_command, run_autotune
 from ._check_cli import add_check_command, run_check
-from ._cli_common import SUITE_MODULE, LazyHelpParser, add_scale_and_platform, import_module
+from ._cli_common import SUITE_MODULE, LazyHelpParser, add_scale_and_platform, resolve
 from ._config import BACKEND_PLATFORMS
 from ._result import FILE_FORMATS
 
@@ -160,8 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
         "targets",
         nargs="+",
         metavar="MODULE[:ATTR]",
-        help="a kernel (or list of kernels) as module:attribute, or a module: every kernel "
-        "registered once it is imported",
+        help="a kernel (or list of kernels) as module:attribute, or a module: the kernels "
+        "its code creates and those it holds",
     )
     run.add_argument("--tags", nargs="+", metavar="T", help="only kernels with any of these tags")
     run.add_argument(
@@ -179,12 +179,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     listing = commands.add_parser(
         "list",
-        help="show registered kernels with their tags and backends",
-        description="Show the kernels registered once the modules are imported (default: the "
-        "bundled examples), with their tags, backends per platform and whether they have "
-        "benchmark data.",
+        help="show the kernels of modules with their tags and backends",
+        description="Show the kernels of the modules (default: the bundled examples): those "
+        "their code creates and those they hold, as for run, with their tags, backends per "
+        "platform and whether they have benchmark data.",
     )
-    listing.add_argument("modules", nargs="*", metavar="MODULE", help="modules to import first")
+    listing.add_argument(
+        "modules", nargs="*", metavar="MODULE", help="modules whose kernels to show"
+    )
     listing.add_argument(
         "--tags", nargs="+", metavar="T", help="only kernels with any of these tags"
     )
@@ -244,13 +246,11 @@ def _run_targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
 def _list(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from ._console import print_table
 
-    for module in args.modules or [SUITE_MODULE]:
-        import_module(parser, module)
-    from xla_custom_kernel import registered_kernels
-
-    kernels = registered_kernels(tags=args.tags)
+    modules = args.modules or [SUITE_MODULE]
+    kernels = {k.name: k for module in modules for k in resolve(parser, module, args.tags)}
     if not kernels:
-        print("no registered kernels" + (f" with tags {', '.join(args.tags)}" if args.tags else ""))
+        tags = f" with tags {', '.join(args.tags)}" if args.tags else ""
+        print(f"no kernels in {', '.join(modules)}{tags}")
         return 0
     rows = []
     for name, k in sorted(kernels.items()):

@@ -89,13 +89,22 @@ def import_module(parser: argparse.ArgumentParser, module: str) -> Any:
 
 
 def resolve(parser: argparse.ArgumentParser, target: str, tags: Sequence[str] | None) -> list[Any]:
-    """The kernels ``target`` names (``MODULE[:ATTR]``), those with any of ``tags``."""
+    """The kernels ``target`` names (``MODULE[:ATTR]``), those with any of ``tags``.
+
+    A bare ``MODULE`` names the kernels created by its code or its submodules'
+    (``XLACustomKernel.module``) and those its namespace holds (a kernel, or a
+    list or tuple of kernels, as an attribute), in creation order."""
     module_name, _, attr = target.partition(":")
     module = import_module(parser, module_name)
     if not attr:
         from xla_custom_kernel import registered_kernels
 
-        return list(registered_kernels(tags=tags).values())
+        held = {id(k) for v in vars(module).values() for k in _kernels_in(v)}
+        return [
+            k
+            for k in registered_kernels(tags=tags).values()
+            if id(k) in held or k.module == module_name or k.module.startswith(module_name + ".")
+        ]
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -108,3 +117,11 @@ def resolve(parser: argparse.ArgumentParser, target: str, tags: Sequence[str] | 
     if tags:
         found = [k for k in found if set(k.tags) & set(tags)]
     return found
+
+
+def _kernels_in(value: Any) -> list[Any]:
+    # A module attribute's kernels: the value itself, or a list or tuple's items.
+    from xla_custom_kernel import XLACustomKernel
+
+    items = value if isinstance(value, list | tuple) else [value]
+    return [k for k in items if isinstance(k, XLACustomKernel)]
