@@ -301,6 +301,17 @@ def test_types_are_read_from_the_source():
     assert unread.array_dtypes == {"axpy": ("float32", "", "")}
 
 
+def test_declarations_are_read_only():
+    # What the module compiles and checks against cannot drift from what it shows.
+    module = load_cuda_inline(TYPED, kernels={"mix": MIX})
+    with pytest.raises(TypeError):
+        module.kernels["mix"] = (("in", ""),)  # type: ignore[index]
+    with pytest.raises(TypeError):
+        module.array_dtypes["mix"] = ("float64",)  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        module.kernels = {}  # type: ignore[misc]
+
+
 def test_arrays_of_another_dtype_are_refused(gpu):
     module = load_cuda_inline(AXPY, kernels={"axpy": ["in", "in", "out", "a:float32", "n:int32"]})
     op = module.kernel("axpy", S((4,), jnp.float32), grid=1, block=4)

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -82,15 +83,23 @@ class CudaModule:
         parts = [source, name, list(self.options), found.digest]
         self.digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:24]
         declared = {k: parse_params(k, v) for k, v in kernels.items()}
-        #: Each kernel's parameters, in order: ``("in", "")``, ``("out", "")``
-        #: or ``(dtype, name)`` for a scalar.
-        self.kernels = {k: tuple((kind, n) for kind, n, _ in v) for k, v in declared.items()}
+        self._kernels = {k: tuple((kind, n) for kind, n, _ in v) for k, v in declared.items()}
         self._pointers = {k: typed_pointers(k, v, source) for k, v in declared.items()}
-        #: Each kernel's array element dtypes, inputs then outputs, as declared
-        #: or read from the source ("" where neither says: unchecked).
-        self.array_dtypes = {
+        self._array_dtypes = {
             k: tuple(p.dtype for p in (*ins, *outs)) for k, (ins, outs) in self._pointers.items()
         }
+
+    @property
+    def kernels(self) -> Mapping[str, tuple[tuple[str, str], ...]]:
+        """Each kernel's parameters, in order: ``("in", "")``, ``("out", "")``
+        or ``(dtype, name)`` for a scalar (read-only)."""
+        return MappingProxyType(self._kernels)
+
+    @property
+    def array_dtypes(self) -> Mapping[str, tuple[str, ...]]:
+        """Each kernel's array element dtypes, inputs then outputs, as declared
+        or read from the source ("" where neither says: unchecked; read-only)."""
+        return MappingProxyType(self._array_dtypes)
 
     def compile(self, arch: tuple[int, int]):
         """Compile every declared kernel for ``arch`` now (a ``CompiledSource``);
