@@ -129,3 +129,30 @@ def test_expand_dims_refuses_kernel_that_does_not_take_batched_shapes():
     # The default method hands the kernel single rows.
     g = numba_kernel(total_1d, S((1,), jnp.float32))
     np.testing.assert_allclose(jax.vmap(g)(x), jnp.sum(x, axis=1, keepdims=True))
+
+
+@numba.njit
+def square_0d(x, out):
+    out[()] = x[()] * x[()]
+
+
+@numba.njit
+def fill_from_0d(x, out):
+    for i in range(out.size):
+        out[i] = x[()] + i
+
+
+# 3 rows: the handler's row loop; 1000: the kernel's batch loop; 40,000 (of 16
+# elements each for fill_from_0d): the rows across threads.
+@pytest.mark.parametrize("rows", [3, 1000, 40_000])
+@pytest.mark.parametrize("method", [None, "sequential"])
+def test_vmap_of_0d_arrays(rows, method):
+    # A batched rank-1 array reaches the kernel row by row as 0-d arrays, as an
+    # unbatched 0-d array does: read and written with [()].
+    v = jnp.arange(rows, dtype=jnp.float32) / rows
+    square = numba_kernel(square_0d, S((), jnp.float32), vmap_method=method)
+    fill = numba_kernel(fill_from_0d, S((16,), jnp.float32), vmap_method=method)
+    np.testing.assert_allclose(square(v[1]), v[1] * v[1])
+    np.testing.assert_allclose(jax.vmap(square)(v), v * v, rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(jax.vmap(square))(v), v * v, rtol=1e-6)
+    np.testing.assert_allclose(jax.vmap(fill)(v), v[:, None] + jnp.arange(16), rtol=1e-6)

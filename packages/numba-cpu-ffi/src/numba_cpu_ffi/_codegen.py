@@ -54,7 +54,7 @@ from numba import types
 from numba.np.ufunc.parallel import _launch_threads
 
 from ._cache import cache_layers
-from ._compile import batch_address, kernel_address, kernel_argtypes, versions
+from ._compile import batch_address, kernel_address, kernel_argtypes, row_view, versions
 from ._spec import CallSig, KernelInfo
 
 __all__ = [
@@ -100,7 +100,11 @@ def handler_body(sig: CallSig, parallel: bool) -> HandlerBody:
     threshold = parallel_min_elements()
     serial, fast = f"word_{_SERIAL}", f"word_{_PARALLEL}"
     if sig.batched is not None:
-        sliced = [f"{v}[b]" if k >= n_in or sig.batched[k] else v for k, v in enumerate(views)]
+        arrays = sig.inputs + sig.outputs
+        sliced = [
+            row_view(v, arrays[k].rank) if k >= n_in or sig.batched[k] else v
+            for k, v in enumerate(views)
+        ]
         args = f"api, name, ({', '.join(sliced)},))"
         batch = f"word_{_BATCH}"
         return HandlerBody(

@@ -37,7 +37,14 @@ from ._cache import cache_layers
 from ._spec import CallSig, KernelInfo
 from ._version import __version__
 
-__all__ = ["KernelCompileError", "batch_address", "kernel_address", "kernel_argtypes", "versions"]
+__all__ = [
+    "KernelCompileError",
+    "batch_address",
+    "kernel_address",
+    "kernel_argtypes",
+    "row_view",
+    "versions",
+]
 
 
 class KernelCompileError(ffi_core.KernelCompileError):
@@ -55,15 +62,22 @@ def versions() -> tuple[str, ...]:
 
 def kernel_argtypes(sig: CallSig) -> tuple[Any, ...]:
     """The Numba types the kernel is called with for ``sig``: C-contiguous
-    arrays (a batched call's rows: one rank less, a scalar for a rank-1 row)."""
+    arrays (a batched call's rows: one rank less, 0-d for a rank-1 row, as
+    an unbatched call's 0-d arrays)."""
     n_in = len(sig.inputs)
     result = []
     for k, arr in enumerate(sig.inputs + sig.outputs):
         dtype = numba.from_dtype(np.dtype(arr.dtype))
         row = sig.batched is not None and (k >= n_in or sig.batched[k])
-        rank = arr.rank - 1 if row else arr.rank
-        result.append(dtype if row and rank == 0 else types.Array(dtype, rank, "C"))
+        result.append(types.Array(dtype, arr.rank - 1 if row else arr.rank, "C"))
     return tuple(result)
+
+
+def row_view(name: str, rank: int) -> str:
+    """Numba source for row ``b`` of array ``name`` of ``rank``, as a batched
+    call passes it to the kernel: a view one rank less, 0-d for a rank-1
+    array (where ``name[b]`` would be a scalar the kernel cannot write)."""
+    return f"{name}[b:b + 1].reshape(())" if rank == 1 else f"{name}[b]"
 
 
 def _base(
@@ -148,10 +162,13 @@ def batch_address(info: KernelInfo, sig: CallSig) -> int:
         return 0  # the row loop runs the kernel, whose own compile says what is wrong
 
 
-def _batch_source(rows: tuple[bool, ...], n_in: int) -> str:
+def _batch_source(argtypes: tuple[Any, ...], rows: tuple[bool, ...], n_in: int) -> str:
     # The loop runs over the first output's rows, as the handler's row loop.
     names = [f"a{k}" for k in range(len(rows))]
-    args = ", ".join(f"{name}[b]" if row else name for name, row in zip(names, rows, strict=True))
+    args = ", ".join(
+        row_view(name, t.ndim) if row else name
+        for name, t, row in zip(names, argtypes, rows, strict=True)
+    )
     return (
         f"def batch({', '.join(names)}):\n"
         f"    for b in range({names[n_in]}.shape[0]):\n"
@@ -175,10 +192,11 @@ def _batch_compiled(
     # with the loop's options, which are the kernel's own.
     inlined = numba.njit(inline="always", **options)(kernel.py_func)
     namespace: dict[str, Any] = {"__name__": kernel.py_func.__module__, "kernel": inlined}
-    exec(_batch_source(rows, n_in), namespace)
+    source = _batch_source(argtypes, rows, n_in)
+    exec(source, namespace)
     options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
     dispatcher = numba.njit(**options)(namespace["batch"])
-    _cached(info, dispatcher, _base(info, argtypes, False, boundscheck, f"batch {rows}"))
+    _cached(info, dispatcher, _base(info, argtypes, False, boundscheck, source))
     with _lock:
         dispatcher.compile(argtypes)
         _dispatchers.append(dispatcher)
