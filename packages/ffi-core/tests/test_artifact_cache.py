@@ -327,3 +327,36 @@ def test_an_entry_a_field_would_not_read_back_is_a_bug(directory: Path) -> None:
             Builds.decode,
         )
     assert not list(directory.iterdir())
+
+
+def test_deep_nesting_is_a_miss(directory: Path) -> None:
+    key = _cache().key("digest")
+    Builds().fetch(_cache(), key)
+    path = directory / f"{key}.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    message = (
+        f"toy's kernel cache file {str(path)!r} is not valid JSON (truncated or corrupt); the "
+        "kernel is compiled again and the file rewritten"
+    )
+    with pytest.warns(ArtifactCacheWarning, match=whole_message(message)):
+        assert Builds().fetch(_cache(), key) == BUILT
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_what_is_no_file_at_the_name_is_a_miss(directory: Path, kind: str) -> None:
+    # Neither an error (a directory) nor a wait for a writer (a FIFO).
+    if kind == "fifo" and not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this system")
+    key = _cache().key("digest")
+    Builds().fetch(_cache(), key)
+    path = directory / f"{key}.json"
+    path.unlink()
+    path.mkdir() if kind == "directory" else os.mkfifo(path)
+    message = (
+        f"toy's kernel cache file {str(path)!r} is not a regular file; the kernel is compiled "
+        "again and the file rewritten"
+    )
+    builds = Builds()
+    with pytest.warns(ArtifactCacheWarning, match=whole_message(message)):
+        assert builds.fetch(_cache(), key) == BUILT
+    assert builds.calls == 1

@@ -104,3 +104,32 @@ def test_env_cache_dir_follows_its_variable(tmp_path, monkeypatch):
     )
     with pytest.warns(CacheDirWarning, match=re.escape(message)):
         assert env_cache_dir("TEST_CACHE_DIR", "test-cache", purpose="the test cache") is None
+
+
+def test_an_unknown_home_is_refused_not_made_below_the_current_directory(tmp_path, monkeypatch):
+    # $HOME unset and no home in the password database: ~ stays unexpanded.
+    from ffi_core.bridge import env_cache_dir
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("TEST_CACHE_DIR", raising=False)
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)
+    assert cache_root() == pathlib.Path("~/.cache")
+    message = (
+        "the test cache ($TEST_CACHE_DIR) is not kept on disk: the directory "
+        "'~/.cache/test-cache' is refused because it is a relative path, which would move with "
+        "the current directory (the home directory is unknown: set $HOME or $XDG_CACHE_HOME)."
+    )
+    with pytest.warns(CacheDirWarning, match=re.escape(message)):
+        assert env_cache_dir("TEST_CACHE_DIR", "test-cache", purpose="the test cache") is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_relative_setting_is_the_directory_below_the_current_one(tmp_path, monkeypatch):
+    from ffi_core.bridge import env_cache_dir
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TEST_CACHE_DIR", "here")
+    found = env_cache_dir("TEST_CACHE_DIR", "test-cache", purpose="the test cache")
+    assert found == tmp_path / "here"
+    assert found is not None and found.is_absolute()

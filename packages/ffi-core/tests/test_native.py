@@ -822,3 +822,23 @@ def test_the_native_code_digest_follows_the_helpers_source(tmp_path, monkeypatch
     after = _disk_cache._native_code()
     _disk_cache._native_code.cache_clear()
     assert before != after
+
+
+def test_a_bad_cache_file_that_cannot_be_deleted_is_said_to_stay(tmp_path, monkeypatch) -> None:
+    # A cache directory that is read-only: the file stays, and the warning says so.
+    from ffi_core.abi.native import _disk_cache
+
+    bad = tmp_path / "k.nbi"
+    bad.write_bytes(b"garbage")
+
+    def refuse(path: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(_disk_cache.os, "unlink", refuse)
+    message = (
+        f"the cache file {str(bad)!r} is broken; it is ignored (it cannot be deleted: "
+        "Permission denied) and the handler is compiled again"
+    )
+    with pytest.warns(N.HandlerCacheWarning, match=f"^{re.escape(message)}$"):
+        _disk_cache._discard(str(bad), None, "is broken", "the cache")
+    assert bad.exists()

@@ -254,6 +254,34 @@ def test_a_bad_file_is_a_miss_with_a_warning_and_is_rewritten(case, monkeypatch,
     assert _explain(op).source == "disk"
 
 
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_what_is_no_file_at_the_name_is_a_miss(kind, monkeypatch, capsys):
+    # Neither a crash (a directory) nor a wait for a writer that never comes (a FIFO).
+    if kind == "fifo" and not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this system")
+    op, _, path = _decided(monkeypatch)
+    path.unlink()
+    path.mkdir() if kind == "directory" else os.mkfifo(path)
+    message = re.escape(
+        f"kernel-bench ignores the autotune cache file {path}: it is not a regular file{_AGAIN}"
+    )
+    _forget(monkeypatch)
+    with pytest.warns(autotune.AutotuneWarning) as caught:
+        assert _explain(op).source == "measured"
+    assert re.fullmatch(message, str(caught[0].message))
+    if kind == "fifo":  # replaced by the new file
+        assert [str(w.message) for w in caught[1:]] == []
+        assert list(json.loads(path.read_text())["decisions"]) == [_explain(op).key]
+        return
+    # A directory the new file cannot replace: said, the decision kept in memory.
+    assert "could not write the autotune cache" in str(caught[-1].message)
+    with pytest.warns(autotune.AutotuneWarning, match=f"^{message}$"):
+        assert main(["autotune", "show"]) == 0
+    assert capsys.readouterr().out == f"no autotune decisions in {autotune.cache_dir()}\n"
+    assert autotune.clear() == 0  # the directory stays, without an error
+    assert path.is_dir()
+
+
 def test_decisions_measured_with_idle_cpus_kept_awake_are_filed_apart(tmp_path, monkeypatch):
     latency = tmp_path / "cpu_dma_latency"  # stands in for Linux's request file
     latency.write_bytes(b"\xff" * 4)

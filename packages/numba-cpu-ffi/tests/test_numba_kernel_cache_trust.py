@@ -249,6 +249,30 @@ def test_a_corrupt_cache_file_is_healed(tmp_path, filled, suffix, corrupt, reaso
         assert _files(tmp_path) == healed
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_what_is_no_file_at_an_entrys_name_is_a_miss(tmp_path, filled):
+    # A directory at an index's name, a FIFO at a code file's: neither a crash
+    # nor a wait for a writer that never comes, and neither said to be deleted.
+    tmp_path = _copy(filled, tmp_path / "cache")
+    index = sorted(path for path in tmp_path.iterdir() if path.suffix == ".nbi")[0]
+    code = sorted(path for path in tmp_path.iterdir() if path.suffix == ".nbc")[-1]
+    index.unlink()
+    index.mkdir()
+    code.unlink()
+    os.mkfifo(code)
+    err = _run(tmp_path, strict=False)
+    for path in (index, code):
+        message = (
+            f"numba-cpu-ffi's handler cache file {str(path)!r} is not a regular file; it is "
+            "ignored and the handler is compiled again"
+        )
+        assert message in err, err
+    # The index is read again when the new code is saved: warned about twice.
+    warned = set(re.findall(r"HandlerCacheWarning: numba-cpu-ffi's handler cache file '([^']+)'", err))
+    assert warned == {str(index), str(code)}, err
+    assert index.is_dir()
+
+
 def test_two_processes_fill_one_cache_at_once(tmp_path, filled):
     # The fixture's two processes filled it at once; a copy keeps sizes and times.
     files = _files(_copy(filled, tmp_path / "cache"))

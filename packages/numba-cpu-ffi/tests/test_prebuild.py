@@ -269,12 +269,82 @@ def test_a_directory_others_may_write_is_not_read(tmp_path, monkeypatch):
             "each target must be 'module' or 'module:function' (a str), got 'mod:'",
         ),
         ([], 1, ValueError, "`targets` must name at least one module"),
+        (
+            123,
+            1,
+            TypeError,
+            "`targets` must be 'module' or 'module:function' (a str) or a sequence of them, "
+            "got int",
+        ),
         ("mod", 0, ValueError, "`jobs` must be an int of at least 1, got 0"),
     ],
 )
 def test_bad_arguments(tmp_path, targets, jobs, error, message):
     with pytest.raises(error, match=re.escape(message)):
         build(targets, tmp_path / "out", jobs=jobs)
+
+
+def test_out_must_be_a_path():
+    with pytest.raises(
+        TypeError, match=re.escape("`out` must be a directory path (str or os.PathLike), got None")
+    ):
+        build("mod:f", None)  # type: ignore[arg-type]
+
+
+def test_workers_read_no_prebuilt_directory(tmp_path, monkeypatch):
+    # A kernel a prebuilt directory holds (named in the caller's environment,
+    # or added by the library at import) would be a hit in a worker, and
+    # nothing would be compiled into `out`: the workers read none.
+    from numba_cpu_ffi import _cache, add_prebuilt_dir, prebuild
+
+    shipped = tmp_path / "shipped"
+    shipped.mkdir(mode=0o700)
+    monkeypatch.setenv("NUMBA_CPU_FFI_PREBUILT", str(shipped))
+    monkeypatch.setattr(_cache, "_added", [])
+    monkeypatch.setattr(_cache, "_read_prebuilt", True)
+    add_prebuilt_dir(shipped)
+    assert prebuilt_dirs() == (shipped,)
+
+    launched = []
+
+    class Worker:
+        returncode = 0
+
+        def __init__(self, argv, env, **kwargs):
+            launched.append(env)
+
+        def communicate(self):
+            return "", None
+
+    monkeypatch.setattr(prebuild.subprocess, "Popen", Worker)
+    build("mod:f", tmp_path / "out", jobs=2)
+    assert [env.get("NUMBA_CPU_FFI_PREBUILT") for env in launched] == [None, None]
+    assert {env["NUMBA_CPU_FFI_CACHE_DIR"] for env in launched} == {str(tmp_path / "out")}
+
+    # The worker itself: what the library adds at import is not read either.
+    monkeypatch.setattr(prebuild.importlib, "import_module", lambda name: object())
+    prebuild._run_worker("mod", "0/1")
+    assert prebuilt_dirs() == ()
+
+
+def test_a_relative_out_is_the_directory_below_the_current_one(tmp_path, monkeypatch):
+    from numba_cpu_ffi import prebuild
+
+    monkeypatch.chdir(tmp_path)
+    launched = []
+
+    class Worker:
+        returncode = 0
+
+        def __init__(self, argv, env, **kwargs):
+            launched.append(env["NUMBA_CPU_FFI_CACHE_DIR"])
+
+        def communicate(self):
+            return "", None
+
+    monkeypatch.setattr(prebuild.subprocess, "Popen", Worker)
+    assert build("mod:f", "kernels").out == tmp_path / "kernels"
+    assert launched == [str(tmp_path / "kernels")]
 
 
 def test_a_failing_worker_is_reported(tmp_path, library, monkeypatch):

@@ -15,7 +15,14 @@ import stat
 import warnings
 from pathlib import Path
 
-__all__ = ["CacheDirWarning", "cache_root", "checked_cache_dir", "env_cache_dir", "unsafe_reason"]
+__all__ = [
+    "CacheDirWarning",
+    "cache_root",
+    "checked_cache_dir",
+    "env_cache_dir",
+    "read_cache_file",
+    "unsafe_reason",
+]
 
 
 class CacheDirWarning(UserWarning):
@@ -24,7 +31,9 @@ class CacheDirWarning(UserWarning):
 
 
 def cache_root() -> Path:
-    """``$XDG_CACHE_HOME`` when set to an absolute path, else ``~/.cache``."""
+    """``$XDG_CACHE_HOME`` when set to an absolute path, else ``~/.cache``
+    (relative, ``~`` unexpanded, where the home directory is unknown: then
+    :func:`checked_cache_dir` refuses it)."""
     configured = os.environ.get("XDG_CACHE_HOME", "")
     if configured and os.path.isabs(configured):
         return Path(configured)
@@ -66,12 +75,21 @@ def checked_cache_dir(path: Path | str, *, purpose: str, warn: bool = True) -> P
       or cannot be created, in which case the caller keeps no disk cache.
     """
     path = Path(path)
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError as error:
-        reason: str | None = f"it cannot be created ({error.strerror or error})"
+    reason: str | None
+    if not path.is_absolute():
+        # ~ stays unexpanded where $HOME is unset and the user has no home
+        # in the password database (a container run as a bare uid).
+        unknown_home = path.parts[:1] == ("~",)
+        reason = "it is a relative path, which would move with the current directory" + (
+            " (the home directory is unknown: set $HOME or $XDG_CACHE_HOME)" if unknown_home else ""
+        )
     else:
-        reason = unsafe_reason(path)
+        try:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as error:
+            reason = f"it cannot be created ({error.strerror or error})"
+        else:
+            reason = unsafe_reason(path)
     if reason is None:
         return path
     if warn:
@@ -95,5 +113,54 @@ def env_cache_dir(env: str, folder: str, *, purpose: str) -> Path | None:
     configured = os.environ.get(env)
     if configured == "":
         return None
-    path = Path(configured) if configured is not None else cache_root() / folder
+    # A relative setting is the directory it names from where the process started.
+    path = Path(configured).absolute() if configured is not None else cache_root() / folder
     return checked_cache_dir(path, purpose=f"{purpose} (${env})")
+
+
+def read_cache_file(path: Path | str, *, max_bytes: int) -> bytes | None:
+    """The bytes of cache file ``path``, or None where there is none.
+
+    Only a regular file is read: a symbolic link is not followed, and a FIFO
+    or a device at the name is not opened for a writer to come (no wait).
+
+    Raises:
+      ValueError: what stands at ``path`` cannot be a cache file, with the
+        reason ("it is not a regular file", "it cannot be read (...)", "it is
+        larger than ... bytes"); the caller counts it as a miss.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> read_cache_file(folder / "absent.json", max_bytes=10) is None
+        True
+        >>> read_cache_file(folder, max_bytes=10)
+        Traceback (most recent call last):
+        ...
+        ValueError: it is not a regular file
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise ValueError(f"it cannot be read ({error.strerror or error})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("it is not a regular file")
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as error:
+        raise ValueError(f"it cannot be read ({error.strerror or error})") from None
+    finally:
+        os.close(fd)
+    if size > max_bytes:
+        limit = f"{max_bytes >> 20} MiB" if max_bytes % (1 << 20) == 0 else f"{max_bytes} bytes"
+        raise ValueError(f"it is larger than {limit}")
+    return b"".join(chunks)

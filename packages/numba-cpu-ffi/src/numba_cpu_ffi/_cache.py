@@ -28,6 +28,7 @@ __all__ = [
     "add_prebuilt_dir",
     "cache_dir",
     "cache_layers",
+    "ignore_prebuilt_dirs",
     "prebuilt_dirs",
 ]
 
@@ -40,6 +41,16 @@ PREBUILT_ENV = "NUMBA_CPU_FFI_PREBUILT"
 _lock = threading.Lock()
 _added: list[Path] = []
 _refused: set[tuple[str, str]] = set()
+# False in a worker of numba_cpu_ffi.prebuild: what it builds goes into its
+# output directory, none of it found in a prebuilt directory instead.
+_read_prebuilt = True
+
+
+def ignore_prebuilt_dirs() -> None:
+    """Read no prebuilt directory for the rest of the process (a worker of
+    ``numba_cpu_ffi.prebuild``, which compiles every kernel into its output)."""
+    global _read_prebuilt
+    _read_prebuilt = False
 
 
 def cache_dir() -> Path | None:
@@ -80,6 +91,8 @@ def prebuilt_dirs() -> tuple[Path, ...]:
     """The prebuilt directories read now: ``$NUMBA_CPU_FFI_PREBUILT``'s, then
     those added with :func:`add_prebuilt_dir`, less any refused (warned
     once per directory and reason)."""
+    if not _read_prebuilt:
+        return ()
     named = [Path(p) for p in os.environ.get(PREBUILT_ENV, "").split(os.pathsep) if p]
     with _lock:
         candidates = [*named, *_added]

@@ -47,7 +47,7 @@ from typing import Any
 from ffi_core import checked_cache_dir
 from ffi_core.abi.native import portable_cpus
 
-from ._cache import CACHE_ENV
+from ._cache import CACHE_ENV, PREBUILT_ENV, ignore_prebuilt_dirs
 
 __all__ = ["PrebuildError", "PrebuildResult", "build", "main"]
 
@@ -99,11 +99,19 @@ def build(
         A :class:`PrebuildResult`.
 
     Raises:
+        TypeError: ``targets`` that is no str or sequence, an ``out`` that is no path.
         ValueError: a malformed target, ``jobs`` below 1, a ``cpu`` this
             machine cannot run code for, or ``out`` refused as a cache
             directory (a symlink, someone else's, writable by others).
         PrebuildError: a worker failed (its output is in the message).
     """
+    if not isinstance(targets, str | Sequence):
+        raise TypeError(
+            "`targets` must be 'module' or 'module:function' (a str) or a sequence of them, "
+            f"got {type(targets).__name__}"
+        )
+    if not isinstance(out, str | os.PathLike):
+        raise TypeError(f"`out` must be a directory path (str or os.PathLike), got {out!r}")
     names = [targets] if isinstance(targets, str) else list(targets)
     if not names:
         raise ValueError("`targets` must name at least one module")
@@ -117,13 +125,19 @@ def build(
             f"`cpu` must be None (this machine's CPU model) or a portable CPU model this "
             f"machine runs code for, one of {', '.join(map(repr, portable_cpus()))}; got {cpu!r}"
         )
-    directory = checked_cache_dir(Path(out), purpose="the prebuilt kernels", warn=False)
+    directory = checked_cache_dir(
+        Path(out).absolute(), purpose="the prebuilt kernels", warn=False
+    )
     if directory is None:
         raise ValueError(
             f"`out` {str(out)!r} cannot hold compiled kernels: it must be a directory that only "
             "you own and may write (it is created with mode 0700 when missing)"
         )
-    env = {**os.environ, CACHE_ENV: str(directory.absolute())}
+    # The workers compile everything into `out`: no prebuilt directory of the
+    # caller's ($NUMBA_CPU_FFI_PREBUILT, or one a library adds at import) may
+    # serve a kernel instead (`_run_worker` reads none).
+    env = {**os.environ, CACHE_ENV: str(directory)}
+    env.pop(PREBUILT_ENV, None)
     if cpu is not None:
         # Numba's settings, in the workers' environment only: code for the
         # model with its own features, none of this machine's.
@@ -158,6 +172,7 @@ def build(
 def _run_worker(target: str, share: str) -> None:
     index, _, count = share.partition("/")
     k, n = int(index), int(count)
+    ignore_prebuilt_dirs()
     module_name, function = _check_target(target)
     module = importlib.import_module(module_name)
     if function is None:

@@ -29,6 +29,7 @@ from .._batching import expand_batch as expand_batch
 from .._batching import leading_batch as leading_batch
 from .._batching import scan_batch as scan_batch
 from .._cache_dir import env_cache_dir as env_cache_dir
+from .._cache_dir import read_cache_file as read_cache_file
 from .._cache_dir import unsafe_reason as unsafe_reason
 from .._checks import check_aliases as check_aliases
 from .._checks import check_arity as check_arity
@@ -148,6 +149,7 @@ __all__ = [
     "partitioned_call",
     "positional_count",
     "raise_on_differentiation",
+    "read_cache_file",
     "register_target",
     "registered_targets",
     "require_devices_at_lowering",

@@ -33,6 +33,7 @@ from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 import jax
+from ffi_core.bridge import read_cache_file
 
 from .. import _awake
 from .._load import usable_cpus
@@ -175,15 +176,11 @@ def _load(path: pathlib.Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The fingerprint and the entries of a cache file ((None, {}) where there
     is none). Raises InvalidDecision for a file that is not a decision file."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except FileNotFoundError:
+        data = read_cache_file(path, max_bytes=_MAX_FILE_BYTES)
+    except ValueError as exc:
+        raise InvalidDecision(str(exc)) from None
+    if data is None:
         return None, {}
-    except OSError as exc:
-        raise InvalidDecision(f"it cannot be read ({exc.strerror or exc})") from None
-    with os.fdopen(fd, "rb") as f:
-        data = f.read(_MAX_FILE_BYTES + 1)
-    if len(data) > _MAX_FILE_BYTES:
-        raise InvalidDecision(f"it is larger than {_MAX_FILE_BYTES >> 20} MiB")
     content = _json(data, "a decision file")
     if not isinstance(content, dict) or set(content) != {"fingerprint", "decisions"}:
         raise InvalidDecision(
@@ -366,7 +363,9 @@ def remove(op: str | None) -> int:
             keep = {k: d for k, d in entries.items() if op is not None and d["op"] != op}
             removed += len(entries) - len(keep)
             if not keep:
-                with contextlib.suppress(FileNotFoundError):
+                # What cannot be removed (a directory at the name) stays; it
+                # is read as no decisions.
+                with contextlib.suppress(OSError):
                     path.unlink()
             elif len(keep) != len(stored):
                 _write(path, None, keep, merge=False)

@@ -31,7 +31,7 @@ def cache_dir() -> pathlib.Path:
     0700); else decisions stay in memory."""
     explicit = os.environ.get(CACHE_ENV)
     if explicit:
-        return pathlib.Path(explicit)
+        return pathlib.Path(explicit).absolute()
     return cache_root() / "kernel-bench" / "autotune"
 
 

@@ -29,6 +29,7 @@ import functools
 import hashlib
 import os
 import pickle
+import stat
 import sys
 import types as pytypes
 import warnings
@@ -102,8 +103,9 @@ def portable_cpus() -> tuple[str, ...]:
 
 
 class HandlerCacheWarning(UserWarning):
-    """A file of the handler cache was corrupt or failed to load; it was
-    deleted and the handler compiled again."""
+    """A file of the handler cache was corrupt, failed to load or was no
+    regular file; it was deleted where it could be (the warning says which)
+    and the handler compiled again."""
 
 
 def _discard(
@@ -111,12 +113,17 @@ def _discard(
 ) -> None:
     # Delete only the file that was read: another process may have replaced
     # it with a healthy one since. ``keep``: a read-only layer, left as it is.
+    done = "it is ignored"
     if not keep:
-        with contextlib.suppress(OSError):
+        try:
             now = os.lstat(path)
             if seen is None or (now.st_ino, now.st_mtime_ns) == (seen.st_ino, seen.st_mtime_ns):
                 os.unlink(path)
-    done = "it is ignored" if keep else "it was deleted"
+                done = "it was deleted"
+        except FileNotFoundError:
+            done = "it was deleted"  # by another process
+        except OSError as error:
+            done = f"it is ignored (it cannot be deleted: {error.strerror or error})"
     warnings.warn(
         f"{what} file {path!r} {reason}; {done} and the handler is compiled again",
         HandlerCacheWarning,
@@ -140,9 +147,16 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
 
     def _read_verified(self, path: str) -> bytes | None:
         self.last_read = path
-        with open(path, "rb") as f:  # FileNotFoundError: a miss, as in Numba
+        # FileNotFoundError: a miss, as in Numba. Not waiting for a writer
+        # where a FIFO stands at the name; only a regular file is read.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            _discard(path, None, "is not a regular file", self.what, keep=True)
+            return None
+        with os.fdopen(fd, "rb") as f:
             content = f.read()
-            seen = os.fstat(f.fileno())
+            seen = os.fstat(fd)
         payload = content[_HEADER:]
         if (
             len(content) < _HEADER

@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from ..._cache_dir import env_cache_dir
+from ..._cache_dir import env_cache_dir, read_cache_file
 from ..._version import __version__
 
 __all__ = ["ArtifactCache", "ArtifactCacheWarning", "ArtifactField", "BadArtifact"]
@@ -47,6 +47,8 @@ ARTIFACT_FORMAT = 1
 T = TypeVar("T")
 
 _INT_MAX = 2**63 - 1
+#: The largest entry read: a compiled module, base64 in JSON, is far smaller.
+_MAX_FILE_BYTES = 256 << 20
 
 
 class ArtifactCacheWarning(UserWarning):
@@ -257,11 +259,14 @@ class ArtifactCache:
 
     def _read(self, path: Path, key: str, decode: Callable[[dict[str, Any]], T]) -> tuple[T] | None:
         try:
-            text = path.read_bytes().decode("utf-8")
-        except FileNotFoundError:
-            return None
-        except (OSError, UnicodeDecodeError) as exc:
+            data = read_cache_file(path, max_bytes=_MAX_FILE_BYTES)
+            if data is None:
+                return None
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
             reason = f"cannot be read ({exc})"
+        except ValueError as exc:  # not a regular file, unreadable, too large
+            reason = str(exc).removeprefix("it ")
         else:
             try:
                 return (decode(self._parse(text, key)),)
@@ -278,7 +283,7 @@ class ArtifactCache:
     def _parse(self, text: str, key: str) -> dict[str, Any]:
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise BadArtifact("is not valid JSON (truncated or corrupt)") from None
         if not isinstance(data, dict) or set(data) != {"format", "checksum", "payload"}:
             raise BadArtifact("is not an entry of this cache (its fields differ)")
