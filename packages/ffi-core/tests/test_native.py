@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import inspect
+import os
 import re
 
 import jax
@@ -842,3 +843,27 @@ def test_a_bad_cache_file_that_cannot_be_deleted_is_said_to_stay(tmp_path, monke
     with pytest.warns(N.HandlerCacheWarning, match=f"^{re.escape(message)}$"):
         _disk_cache._discard(str(bad), None, "is broken", "the cache")
     assert bad.exists()
+
+
+def test_an_entry_is_saved_under_the_directory_lock(tmp_path, monkeypatch) -> None:
+    # Two processes saving other keys at once must not pick the same data file.
+    import fcntl
+
+    from ffi_core.abi.native import _disk_cache
+
+    held = []
+
+    def save(self, key, data):
+        fd = os.open(tmp_path / ".lock", os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            held.append(key)
+        finally:
+            os.close(fd)
+
+    monkeypatch.setattr(_disk_cache.IndexDataCacheFile, "save", save)
+    file = object.__new__(_disk_cache._ChecksummedCacheFile)
+    file._cache_path = str(tmp_path)
+    file.save("key", b"data")
+    assert held == ["key"]

@@ -268,7 +268,9 @@ def test_what_is_no_file_at_an_entrys_name_is_a_miss(tmp_path, filled):
         )
         assert message in err, err
     # The index is read again when the new code is saved: warned about twice.
-    warned = set(re.findall(r"HandlerCacheWarning: numba-cpu-ffi's handler cache file '([^']+)'", err))
+    warned = set(
+        re.findall(r"HandlerCacheWarning: numba-cpu-ffi's handler cache file '([^']+)'", err)
+    )
     assert warned == {str(index), str(code)}, err
     assert index.is_dir()
 

@@ -367,3 +367,25 @@ def test_unknown_vmap_method(method):
     )
     with pytest.raises(ValueError, match=whole_message(message)):
         numba_kernel(copy, F3, vmap_method=method)
+
+
+@numba.njit
+def _add_rows(x, y, out):
+    for i in range(x.size):
+        out[i] = x[i] + y[i]
+
+
+def test_symbolic_shapes_are_refused_with_what_to_do():
+    # jax.export with a symbolic batch: the handler is compiled per shape.
+    import ffi_core
+
+    op = numba_kernel(_add_rows, S((4,), jnp.float32))
+    (b,) = jax.export.symbolic_shape("b")
+    spec = S((b, 4), jnp.float32)
+    message = (
+        "numba kernel '_add_rows' cannot be lowered with symbolic shapes: its input 0 has the "
+        "shape (b, 4), and its native handler is compiled for concrete shapes. Export (or "
+        "lower) it with concrete shapes, once per shape you need"
+    )
+    with pytest.raises(NotImplementedError, match=whole_message(message)):
+        ffi_core.export(jax.jit(jax.vmap(op)))(spec, spec)

@@ -239,6 +239,32 @@ def test_a_bad_prebuilt_file_is_ignored_not_deleted(library, prebuilt, tmp_path)
     assert index[0].read_bytes() == b"not a cache file"
 
 
+def test_a_prebuilt_file_others_may_write_or_a_link_is_not_read(library, prebuilt, tmp_path):
+    # Its code would run in the process: one that group or others may write,
+    # or a symbolic link, is a miss, said, and left as it is.
+    prebuilt = _copy(prebuilt, tmp_path / "prebuilt")
+    index = sorted(p for p in prebuilt.iterdir() if p.name.startswith("k_") and p.suffix == ".nbi")
+    index[0].chmod(0o666)
+    target = tmp_path / "elsewhere.nbi"
+    shutil.copy2(index[1], target)
+    index[1].unlink()
+    index[1].symlink_to(target)
+    compiles, err = _use(
+        library, strict=False, NUMBA_CPU_FFI_CACHE_DIR="", NUMBA_CPU_FFI_PREBUILT=str(prebuilt)
+    )
+    assert compiles == 2, err
+    for path, reason in [
+        (index[0], "may be written by group or others (mode 0666)"),
+        (index[1], "is a symbolic link"),
+    ]:
+        message = (
+            f"numba-cpu-ffi's handler cache file {str(path)!r} {reason}; it is ignored and "
+            "the handler is compiled again"
+        )
+        assert message in err, err
+    assert index[0].exists() and index[1].is_symlink()
+
+
 def test_a_directory_others_may_write_is_not_read(tmp_path, monkeypatch):
     shared = tmp_path / "shared"
     shared.mkdir()

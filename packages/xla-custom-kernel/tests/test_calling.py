@@ -205,6 +205,20 @@ def test_unhashable_static_keyword(name):
         k(X, outs=_like(X), sizes=[1, 2])
 
 
+def test_traced_static_keyword_says_what_to_do(name):
+    k = _scale_op(name)
+    with pytest.raises(TypeError) as info:
+        jax.jit(lambda x, p: k(x, outs=_like(x), scale=p))(X, 2.0)
+    message = str(info.value)
+    assert message.startswith(f"static keyword 'scale' of kernel {name!r} is an array (")
+    assert message.endswith(
+        "; a traced value where the caller is under jit): static keywords are part of the "
+        "compiled signature and must be Python values known when tracing. Pass the array as "
+        "an input, or make it static in the caller (jax.jit(f, static_argnames=...) or a "
+        "Python 'scale' not derived from a traced argument)"
+    )
+
+
 def test_unknown_backend_per_call(name):
     k = _scale_op(name)
     with pytest.raises(

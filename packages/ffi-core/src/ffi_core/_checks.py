@@ -17,7 +17,14 @@ import numpy as np
 
 from ._spec import KernelDTypes, check_dtype
 
-__all__ = ["check_aliases", "check_arity", "check_inputs", "positional_count", "scalar_value"]
+__all__ = [
+    "check_aliases",
+    "check_arity",
+    "check_inputs",
+    "check_static_shapes",
+    "positional_count",
+    "scalar_value",
+]
 
 
 def positional_count(fn: Callable[..., Any]) -> int | None:
@@ -230,3 +237,23 @@ def scalar_value(value: Any, dtype: str, where: str) -> np.generic:
     if np.isfinite(float(value)) and abs(float(value)) > limit:
         raise OverflowError(f"{where} ({dtype}) is {value}, beyond its largest value {limit:g}")
     return jnp.dtype(dtype).type(value)
+
+
+def check_static_shapes(avals_in: Sequence[Any], avals_out: Sequence[Any], label: str) -> None:
+    """Refuse a call with a symbolic dimension (``jax.export`` with
+    ``symbolic_shape``): a kernel's native handler is compiled for concrete
+    shapes, so a shape-polymorphic lowering is not possible.
+
+    Raises:
+        NotImplementedError: naming the buffer, its shape and what to do.
+    """
+    for what, avals in (("input", avals_in), ("output", avals_out)):
+        for k, aval in enumerate(avals):
+            shape = getattr(aval, "shape", ())
+            if not all(isinstance(d, int | np.integer) for d in shape):
+                dims = ", ".join(str(d) for d in shape)
+                raise NotImplementedError(
+                    f"{label} cannot be lowered with symbolic shapes: its {what} {k} has the "
+                    f"shape ({dims}), and its native handler is compiled for concrete "
+                    "shapes. Export (or lower) it with concrete shapes, once per shape you need"
+                )

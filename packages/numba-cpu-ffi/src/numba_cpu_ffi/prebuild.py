@@ -38,6 +38,7 @@ import argparse
 import dataclasses
 import importlib
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -125,9 +126,7 @@ def build(
             f"`cpu` must be None (this machine's CPU model) or a portable CPU model this "
             f"machine runs code for, one of {', '.join(map(repr, portable_cpus()))}; got {cpu!r}"
         )
-    directory = checked_cache_dir(
-        Path(out).absolute(), purpose="the prebuilt kernels", warn=False
-    )
+    directory = checked_cache_dir(Path(out).absolute(), purpose="the prebuilt kernels", warn=False)
     if directory is None:
         raise ValueError(
             f"`out` {str(out)!r} cannot hold compiled kernels: it must be a directory that only "
@@ -165,7 +164,14 @@ def build(
             failures.append(f"{label}, exit {worker.returncode}:\n{output}")
     if failures:
         raise PrebuildError("prebuilding failed in " + "\n".join(failures))
-    files = [p for p in directory.iterdir() if p.is_file()]
+    files = [p for p in directory.iterdir() if p.is_file() and not p.is_symlink()]
+    for path in files:
+        # A prebuilt file that group or others may write is not read (its
+        # code would run in its users' processes): none is left so, whatever
+        # the workers' umask.
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & (stat.S_IWGRP | stat.S_IWOTH):
+            path.chmod(mode & ~(stat.S_IWGRP | stat.S_IWOTH))
     return PrebuildResult(directory, sum(p.suffix == ".nbi" for p in files), len(files))
 
 

@@ -269,6 +269,15 @@ class XLACustomKernel(BackendMethods, RuleMethods, DataMethods):
                     f"got {type(x)!r}; pass Python numbers as static keywords or wrap them with jnp.asarray"
                 )
         for key, value in static.items():
+            if isinstance(value, jax.Array):
+                raise TypeError(
+                    f"static keyword {key!r} of kernel {self.name!r} is an array ({type(value)!r}"
+                    "; a traced value where the caller is under jit): static keywords are part "
+                    "of the compiled signature and must be Python values known when tracing. "
+                    "Pass the array as an input, or make it static in the caller "
+                    f"(jax.jit(f, static_argnames=...) or a Python {key!r} not derived from a "
+                    "traced argument)"
+                )
             try:
                 hash(value)
             except TypeError:

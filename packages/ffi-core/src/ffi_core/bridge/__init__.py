@@ -34,6 +34,7 @@ from .._cache_dir import unsafe_reason as unsafe_reason
 from .._checks import check_aliases as check_aliases
 from .._checks import check_arity as check_arity
 from .._checks import check_inputs as check_inputs
+from .._checks import check_static_shapes as check_static_shapes
 from .._checks import positional_count as positional_count
 from .._checks import scalar_value as scalar_value
 from .._cost_hint import HINT_MIN_ELEMENTS as HINT_MIN_ELEMENTS
@@ -127,6 +128,7 @@ __all__ = [
     "check_inputs",
     "check_kernel_type",
     "check_sharding_rule",
+    "check_static_shapes",
     "check_vmap_method",
     "def_eager_impl",
     "derivative_fix",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import functools
 import hashlib
 import os
@@ -131,6 +132,32 @@ def _discard(
     )
 
 
+@contextlib.contextmanager
+def _directory_lock(directory: str) -> Iterator[None]:
+    # An exclusive lock on ``directory``'s ``.lock`` file while the block runs;
+    # none where there is no flock or the file cannot be made (a read-only
+    # cache, which is not written either).
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    try:
+        fd = os.open(
+            os.path.join(directory, ".lock"),
+            os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
+            0o600,
+        )
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 class _ChecksummedCacheFile(IndexDataCacheFile):
     """Numba's index (``.nbi``) and data (``.nbc``) files, each written
     atomically as ``_MAGIC + sha256(payload) + payload`` and read back only
@@ -147,12 +174,30 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
 
     def _read_verified(self, path: str) -> bytes | None:
         self.last_read = path
-        # FileNotFoundError: a miss, as in Numba. Not waiting for a writer
-        # where a FIFO stands at the name; only a regular file is read.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        # FileNotFoundError: a miss, as in Numba. Only a regular file is
+        # read (its code runs in this process): no symbolic link followed, no
+        # wait for a writer at a FIFO. In a prebuilt directory, which others
+        # may enter, only one its owner alone may write (the user's cache is
+        # mode 0700: no one else reaches its files).
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            raise
+        except OSError as error:
+            link = error.errno == errno.ELOOP or os.path.islink(path)
+            reason = "is a symbolic link" if link else f"cannot be read ({error.strerror})"
+            _discard(path, None, reason, self.what, keep=True)
+            return None
+        info = os.fstat(fd)
+        bad = None
+        if not stat.S_ISREG(info.st_mode):
+            bad = "is not a regular file"
+        elif self.readonly and info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            bad = f"may be written by group or others (mode {stat.S_IMODE(info.st_mode):04o})"
+        if bad is not None:
             os.close(fd)
-            _discard(path, None, "is not a regular file", self.what, keep=True)
+            _discard(path, None, bad, self.what, keep=True)
             return None
         with os.fdopen(fd, "rb") as f:
             content = f.read()
@@ -178,6 +223,15 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
         # so a reader sees the old file or the new one, never a mix.
         with self._open_for_write(path) as f:
             f.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
+
+    def save(self, key: Any, data: Any) -> None:
+        # Numba reads the index, picks the first free data file name, writes
+        # the index, then the data. Two processes saving other keys at once
+        # (code for two CPU models into one shared cache) could both pick
+        # ``.1.nbc``, and one key end up naming the other's code: the steps
+        # run under a lock on the directory, so each sees the other's entry.
+        with _directory_lock(self._cache_path):
+            super().save(key, data)
 
     def _load_index(self) -> dict[Any, str]:
         try:

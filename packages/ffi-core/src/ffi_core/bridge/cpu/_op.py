@@ -22,6 +22,7 @@ import jax
 import numpy as np
 from jax.interpreters import mlir
 
+from ..._checks import check_static_shapes
 from ..._cost_hint import hint_source, lower_with_hint
 from ..._registry import register_target, target_name
 from ..._rules import (
@@ -172,6 +173,7 @@ def lower_cpu_call(
     are the call's attributes, values as XLA takes them. A large call gets
     the cost hint (one more input) where ``ffi_core.bridge.hint_source`` finds one.
     """
+    check_static_shapes(ctx.avals_in, ctx.avals_out, planner.label)
     source = hint_source(ctx.avals_in, ctx.avals_out)
     plan = planner.plan(
         tuple(array_sig(a) for a in ctx.avals_in),

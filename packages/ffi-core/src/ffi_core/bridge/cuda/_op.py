@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import jax
 from jax.interpreters import mlir
 
+from ..._checks import check_static_shapes
 from ..._rules import (
     Bind,
     bind_call,
@@ -103,6 +104,7 @@ def lower_launch(
     attributes, values as XLA takes them (see ``attribute_value``).
     """
     avals_in = tuple(ctx.avals_in if avals_in is None else avals_in)
+    check_static_shapes(avals_in, ctx.avals_out, label)
     if len(avals_in) != len(ctx.avals_in):
         ctx = ctx.replace(avals_in=avals_in)
     arrays = tuple(array_sig(a) for a in (*avals_in, *ctx.avals_out))
@@ -115,6 +117,7 @@ def lower_launch(
 
 def cuda_launch_lowering(ctx, *operands, planner, out_avals, aliases, vmap_method, batched, attrs):
     del out_avals, vmap_method
+    check_static_shapes(ctx.avals_in, ctx.avals_out, planner.label)
     n_in = len(ctx.avals_in)
     lead_in = tuple(batched) if batched is not None else (False,) * n_in
     lead_out = (batched is not None,) * len(ctx.avals_out)
