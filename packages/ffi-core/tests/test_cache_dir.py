@@ -118,9 +118,10 @@ def test_an_unknown_home_is_refused_not_made_below_the_current_directory(tmp_pat
     message = (
         "the test cache ($TEST_CACHE_DIR) is not kept on disk: the directory "
         "'~/.cache/test-cache' is refused because it is a relative path, which would move with "
-        "the current directory (the home directory is unknown: set $HOME or $XDG_CACHE_HOME)."
+        "the current directory (the home directory is unknown). Set $HOME or $XDG_CACHE_HOME, "
+        "or name an absolute directory."
     )
-    with pytest.warns(CacheDirWarning, match=re.escape(message)):
+    with pytest.warns(CacheDirWarning, match=f"^{re.escape(message)}$"):
         assert env_cache_dir("TEST_CACHE_DIR", "test-cache", purpose="the test cache") is None
     assert list(tmp_path.iterdir()) == []
 

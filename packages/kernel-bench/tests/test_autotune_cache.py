@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import pathlib
 import re
 import stat
 
@@ -336,6 +337,22 @@ def test_clear_removes_bad_files_and_keeps_good_entries(monkeypatch):
     other.write_text("[]")
     assert autotune.clear() == 1
     assert sorted(p.name for p in autotune.cache_dir().iterdir()) == [".lock"]
+
+
+def test_clear_counts_only_what_it_removed(monkeypatch):
+    # A read-only cache: the file stays with its decisions, and clear says so.
+    _, _, path = _decided(monkeypatch)
+
+    def refuse(self, missing_ok=False):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(pathlib.Path, "unlink", refuse)
+    message = (
+        f"kernel-bench could not remove decisions from the autotune cache {path}: Permission denied"
+    )
+    with pytest.warns(autotune.AutotuneWarning, match=f"^{re.escape(message)}$"):
+        assert autotune.clear() == 0
+    assert path.is_file()
 
 
 def test_forget_removes_one_decision_from_disk_and_memory(monkeypatch):

@@ -48,9 +48,15 @@ def scaled_cumsum(x, scale, out):
 
 @numba.njit
 def from_scalar(x, out):
-    # A rank-1 batched input: each row is a scalar.
+    # A rank-1 batched input: each row is a 0-d array, as an unbatched 0-d input.
     for i in range(out.shape[0]):
-        out[i] = x * i
+        out[i] = x[()] * i
+
+
+@numba.njit
+def square_0d(x, out):
+    # A rank-1 batched output too: each row written through its 0-d view.
+    out[()] = x[()] * x[()]
 
 
 @numba.njit
@@ -111,11 +117,19 @@ def test_a_batch_of_many_small_rows_runs_in_the_batch_loop():
     assert _batch_words("scaled_cumsum") != [] and all(_batch_words("scaled_cumsum"))
 
 
-def test_scalar_rows():
+def test_0d_input_rows():
     x = jnp.arange(ROWS, dtype=jnp.float32)
     f = numba_kernel(from_scalar, S((3,), jnp.float32))
     np.testing.assert_array_equal(jax.jit(jax.vmap(f))(x), _loop(f, x))
     assert all(_batch_words("from_scalar"))
+
+
+def test_0d_output_rows():
+    x = jnp.arange(ROWS, dtype=jnp.float32)
+    f = numba_kernel(square_0d, S((), jnp.float32))
+    np.testing.assert_array_equal(jax.jit(jax.vmap(f))(x), x * x)
+    words = _batch_words("square_0d")
+    assert words and all(words)
 
 
 def test_a_kernel_returning_a_value():

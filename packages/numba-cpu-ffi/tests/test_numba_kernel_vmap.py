@@ -7,7 +7,8 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
-from numba_cpu_ffi import KernelCompileError, numba_kernel
+from ffi_core.bridge.cpu import _op as cpu_op
+from numba_cpu_ffi import KernelCompileError, numba_kernel, parallel_min_elements
 
 S = jax.ShapeDtypeStruct
 N = 5
@@ -156,3 +157,17 @@ def test_vmap_of_0d_arrays(rows, method):
     np.testing.assert_allclose(jax.vmap(square)(v), v * v, rtol=1e-6)
     np.testing.assert_allclose(jax.jit(jax.vmap(square))(v), v * v, rtol=1e-6)
     np.testing.assert_allclose(jax.vmap(fill)(v), v[:, None] + jnp.arange(16), rtol=1e-6)
+    if method is None:
+        # The path each size took: word 2 of the record is the kernel's batch
+        # loop, word 3 the rows across threads (built only where threads pay);
+        # a large call has a target of its own (with the cost hint).
+        words = [
+            (handler.record[2], handler.record[3])
+            for (prefix, parts), (_, handler) in cpu_op._handlers.items()
+            if prefix == "numba_cpu.fill_from_0d" and "batched=None" not in parts[1]
+        ]
+        assert words
+        if rows == 1000:
+            assert any(batch for batch, _ in words)
+        if rows == 40_000 and parallel_min_elements() <= rows * 16:
+            assert any(threaded for _, threaded in words)

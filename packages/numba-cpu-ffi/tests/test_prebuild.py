@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 
 import ffi_core
@@ -348,7 +349,9 @@ def test_workers_read_no_prebuilt_directory(tmp_path, monkeypatch):
     assert {env["NUMBA_CPU_FFI_CACHE_DIR"] for env in launched} == {str(tmp_path / "out")}
 
     # The worker itself: what the library adds at import is not read either.
-    monkeypatch.setattr(prebuild.importlib, "import_module", lambda name: object())
+    monkeypatch.setattr(
+        prebuild, "importlib", types.SimpleNamespace(import_module=lambda name: object())
+    )
     prebuild._run_worker("mod", "0/1")
     assert prebuilt_dirs() == ()
 

@@ -332,3 +332,19 @@ def test_missing_warp_names_the_install_command():
         '`pip install "warp-ffi"` (from wheels built from the repository: '
         '`pip install --find-links DIR "warp-ffi"`; in a uv project: `uv add "warp-ffi"`)'
     )
+
+
+def test_symbolic_shapes_are_refused_with_what_to_do():
+    # jax.export with a symbolic batch: the handler is compiled per shape.
+    import ffi_core
+
+    op = warp_kernel(axpy, jax.ShapeDtypeStruct((4,), jnp.float32))
+    (b,) = jax.export.symbolic_shape("b")
+    spec = jax.ShapeDtypeStruct((b, 4), jnp.float32)
+    message = (
+        "warp kernel 'axpy' cannot be lowered with symbolic shapes: its input 0 has the shape "
+        "(b, 4), and its native handler is compiled for concrete shapes. Export (or lower) it "
+        "with concrete shapes, once per shape you need"
+    )
+    with pytest.raises(NotImplementedError, match=f"^{re.escape(message)}$"):
+        ffi_core.export(jax.jit(jax.vmap(lambda x, y: op(x, y, alpha=2.0))))(spec, spec)

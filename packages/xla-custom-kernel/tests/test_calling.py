@@ -207,16 +207,23 @@ def test_unhashable_static_keyword(name):
 
 def test_traced_static_keyword_says_what_to_do(name):
     k = _scale_op(name)
+    end = (
+        "; static keywords are part of the compiled signature and must be Python values known "
+        "when tracing. Pass the array as an input, or make the value static in the caller "
+        "(jax.jit(f, static_argnames=...), or a Python 'scale' not derived from a traced "
+        "argument)"
+    )
     with pytest.raises(TypeError) as info:
         jax.jit(lambda x, p: k(x, outs=_like(x), scale=p))(X, 2.0)
-    message = str(info.value)
-    assert message.startswith(f"static keyword 'scale' of kernel {name!r} is an array (")
-    assert message.endswith(
-        "; a traced value where the caller is under jit): static keywords are part of the "
-        "compiled signature and must be Python values known when tracing. Pass the array as "
-        "an input, or make it static in the caller (jax.jit(f, static_argnames=...) or a "
-        "Python 'scale' not derived from a traced argument)"
+    assert str(info.value).startswith(
+        f"static keyword 'scale' of kernel {name!r} is a traced value: the caller is under a "
+        "transformation such as jit ("
     )
+    assert str(info.value).endswith(end)
+    with pytest.raises(TypeError) as info:
+        k(X, outs=_like(X), scale=jnp.float32(2))
+    assert str(info.value).startswith(f"static keyword 'scale' of kernel {name!r} is a JAX array (")
+    assert str(info.value).endswith(end)
 
 
 def test_unknown_backend_per_call(name):

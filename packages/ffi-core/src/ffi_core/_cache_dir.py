@@ -72,17 +72,24 @@ def checked_cache_dir(path: Path | str, *, purpose: str, warn: bool = True) -> P
 
     Returns:
       The directory when it is safe to load files from it; None when it is refused
-      or cannot be created, in which case the caller keeps no disk cache.
+      (relative, a symlink, not a directory, someone else's, writable by group or
+      others) or cannot be created, in which case the caller keeps no disk cache.
     """
     path = Path(path)
     reason: str | None
+    advice = (
+        "Use a directory that only you own and may write (mode 0700), or remove this one so "
+        "it is created anew."
+    )
     if not path.is_absolute():
         # ~ stays unexpanded where $HOME is unset and the user has no home
         # in the password database (a container run as a bare uid).
-        unknown_home = path.parts[:1] == ("~",)
-        reason = "it is a relative path, which would move with the current directory" + (
-            " (the home directory is unknown: set $HOME or $XDG_CACHE_HOME)" if unknown_home else ""
-        )
+        reason = "it is a relative path, which would move with the current directory"
+        if path.parts[:1] == ("~",):
+            reason += " (the home directory is unknown)"
+            advice = "Set $HOME or $XDG_CACHE_HOME, or name an absolute directory."
+        else:
+            advice = "Name an absolute directory."
     else:
         try:
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -95,8 +102,7 @@ def checked_cache_dir(path: Path | str, *, purpose: str, warn: bool = True) -> P
     if warn:
         warnings.warn(
             f"{purpose} is not kept on disk: the directory {str(path)!r} is refused because "
-            f"{reason}. Use a directory that only you own and may write (mode 0700), "
-            "or remove this one so it is created anew.",
+            f"{reason}. {advice}",
             CacheDirWarning,
             stacklevel=3,
         )

@@ -117,16 +117,17 @@ def run_autotune(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
 
     # A bundled example by its short name too (`axpy` for kernel_bench.examples.axpy).
     names = {n for op in getattr(args, "ops", None) or () for n in (op, EXAMPLES_PREFIX + op)}
-    if args.action in ("clear", "show"):
-        cached = autotune.cached_decisions()
-        _name_unknown_ops(getattr(args, "ops", None) or (), {d.op for d in cached})
+    if args.action in ("clear", "show") and args.ops:
+        from .autotune._cache import cached_ops
+
+        _name_unknown_ops(args.ops, cached_ops())
     if args.action == "clear":
         removed = sum(autotune.clear(op) for op in (sorted(names) or [None]))
         what = "all operations" if not args.ops else ", ".join(args.ops)
         print(f"removed {removed} decision(s) of {what} from {autotune.cache_dir()}")
         return 0
     if args.action == "show":
-        decisions = [d for d in cached if not names or d.op in names]
+        decisions = [d for d in autotune.cached_decisions() if not names or d.op in names]
         if not decisions:
             print(f"no autotune decisions in {autotune.cache_dir()}")
             return 0

@@ -106,7 +106,7 @@ def build(
             directory (a symlink, someone else's, writable by others).
         PrebuildError: a worker failed (its output is in the message).
     """
-    if not isinstance(targets, str | Sequence):
+    if not isinstance(targets, str | Iterable):
         raise TypeError(
             "`targets` must be 'module' or 'module:function' (a str) or a sequence of them, "
             f"got {type(targets).__name__}"

@@ -20,6 +20,7 @@ from ffi_core.bridge import (
     BOUNDSCHECK_ENV,
     bridge_primitive_abstract_eval,
     bridge_primitive_batching,
+    check_static_shapes,
     def_eager_impl,
 )
 from ffi_core.bridge.cpu import ensure_target, lower_cpu_call
@@ -155,6 +156,7 @@ def _lowering(
     ``boundscheck`` is the CPU's (on a GPU, compute-sanitizer checks bounds):
     a GPU call that asks for it runs unchecked, with a warning saying so."""
     del out_avals, vmap_method
+    check_static_shapes(ctx.avals_in, ctx.avals_out, info.label)
     n_in, in_rows, out_rows, dtypes = _call_rows(ctx, info, batched, backward, in_out)
     shape = launch_shape(launch, in_rows, out_rows)
     aliases = _backward_aliases(info, n_in, aliases, backward)

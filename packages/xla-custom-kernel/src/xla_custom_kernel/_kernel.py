@@ -270,13 +270,18 @@ class XLACustomKernel(BackendMethods, RuleMethods, DataMethods):
                 )
         for key, value in static.items():
             if isinstance(value, jax.Array):
+                what = (
+                    "a traced value: the caller is under a transformation such as jit"
+                    if isinstance(value, jax.core.Tracer)
+                    else "a JAX array"
+                )
                 raise TypeError(
-                    f"static keyword {key!r} of kernel {self.name!r} is an array ({type(value)!r}"
-                    "; a traced value where the caller is under jit): static keywords are part "
-                    "of the compiled signature and must be Python values known when tracing. "
-                    "Pass the array as an input, or make it static in the caller "
-                    f"(jax.jit(f, static_argnames=...) or a Python {key!r} not derived from a "
-                    "traced argument)"
+                    f"static keyword {key!r} of kernel {self.name!r} is {what} "
+                    f"({type(value).__name__}); static keywords are part of the compiled "
+                    "signature and must be Python values known when tracing. Pass the array "
+                    "as an input, or make the value static in the caller "
+                    f"(jax.jit(f, static_argnames=...), or a Python {key!r} not derived from "
+                    "a traced argument)"
                 )
             try:
                 hash(value)

@@ -361,15 +361,40 @@ def remove(op: str | None) -> int:
             stored = _read(path, warn=False)
             entries = _valid_entries(stored)
             keep = {k: d for k, d in entries.items() if op is not None and d["op"] != op}
-            removed += len(entries) - len(keep)
-            if not keep:
-                # What cannot be removed (a directory at the name) stays; it
-                # is read as no decisions.
-                with contextlib.suppress(OSError):
+            try:
+                if not keep:
                     path.unlink()
-            elif len(keep) != len(stored):
-                _write(path, None, keep, merge=False)
+                elif len(keep) != len(stored):
+                    _write(path, None, keep, merge=False)
+            except FileNotFoundError:
+                pass  # removed by another process meanwhile
+            except OSError as exc:
+                # A directory at the name (read as no decisions) stays as it
+                # is; a file of a read-only cache keeps its decisions.
+                if entries:
+                    warnings.warn(
+                        f"kernel-bench could not remove decisions from the autotune cache "
+                        f"{path}: {exc.strerror or exc}",
+                        AutotuneWarning,
+                        stacklevel=3,
+                    )
+                continue
+            removed += len(entries) - len(keep)
     return removed
+
+
+def cached_ops() -> set[str]:
+    """The operations the cache on disk holds decisions of (bad files and
+    entries left out, without a warning)."""
+    directory = usable_directory()
+    if directory is None:
+        return set()
+    with _lock:
+        return {
+            record["op"]
+            for path in _files(directory)
+            for record in _valid_entries(_read(path, warn=False)).values()
+        }
 
 
 def remove_keys(platform: str, keys: Collection[str]) -> int:

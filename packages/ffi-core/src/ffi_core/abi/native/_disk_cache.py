@@ -189,7 +189,11 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
             reason = "is a symbolic link" if link else f"cannot be read ({error.strerror})"
             _discard(path, None, reason, self.what, keep=True)
             return None
-        info = os.fstat(fd)
+        try:
+            info = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            raise
         bad = None
         if not stat.S_ISREG(info.st_mode):
             bad = "is not a regular file"

@@ -272,9 +272,12 @@ class ArtifactCache:
                 return (decode(self._parse(text, key)),)
             except BadArtifact as exc:
                 reason = str(exc)
+        # Where no regular file stands, the new one replaces it if it can (a
+        # FIFO), not a directory.
+        after = "written in its place where it can be" if "regular" in reason else "rewritten"
         warnings.warn(
             f"{self.purpose} file {str(path)!r} {reason}; {self.subject} is compiled again "
-            "and the file rewritten",
+            f"and the file {after}",
             self.warning,
             stacklevel=4,
         )
