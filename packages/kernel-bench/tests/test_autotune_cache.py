@@ -510,3 +510,19 @@ def test_from_dict_checks_every_field():
         )
     decision = autotune.Decision("op", "cpu", "s", "a" * 32, "b")
     assert autotune.Decision.from_dict(decision.to_dict()) == decision
+
+
+def test_an_empty_variable_keeps_decisions_in_memory(tmp_path, monkeypatch, capsys):
+    # As the other caches' variables: empty means no disk cache.
+    monkeypatch.setenv(autotune.CACHE_ENV, "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert autotune.cache_dir() is None
+    op = _op()
+    assert _explain(op).source == "measured"
+    _forget(monkeypatch)
+    assert _explain(op).source == "measured"  # nothing was kept on disk
+    assert not (tmp_path / "xdg").exists()
+    assert main(["autotune", "show"]) == 0
+    assert capsys.readouterr().out == (
+        "no autotune decisions in memory only ($KERNEL_BENCH_AUTOTUNE_DIR is empty)\n"
+    )

@@ -20,11 +20,12 @@ __all__ = ["add_autotune_command", "run_autotune"]
 
 def _description() -> str:
     from . import autotune
+    from .autotune._location import where
 
     return (
         'Backend "auto" picks, per operation and call signature, the fastest '
         "registered backend, measured once and kept on disk "
-        f"({autotune.cache_dir()}; set ${autotune.CACHE_ENV} to move it)."
+        f"({where()}; set ${autotune.CACHE_ENV} to move it)."
     )
 
 
@@ -114,6 +115,7 @@ def run_autotune(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
     """The ``autotune`` subcommand; returns the exit status."""
     from . import autotune
     from ._kernel import AUTO, default_platform
+    from .autotune._location import where
 
     # A bundled example by its short name too (`axpy` for kernel_bench.examples.axpy).
     names = {n for op in getattr(args, "ops", None) or () for n in (op, EXAMPLES_PREFIX + op)}
@@ -124,12 +126,12 @@ def run_autotune(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
     if args.action == "clear":
         removed = sum(autotune.clear(op) for op in (sorted(names) or [None]))
         what = "all operations" if not args.ops else ", ".join(args.ops)
-        print(f"removed {removed} decision(s) of {what} from {autotune.cache_dir()}")
+        print(f"removed {removed} decision(s) of {what} from {where()}")
         return 0
     if args.action == "show":
         decisions = [d for d in autotune.cached_decisions() if not names or d.op in names]
         if not decisions:
-            print(f"no autotune decisions in {autotune.cache_dir()}")
+            print(f"no autotune decisions in {where()}")
             return 0
         for d in decisions:
             print(d.describe() + "\n")

@@ -19,7 +19,7 @@ from typing import Any
 from .._config import BACKEND_PLATFORMS
 from .._console import render
 from .._record import TIE
-from ._location import cache_dir
+from ._location import where as cache_where
 
 #: A decision whose winner's rounds spread more than this (interquartile range
 #: over median) was measured while the machine was busy (``Decision.busy``).
@@ -145,7 +145,7 @@ class Decision:
         head = f"{self.op} on {self.platform}: {self.signature}"
         where = {
             "measured": "measured in this process",
-            "disk": f"read from the autotune cache ({cache_dir()})",
+            "disk": f"read from the autotune cache ({cache_where()})",
             "process 0": "decided by process 0",
             "only backend": "the only backend available"
             if self.unavailable
