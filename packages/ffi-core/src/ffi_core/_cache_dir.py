@@ -15,6 +15,8 @@ import stat
 import warnings
 from pathlib import Path
 
+from .abi._cache_files import open_cache_file
+
 __all__ = [
     "CacheDirWarning",
     "cache_root",
@@ -127,13 +129,13 @@ def env_cache_dir(env: str, folder: str, *, purpose: str) -> Path | None:
 def read_cache_file(path: Path | str, *, max_bytes: int) -> bytes | None:
     """The bytes of cache file ``path``, or None where there is none.
 
-    Only a regular file is read: a symbolic link is not followed, and a FIFO
-    or a device at the name is not opened for a writer to come (no wait).
+    Opened by :func:`open_cache_file`: only a regular file, no symbolic link
+    followed, no wait at a FIFO.
 
     Raises:
       ValueError: what stands at ``path`` cannot be a cache file, with the
-        reason ("it is not a regular file", "it cannot be read (...)", "it is
-        larger than ... bytes"); the caller counts it as a miss.
+        reason (those of :func:`open_cache_file`, or "it is larger than ..."),
+        the caller counts it as a miss.
 
     Example:
         >>> import tempfile
@@ -145,17 +147,13 @@ def read_cache_file(path: Path | str, *, max_bytes: int) -> bytes | None:
         ...
         ValueError: it is not a regular file
     """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
+    opened = open_cache_file(path)
+    if opened is None:
         return None
-    except OSError as error:
-        raise ValueError(f"it cannot be read ({error.strerror or error})") from None
+    fd, _ = opened
+    chunks: list[bytes] = []
+    size = 0
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("it is not a regular file")
-        chunks, size = [], 0
         while size <= max_bytes:
             chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
             if not chunk:

@@ -379,12 +379,10 @@ def _wrap_in_out(
         if len(args) != n_in:
             inputs = ", ".join(p.name for p in info.arrays[:n_in])
             updated = ", ".join(f"'{info.arrays[k].name}'" for k in in_out)
-            scalars = ", ".join(p.name for p in info.scalars)
-            extra = f"; scalar parameters ({scalars}) are given as keywords" if scalars else ""
             raise TypeError(
                 f"warp kernel '{info.name}' takes {n_in} input arrays ({inputs}; {updated} "
-                f"read and written, from `in_out_argnames`), but is called with {len(args)} "
-                f"positional arguments{extra}"
+                f"read and written, from `in_out_argnames`){info.scalars_as_keywords()}, but "
+                f"is called with {len(args)} positional arguments"
             )
         key = tuple(aval(args, k) for k in in_out)
         inner = ops.get(key)

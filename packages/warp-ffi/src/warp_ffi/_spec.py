@@ -185,6 +185,15 @@ class KernelInfo(KernelInfoBase):
     def generic(self) -> bool:
         return any(p.dtype is None for p in self.arrays)
 
+    def scalars_as_keywords(self) -> str:
+        """What an arity message adds about the scalar parameters (given as
+        keywords, never positionally): "" where there is none."""
+        if not self.scalars:
+            return ""
+        return (
+            f" and scalar parameters ({', '.join(p.name for p in self.scalars)}) given as keywords"
+        )
+
     def check_call(
         self, dtypes: Sequence[str], shapes: Sequence[tuple[int, ...]] | None, n_in: int
     ) -> None:
@@ -192,11 +201,10 @@ class KernelInfo(KernelInfoBase):
         (their ranks and an element's axes too, unless ``shapes`` is None)."""
         n = len(dtypes)
         if n != len(self.arrays):
-            scalars = ", ".join(p.name for p in self.scalars)
-            extra = f" and scalar parameters ({scalars}) given as keywords" if scalars else ""
             raise TypeError(
                 f"warp kernel '{self.name}' has {len(self.arrays)} array parameters "
-                f"({', '.join(p.name for p in self.arrays)}){extra}, but is called with "
+                f"({', '.join(p.name for p in self.arrays)}){self.scalars_as_keywords()}, "
+                "but is called with "
                 f"{n_in} inputs and {n - n_in} outputs ({n} arrays); the convention is "
                 "kernel(in_1, ..., in_n, out_1, ..., out_m) with scalars anywhere"
             )

@@ -72,6 +72,7 @@ from .._spec import array_sig as array_sig
 from .._spec import attribute_value as attribute_value
 from .._spec import check_dtype as check_dtype
 from .._spec import check_vmap_method as check_vmap_method
+from ..abi._cache_files import directory_lock as directory_lock
 from ..sharding._partition import BoundPrimitive as BoundPrimitive
 from ..sharding._partition import ShapedCall as ShapedCall
 from ..sharding._partition import partitioned_call as partitioned_call
@@ -132,6 +133,7 @@ __all__ = [
     "check_vmap_method",
     "def_eager_impl",
     "derivative_fix",
+    "directory_lock",
     "distributed_client",
     "env_cache_dir",
     "expand_batch",

@@ -29,11 +29,11 @@ import re
 import tempfile
 import threading
 import warnings
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import jax
-from ffi_core.bridge import read_cache_file
+from ffi_core.bridge import directory_lock, read_cache_file
 
 from .. import _awake
 from .._load import usable_cpus
@@ -212,24 +212,6 @@ def _read(path: pathlib.Path, *, warn: bool = True) -> dict[str, Any]:
         return {}
 
 
-@contextlib.contextmanager
-def _file_lock(directory: pathlib.Path) -> Iterator[None]:
-    # Read, merge and replace under one lock, so that two processes writing at
-    # once both keep their decisions. Where there is no flock, the replace
-    # alone (atomic) keeps the file whole.
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 def _valid_entries(entries: Mapping[str, Any]) -> dict[str, Any]:
     kept = {}
     for key, record in entries.items():
@@ -251,8 +233,10 @@ def _write(
     # file: merge its valid entries (unless the point is to drop some), less
     # the keys in ``drop``, then replace the file in one step (a temporary
     # file, flushed to disk, renamed over it). A fingerprint of None keeps the
-    # file's. Returns how many of ``drop`` the file held.
-    with _file_lock(path.parent):
+    # file's, all under the directory's lock, so that two processes writing
+    # at once both keep their decisions. Returns how many of ``drop`` the
+    # file held.
+    with directory_lock(path.parent):
         try:
             found, entries = _load(path)
         except InvalidDecision:
@@ -334,16 +318,27 @@ def to_disk(platform: str, decision: Decision) -> None:
 def cached_decisions() -> list[Decision]:
     """Every decision in the cache on disk, for every machine and version;
     bad files and entries are left out with an :class:`AutotuneWarning`."""
+    return _stored(warn=True)
+
+
+def cached_ops() -> set[str]:
+    """The operations the cache on disk holds decisions of (bad files and
+    entries left out, without a warning)."""
+    return {d.op for d in _stored(warn=False)}
+
+
+def _stored(*, warn: bool) -> list[Decision]:
     directory = usable_directory()
     if directory is None:
         return []
     found = []
     for path in _files(directory):
-        for key, record in _read(path).items():
+        for key, record in _read(path, warn=warn).items():
             try:
                 found.append(parse_decision(record, key=key, source="disk"))
             except InvalidDecision as exc:
-                _ignored(f"the autotune decision {_short(key)} in {path}", str(exc))
+                if warn:
+                    _ignored(f"the autotune decision {_short(key)} in {path}", str(exc))
     return found
 
 
@@ -381,20 +376,6 @@ def remove(op: str | None) -> int:
                 continue
             removed += len(entries) - len(keep)
     return removed
-
-
-def cached_ops() -> set[str]:
-    """The operations the cache on disk holds decisions of (bad files and
-    entries left out, without a warning)."""
-    directory = usable_directory()
-    if directory is None:
-        return set()
-    with _lock:
-        return {
-            record["op"]
-            for path in _files(directory)
-            for record in _valid_entries(_read(path, warn=False)).values()
-        }
 
 
 def remove_keys(platform: str, keys: Collection[str]) -> int:

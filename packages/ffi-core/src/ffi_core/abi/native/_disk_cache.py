@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
 import functools
 import hashlib
 import os
@@ -47,6 +46,8 @@ from numba.core.caching import (
     _CacheLocator,
 )
 from numba.core.ccallback import CFunc
+
+from .._cache_files import directory_lock, open_cache_file
 
 __all__ = [
     "PORTABLE_CPUS",
@@ -132,32 +133,6 @@ def _discard(
     )
 
 
-@contextlib.contextmanager
-def _directory_lock(directory: str) -> Iterator[None]:
-    # An exclusive lock on ``directory``'s ``.lock`` file while the block runs;
-    # none where there is no flock or the file cannot be made (a read-only
-    # cache, which is not written either).
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    try:
-        fd = os.open(
-            os.path.join(directory, ".lock"),
-            os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
-            0o600,
-        )
-    except OSError:
-        yield
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 class _ChecksummedCacheFile(IndexDataCacheFile):
     """Numba's index (``.nbi``) and data (``.nbc``) files, each written
     atomically as ``_MAGIC + sha256(payload) + payload`` and read back only
@@ -174,38 +149,26 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
 
     def _read_verified(self, path: str) -> bytes | None:
         self.last_read = path
-        # FileNotFoundError: a miss, as in Numba. Only a regular file is
+        # A miss where there is none, as in Numba. Only a regular file is
         # read (its code runs in this process): no symbolic link followed, no
         # wait for a writer at a FIFO. In a prebuilt directory, which others
         # may enter, only one its owner alone may write (the user's cache is
         # mode 0700: no one else reaches its files).
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
         try:
-            fd = os.open(path, flags)
-        except FileNotFoundError:
-            raise
-        except OSError as error:
-            link = error.errno == errno.ELOOP or os.path.islink(path)
-            reason = "is a symbolic link" if link else f"cannot be read ({error.strerror})"
-            _discard(path, None, reason, self.what, keep=True)
+            opened = open_cache_file(path)
+        except ValueError as error:
+            _discard(path, None, str(error).removeprefix("it "), self.what, keep=True)
             return None
-        try:
-            info = os.fstat(fd)
-        except OSError:
+        if opened is None:
+            raise FileNotFoundError(path)
+        fd, info = opened
+        if self.readonly and info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
             os.close(fd)
-            raise
-        bad = None
-        if not stat.S_ISREG(info.st_mode):
-            bad = "is not a regular file"
-        elif self.readonly and info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            bad = f"may be written by group or others (mode {stat.S_IMODE(info.st_mode):04o})"
-        if bad is not None:
-            os.close(fd)
-            _discard(path, None, bad, self.what, keep=True)
+            reason = f"may be written by group or others (mode {stat.S_IMODE(info.st_mode):04o})"
+            _discard(path, None, reason, self.what, keep=True)
             return None
         with os.fdopen(fd, "rb") as f:
             content = f.read()
-            seen = os.fstat(fd)
         payload = content[_HEADER:]
         if (
             len(content) < _HEADER
@@ -214,7 +177,7 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
         ):
             _discard(
                 path,
-                seen,
+                info,
                 "does not match its checksum (truncated or corrupt)",
                 self.what,
                 keep=self.readonly,
@@ -234,7 +197,7 @@ class _ChecksummedCacheFile(IndexDataCacheFile):
         # (code for two CPU models into one shared cache) could both pick
         # ``.1.nbc``, and one key end up naming the other's code: the steps
         # run under a lock on the directory, so each sees the other's entry.
-        with _directory_lock(self._cache_path):
+        with directory_lock(self._cache_path):
             super().save(key, data)
 
     def _load_index(self) -> dict[Any, str]:
